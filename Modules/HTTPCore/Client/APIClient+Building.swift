@@ -1,0 +1,67 @@
+import Foundation
+import HTTPTypes
+
+extension APIClient {
+    /// The endpoint as a request: URL, query, headers, body and timeout.
+    func makeRequest(_ endpoint: some Endpoint, bodyOverride: RequestBody?) throws(NetworkError) -> PreparedRequest {
+        var headers = configuration.defaultHeaders
+        for field in endpoint.headers {
+            headers[fields: field.name] = []
+        }
+        headers.append(contentsOf: endpoint.headers)
+        var draft = RequestDraft(method: endpoint.method, url: try url(for: endpoint), headers: headers)
+        draft.appendQuery(endpoint.query)
+        try endpoint.body.apply(to: &draft, context: EncodingContext(jsonEncoder: configuration.encoder))
+        if let bodyOverride { draft.body = bodyOverride }
+        let url = try draft.resolvedURL()
+        guard url.host != nil, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw .invalidRequest(.malformedURL(url.absoluteString))
+        }
+        var head = HTTPRequest(method: draft.method, url: url, headerFields: draft.headers)
+        if let length = draft.body?.length, head.headerFields[.contentLength] == nil, length > 0 || draft.method.allowsBody {
+            head.headerFields[.contentLength] = String(length)
+        }
+        return PreparedRequest(head: head, body: draft.body, timeout: endpoint.timeout ?? configuration.timeout)
+    }
+
+    /// The endpoint's URL without its query items: an absolute path as it is, otherwise the
+    /// endpoint's or the client's base URL with the path appended.
+    func url(for endpoint: some Endpoint) throws(NetworkError) -> URL {
+        let path = endpoint.path
+        if let absolute = URL(string: path), absolute.scheme != nil { return absolute }
+        let base = endpoint.baseURL ?? configuration.baseURL
+        let (pathPart, queryPart) = split(path)
+        guard var components = URLComponents(url: base, resolvingAgainstBaseURL: true) else {
+            throw .invalidRequest(.malformedURL(base.absoluteString))
+        }
+        let encodedPath = pathPart.addingPercentEncoding(withAllowedCharacters: Self.pathAllowed) ?? pathPart
+        components.percentEncodedPath = join(components.percentEncodedPath, encodedPath)
+        if let queryPart, !queryPart.isEmpty {
+            let existing = components.percentEncodedQuery.map { $0 + "&" } ?? ""
+            components.percentEncodedQuery = existing + queryPart
+        }
+        guard let url = components.url else { throw .invalidRequest(.malformedURL(base.absoluteString + path)) }
+        return url
+    }
+
+    /// RFC 3986 `pchar` plus `/`, and `%` so paths that are already encoded stay as they are.
+    private static let pathAllowed = CharacterSet(charactersIn:
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/%")
+
+    private func split(_ path: String) -> (String, String?) {
+        guard let mark = path.firstIndex(of: "?") else { return (path, nil) }
+        return (String(path[..<mark]), String(path[path.index(after: mark)...]))
+    }
+
+    private func join(_ base: String, _ path: String) -> String {
+        if path.isEmpty { return base }
+        let left = base.hasSuffix("/") ? String(base.dropLast()) : base
+        let right = path.hasPrefix("/") ? path : "/" + path
+        return left + right
+    }
+}
+
+extension HTTPRequest.Method {
+    /// Whether requests with this method normally carry a body (and so a `Content-Length: 0`).
+    var allowsBody: Bool { self == .post || self == .put || self == .patch }
+}

@@ -1,0 +1,179 @@
+public import Foundation
+import HTTPTypes
+
+/// Sends endpoints and requests through a transport, with plugins, interceptors, retries,
+/// redirects, validation and decoding.
+///
+/// A client holds no mutable state: share one per backend across tasks.
+///
+/// ```swift
+/// let client = APIClient(
+///     configuration: ClientConfiguration(baseURL: URL(string: "https://api.example.com")!),
+///     transport: AsyncHTTPClientTransport()
+/// )
+/// let user: User = try await client.model(UserAPI.user(id: 42))
+/// ```
+///
+/// The order of work for one call:
+/// 1. The endpoint becomes a request: base URL, path, query, default then endpoint headers, body.
+/// 2. Each plugin in scope runs ``Plugin/prepare(_:context:)``, in order.
+/// 3. Attempts, under the ``RetryPolicy``: the interceptors in scope, outermost first, then the
+///    exchange, in which each plugin's ``Plugin/willSend(_:context:)`` runs before every hop
+///    and redirects are followed.
+/// 4. The status is validated against the endpoint's ``StatusValidation``; the body is read
+///    and decoded for the kind of call.
+/// 5. Each plugin's ``Plugin/didReceive(_:context:)`` sees the result or the error.
+public final class APIClient: Sendable {
+    /// The client's configuration.
+    public let configuration: ClientConfiguration
+    /// The transport requests go through.
+    public let transport: any Transport
+
+    public init(configuration: ClientConfiguration, transport: any Transport) {
+        self.configuration = configuration
+        self.transport = transport
+    }
+
+    /// A client with the default configuration for `baseURL`.
+    public convenience init(baseURL: URL, transport: any Transport) {
+        self.init(configuration: ClientConfiguration(baseURL: baseURL), transport: transport)
+    }
+
+    /// Runs one call and hands the validated response to `read`, which turns the streamed body
+    /// into the call's result and says what plugins may see of it.
+    func perform<Result>(
+        _ endpoint: some Endpoint,
+        bodyOverride: RequestBody? = nil,
+        read: (TransportResponse) async throws -> (value: Result, bodyForPlugins: Data, bytes: Int)
+    ) async throws(NetworkError) -> Response<Result> {
+        let context = CallContext(endpointName: endpoint.name, scopes: endpoint.scopes)
+        let plugins = configuration.plugins.filter { $0.scope.applies(to: endpoint.scopes) }
+        let started = ContinuousClock.now
+        let hops = HopRecorder()
+        var attempts = 0
+        do {
+            var request = try makeRequest(endpoint, bodyOverride: bodyOverride)
+            for plugin in plugins { request = try await plugin.prepare(request, context: context) }
+            let raw = try await sendWithRetries(request, context: context, plugins: plugins, attempts: &attempts, hops: hops)
+            let finalRequest = hops.lastRequest ?? request.head
+            guard endpoint.validation.accepts(raw.head.status.code) else {
+                let excerpt = try await raw.body.collectPrefix(configuration.maxErrorBodySize)
+                let metrics = ResponseMetrics(duration: .now - started, attempts: attempts, redirects: hops.count, bytesReceived: excerpt.count)
+                throw StatusClassification.error(for: Response(status: raw.head.status, headers: raw.head.headerFields, body: excerpt, request: finalRequest, metrics: metrics))
+            }
+            let result: (value: Result, bodyForPlugins: Data, bytes: Int)
+            do { result = try await read(raw) } catch let error as DecodingError {
+                throw NetworkError.decoding(DecodingFailure(error, type: Result.self, response: nil))
+            }
+            let metrics = ResponseMetrics(duration: .now - started, attempts: attempts, redirects: hops.count, bytesReceived: result.bytes)
+            let response = Response(status: raw.head.status, headers: raw.head.headerFields, body: result.value, request: finalRequest, metrics: metrics)
+            if !plugins.isEmpty {
+                let seen = response.map { _ in result.bodyForPlugins }
+                for plugin in plugins { await plugin.didReceive(.success(seen), context: context) }
+            }
+            return response
+        } catch {
+            let failure = NetworkError(error)
+            for plugin in plugins { await plugin.didReceive(.failure(failure), context: context) }
+            throw failure
+        }
+    }
+
+    private func sendWithRetries(
+        _ request: PreparedRequest,
+        context: CallContext,
+        plugins: [any Plugin],
+        attempts: inout Int,
+        hops: HopRecorder
+    ) async throws -> TransportResponse {
+        let policy = configuration.retryPolicy
+        let interceptors = configuration.interceptors.filter { $0.scope.applies(to: context.scopes) }
+        while true {
+            attempts += 1
+            var attemptContext = context
+            attemptContext.attempt = attempts
+            let chain = makeChain(interceptors, context: attemptContext, plugins: plugins, hops: hops)
+            let delay: Duration
+            do {
+                let response = try await chain(request)
+                guard let wait = policy.delay(afterAttempt: attempts, method: request.head.method, response: response.head) else {
+                    return response
+                }
+                await response.body.discard()
+                delay = wait
+            } catch {
+                let failure = NetworkError(error)
+                guard let wait = policy.delay(afterAttempt: attempts, method: request.head.method, error: failure) else {
+                    throw failure
+                }
+                delay = wait
+            }
+            try await policy.clock.sleep(delay)
+        }
+    }
+
+    private func makeChain(
+        _ interceptors: [any Interceptor],
+        context: CallContext,
+        plugins: [any Plugin],
+        hops: HopRecorder
+    ) -> InterceptorNext {
+        var next: InterceptorNext = { [self] request in
+            try await self.exchange(request, context: context, plugins: plugins, hops: hops)
+        }
+        for interceptor in interceptors.reversed() {
+            let inner = next
+            next = { request in try await interceptor.intercept(request, context: context, next: inner) }
+        }
+        return next
+    }
+}
+
+/// Remembers the redirect hops of the latest exchange, for ``ResponseMetrics`` and
+/// ``Response/request``.
+final class HopRecorder: Sendable {
+    private let state = LockedBox<(count: Int, last: HTTPRequest?)>((0, nil))
+
+    var count: Int { state.current.count }
+    var lastRequest: HTTPRequest? { state.current.last }
+
+    func record(count: Int, request: HTTPRequest) {
+        state.withLock { $0 = (count, request) }
+    }
+}
+
+extension DecodingFailure {
+    /// The failure a Foundation `DecodingError` describes.
+    public init(_ error: DecodingError, type: Any.Type, response: Response<Data>?) {
+        let context: DecodingError.Context? = switch error {
+        case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c): c
+        @unknown default: nil
+        }
+        var message = context?.debugDescription ?? "\(error)"
+        if case .keyNotFound(let key, _) = error { message = "no value for key '\(key.stringValue)'" }
+        self.init(
+            type: String(describing: type),
+            codingPath: context?.codingPath.map(\.stringValue) ?? [],
+            message: message,
+            response: response
+        )
+    }
+}
+
+extension ByteStream {
+    /// Up to `maxBytes` of the stream, dropping the rest; for error excerpts.
+    func collectPrefix(_ maxBytes: Int) async throws -> Data {
+        var result = Data()
+        for try await chunk in self {
+            let room = maxBytes - result.count
+            if room <= 0 { continue }
+            result.append(chunk.prefix(room))
+        }
+        return result
+    }
+
+    /// Reads and drops the rest of the stream so the connection can be reused.
+    func discard() async {
+        do { for try await _ in self {} } catch {}
+    }
+}

@@ -1,0 +1,43 @@
+public import Foundation
+public import HTTPTypes
+
+/// A request ready to go on the wire, as plugins and interceptors see it.
+public struct PreparedRequest: Sendable {
+    /// Method, scheme, authority, path with query, and header fields.
+    public var head: HTTPRequest
+    /// The body, replayable for retries and redirects.
+    public var body: RequestBody?
+    /// The limit for one exchange.
+    public var timeout: Duration
+
+    public init(head: HTTPRequest, body: RequestBody? = nil, timeout: Duration) {
+        self.head = head
+        self.body = body
+        self.timeout = timeout
+    }
+
+    /// The request's URL.
+    public var url: URL? { head.url }
+
+    /// Header fields, as a shortcut to `head.headerFields`.
+    public var headers: HTTPFields {
+        get { head.headerFields }
+        set { head.headerFields = newValue }
+    }
+}
+
+/// What plugins and interceptors know about the call they are part of.
+public struct CallContext: Sendable {
+    /// The endpoint's name (``Endpoint/name``).
+    public var endpointName: String
+    /// The endpoint's plugin scopes.
+    public var scopes: Set<PluginScope>
+    /// Which attempt this is, from 1; retries by the client's ``RetryPolicy`` count up.
+    public var attempt: Int
+
+    public init(endpointName: String, scopes: Set<PluginScope>, attempt: Int = 1) {
+        self.endpointName = endpointName
+        self.scopes = scopes
+        self.attempt = attempt
+    }
+}

@@ -1,0 +1,53 @@
+/// Exponential backoff with full jitter and a cap.
+///
+/// The n-th retry (n from 1) waits a random duration in `0...min(cap, base × multiplierⁿ⁻¹)`.
+/// Full jitter spreads clients that failed together, so they do not come back together
+/// (see "Exponential Backoff And Jitter", AWS Architecture Blog, 2015).
+public struct Backoff: Sendable, Hashable {
+    /// The ceiling of the first retry's delay.
+    public var base: Duration
+    /// How much the ceiling grows per retry.
+    public var multiplier: Double
+    /// The largest ceiling.
+    public var cap: Duration
+    /// Whether to pick a random delay below the ceiling (full jitter) or wait the ceiling.
+    public var jitter: Bool
+
+    public init(base: Duration = .milliseconds(200), multiplier: Double = 2, cap: Duration = .seconds(30), jitter: Bool = true) {
+        self.base = base
+        self.multiplier = multiplier
+        self.cap = cap
+        self.jitter = jitter
+    }
+
+    /// The ceiling for retry number `retry` (1 for the first retry).
+    public func ceiling(forRetry retry: Int) -> Duration {
+        let exponent = Double(max(0, retry - 1))
+        let seconds = base.seconds * pow2(multiplier, exponent)
+        return seconds >= cap.seconds ? cap : .seconds(seconds)
+    }
+
+    /// The delay before retry number `retry`, with `unitRandom` a value in `0..<1`.
+    public func delay(forRetry retry: Int, unitRandom: Double) -> Duration {
+        let ceiling = ceiling(forRetry: retry)
+        return jitter ? .seconds(ceiling.seconds * min(max(unitRandom, 0), 1)) : ceiling
+    }
+
+    private func pow2(_ base: Double, _ exponent: Double) -> Double {
+        var result = 1.0
+        var remaining = Int(exponent)
+        while remaining > 0 && result < 1e12 {
+            result *= base
+            remaining -= 1
+        }
+        return result
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    public var seconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,46 @@
+public import Foundation
+
+/// Parsing of the `Retry-After` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
+public enum RetryAfter {
+    /// The delay `value` asks for, measured from `now`; `nil` when it is neither form.
+    /// A date in the past means no delay.
+    public static func delay(from value: String, now: Date) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed) {
+            return seconds >= 0 ? .seconds(seconds) : nil
+        }
+        guard let date = HTTPDate.parse(trimmed) else { return nil }
+        let interval = date.timeIntervalSince(now)
+        return interval > 0 ? .milliseconds(Int64((interval * 1000).rounded(.up))) : .zero
+    }
+}
+
+/// HTTP-date parsing (RFC 9110 §5.6.7): IMF-fixdate, and the obsolete RFC 850 and asctime forms.
+public enum HTTPDate {
+    private static let formats = [
+        "EEE, dd MMM yyyy HH:mm:ss zzz",
+        "EEEE, dd-MMM-yy HH:mm:ss zzz",
+        "EEE MMM d HH:mm:ss yyyy",
+    ]
+
+    /// The date `string` names, or `nil`.
+    public static func parse(_ string: String) -> Date? {
+        for format in formats {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            if let date = formatter.date(from: string) { return date }
+        }
+        return nil
+    }
+
+    /// `date` as an IMF-fixdate, such as `Sun, 06 Nov 1994 08:49:37 GMT`.
+    public static func format(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = formats[0]
+        return formatter.string(from: date)
+    }
+}

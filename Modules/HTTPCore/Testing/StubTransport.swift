@@ -1,0 +1,118 @@
+public import Foundation
+public import HTTPTypes
+
+/// A transport that answers from canned responses, for users' own tests (Moya's sample data).
+///
+/// Register a response per endpoint, or per method and path; every request is recorded.
+/// Unmatched requests get a 404 unless a fallback is set.
+///
+/// ```swift
+/// let stub = StubTransport()
+/// stub.on(UserAPI.user(id: 42), respond: try .json(User(id: 42, name: "Ada")))
+/// stub.on(.delete, "/posts/7", respond: .status(204))
+/// let client = APIClient(baseURL: URL(string: "https://api.test")!, transport: stub)
+/// let user: User = try await client.model(UserAPI.user(id: 42))
+/// #expect(stub.recordedRequests.count == 1)
+/// ```
+public final class StubTransport: Transport {
+    /// A canned answer.
+    public struct Stub: Sendable {
+        public var status: HTTPResponse.Status
+        public var headers: HTTPFields
+        public var body: Data
+        /// How long to wait before answering; cancellation during the wait is honoured.
+        public var delay: Duration
+        /// An error to throw instead of answering.
+        public var error: NetworkError?
+
+        public init(status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], body: Data = Data(), delay: Duration = .zero, error: NetworkError? = nil) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.delay = delay
+            self.error = error
+        }
+
+        /// An empty response with `code`.
+        public static func status(_ code: Int, headers: HTTPFields = [:]) -> Stub {
+            Stub(status: HTTPResponse.Status(code: code), headers: headers)
+        }
+
+        /// `value` encoded as JSON, with `Content-Type: application/json`.
+        public static func json<Value: Encodable>(_ value: Value, status: Int = 200, encoder: JSONEncoder = JSONEncoder()) throws -> Stub {
+            Stub(status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"], body: try encoder.encode(value))
+        }
+
+        /// A JSON document given as text.
+        public static func json(_ text: String, status: Int = 200) -> Stub {
+            Stub(status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"], body: Data(text.utf8))
+        }
+
+        /// A failure below HTTP.
+        public static func failure(_ error: NetworkError) -> Stub {
+            Stub(error: error)
+        }
+    }
+
+    /// A request as the stub received it.
+    public struct RecordedRequest: Sendable {
+        public var head: HTTPRequest
+        public var body: Data?
+    }
+
+    private struct Route: Sendable {
+        var method: HTTPRequest.Method
+        var path: String
+        var stubs: [Stub]
+    }
+
+    private let state = LockedBox<(routes: [Route], recorded: [RecordedRequest], fallback: Stub)>(
+        ([], [], .status(404))
+    )
+
+    public init(fallback: Stub = .status(404)) {
+        state.withLock { $0.fallback = fallback }
+    }
+
+    /// Answers requests with `method` whose path (without the query) is `path` or ends with
+    /// it. Several stubs for one route answer in turn; the last one repeats.
+    public func on(_ method: HTTPRequest.Method, _ path: String, respond stubs: Stub...) {
+        let route = Route(method: method, path: Self.pathWithoutQuery(path), stubs: stubs)
+        state.withLock { $0.routes.append(route) }
+    }
+
+    /// Answers the request `endpoint` describes.
+    public func on(_ endpoint: some Endpoint, respond stubs: Stub...) {
+        let route = Route(method: endpoint.method, path: Self.pathWithoutQuery(endpoint.path), stubs: stubs)
+        state.withLock { $0.routes.append(route) }
+    }
+
+    /// Every request received so far, in order.
+    public var recordedRequests: [RecordedRequest] { state.current.recorded }
+
+    public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
+        let bodyData = try await body?.collect(upTo: .max)
+        let path = Self.pathWithoutQuery(request.path ?? "/")
+        let stub = state.withLock { state -> Stub in
+            state.recorded.append(RecordedRequest(head: request, body: bodyData))
+            guard let index = state.routes.lastIndex(where: { $0.method == request.method && (path == $0.path || path.hasSuffix($0.path)) }) else {
+                return state.fallback
+            }
+            let stubs = state.routes[index].stubs
+            guard let first = stubs.first else { return state.fallback }
+            if stubs.count > 1 { state.routes[index].stubs.removeFirst() }
+            return first
+        }
+        if stub.delay > .zero {
+            do { try await Task.sleep(for: stub.delay) } catch { throw NetworkError.cancelled }
+        }
+        if let error = stub.error { throw error }
+        var headers = stub.headers
+        if headers[.contentLength] == nil { headers[.contentLength] = String(stub.body.count) }
+        return TransportResponse(head: HTTPResponse(status: stub.status, headerFields: headers), body: ByteStream(data: stub.body))
+    }
+
+    private static func pathWithoutQuery(_ path: String) -> String {
+        path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
+    }
+}

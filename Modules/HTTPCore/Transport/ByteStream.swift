@@ -1,0 +1,124 @@
+public import Foundation
+
+/// A single-pass asynchronous sequence of byte chunks.
+///
+/// `ByteStream` is the one currency for streamed bodies in Courier: transports turn their own
+/// buffers into `Data` chunks, and request bodies made from files or async sequences are read
+/// through it. A stream is consumed once; iterate it, or call ``collect(upTo:)``.
+///
+/// ```swift
+/// let stream = ByteStream(data: Data("hello".utf8))
+/// for try await chunk in stream { print(chunk.count) }
+/// ```
+public struct ByteStream: AsyncSequence, Sendable {
+    public typealias Element = Data
+    public typealias Failure = any Error
+
+    private let makeIterator: @Sendable () -> AsyncIterator
+
+    /// A stream that yields `data` as one chunk (or nothing when it is empty).
+    public init(data: Data) {
+        makeIterator = { AsyncIterator(single: data) }
+    }
+
+    /// A stream over any sendable async sequence of `Data` chunks.
+    public init<Base: AsyncSequence & Sendable>(_ base: Base) where Base.Element == Data {
+        makeIterator = {
+            let box = IteratorBox(base.makeAsyncIterator())
+            return AsyncIterator { try await box.next() }
+        }
+    }
+
+    /// A stream whose chunks come from `next`, which returns `nil` at the end.
+    ///
+    /// `next` is called serially by one consumer; it is the building block for transports.
+    public init(next: @escaping @Sendable () async throws -> Data?) {
+        makeIterator = { AsyncIterator(next: next) }
+    }
+
+    /// A stream that reads the file at `url` in chunks of `chunkSize` bytes.
+    ///
+    /// The file is opened when iteration starts, so the same `ByteStream` value describes the
+    /// file's current contents each time it is iterated.
+    public init(contentsOf url: URL, chunkSize: Int = 64 * 1024) {
+        makeIterator = {
+            let reader = FileChunkReader(url: url, chunkSize: chunkSize)
+            return AsyncIterator { try reader.next() }
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { makeIterator() }
+
+    /// Reads the whole stream into memory, failing with ``NetworkError/bodyTooLarge(limit:)``
+    /// as soon as more than `maxBytes` arrive, so a huge or endless body never exhausts memory.
+    public func collect(upTo maxBytes: Int) async throws -> Data {
+        var result = Data()
+        for try await chunk in self {
+            if result.count + chunk.count > maxBytes { throw NetworkError.bodyTooLarge(limit: maxBytes) }
+            if result.isEmpty { result = chunk } else { result.append(chunk) }
+        }
+        return result
+    }
+
+    /// The iterator of a ``ByteStream``.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        private var single: Data?
+        private let nextChunk: (() async throws -> Data?)?
+
+        fileprivate init(single: Data) {
+            self.single = single.isEmpty ? nil : single
+            self.nextChunk = nil
+        }
+
+        fileprivate init(next: @escaping () async throws -> Data?) {
+            self.single = nil
+            self.nextChunk = next
+        }
+
+        public mutating func next() async throws -> Data? {
+            if let nextChunk { return try await nextChunk() }
+            defer { single = nil }
+            return single
+        }
+    }
+}
+
+/// Holds a mutable iterator behind a reference so a closure can advance it.
+///
+/// Not `Sendable`: it lives inside one `AsyncIterator`, which is consumed by one task at a time.
+private final class IteratorBox<Base: AsyncIteratorProtocol> where Base.Element == Data {
+    private var base: Base
+    init(_ base: Base) { self.base = base }
+    func next() async throws -> Data? { try await base.next() }
+}
+
+/// Reads a file sequentially; opened lazily at the first read, closed at the end or on deinit.
+private final class FileChunkReader {
+    private let url: URL
+    private let chunkSize: Int
+    private var handle: FileHandle?
+    private var finished = false
+
+    init(url: URL, chunkSize: Int) {
+        self.url = url
+        self.chunkSize = chunkSize
+    }
+
+    deinit { try? handle?.close() }
+
+    func next() throws -> Data? {
+        if finished { return nil }
+        if handle == nil {
+            do { handle = try FileHandle(forReadingFrom: url) } catch {
+                throw NetworkError.invalidRequest(.unreadableFile(url.path, reason: "\(error)"))
+            }
+        }
+        guard let chunk = try handle?.read(upToCount: chunkSize), !chunk.isEmpty else {
+            finished = true
+            try? handle?.close()
+            handle = nil
+            return nil
+        }
+        return chunk
+    }
+}

@@ -1,0 +1,40 @@
+public import HTTPTypes
+
+/// Moves one HTTP exchange over the wire: a request head and optional streamed body in,
+/// a response head and streamed body out.
+///
+/// A transport does one exchange and nothing more: it does not follow redirects, retry,
+/// validate status codes or decode; ``APIClient`` does those the same way over every transport.
+/// Courier ships ``URLSessionTransport`` and, in its own module, `AsyncHTTPClientTransport`;
+/// ``StubTransport`` answers from canned responses in tests.
+///
+/// Conformers throw ``NetworkError`` only: ``NetworkError/transport(_:)`` with the
+/// ``TransportFailure/Kind`` that fits, or ``NetworkError/cancelled`` when the calling task was
+/// cancelled (which must also cancel the exchange on the wire).
+///
+/// ```swift
+/// struct EchoTransport: Transport {
+///     func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
+///         TransportResponse(head: HTTPResponse(status: .ok), body: body.map { $0.makeStream() } ?? ByteStream(data: Data()))
+///     }
+/// }
+/// ```
+public protocol Transport: Sendable {
+    /// Sends `request` with `body` and returns once the response head has arrived.
+    ///
+    /// - Parameter timeout: the limit for the whole exchange, head and body; `nil` for none.
+    func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse
+}
+
+/// A response head and its body, still streaming.
+public struct TransportResponse: Sendable {
+    /// Status and header fields.
+    public var head: HTTPResponse
+    /// The body; consume it once.
+    public var body: ByteStream
+
+    public init(head: HTTPResponse, body: ByteStream) {
+        self.head = head
+        self.body = body
+    }
+}
