@@ -102,3 +102,20 @@ import Testing
         }
     }
 }
+
+@Test func typedThrowsLetCallersMatchCasesWithoutCasting() async {
+    let stub = StubTransport()
+    stub.on(.get, "/me", respond: .status(401))
+    let client = makeClient(stub)
+    var outcome = ""
+    do {
+        _ = try await client.model(Request<User>.get("/me"), as: User.self)
+    } catch .unauthorized(let response) {
+        outcome = "login again \(response.status.code)"
+    } catch .transport(let failure) where failure.kind == .notConnected {
+        outcome = "offline"
+    } catch {
+        outcome = "\(error)"
+    }
+    #expect(outcome == "login again 401")
+}
