@@ -20,7 +20,7 @@ struct JournalPlugin: Plugin {
         journal.append("\(label).willSend")
     }
 
-    func didReceive(_ result: Result<Response<Data>, NetworkError>, context: CallContext) async {
+    func didReceive(_ result: Result<Response<Data>, NetworkError>, for request: PreparedRequest, context: CallContext) async {
         switch result {
         case .success(let response): journal.append("\(label).didReceive \(response.status.code)")
         case .failure(let error): journal.append("\(label).didReceive \(error.status?.code ?? 0)")

@@ -22,7 +22,7 @@ import HTTPTypes
 ///    and redirects are followed.
 /// 4. The status is validated against the endpoint's ``StatusValidation``; the body is read
 ///    and decoded for the kind of call.
-/// 5. Each plugin's ``Plugin/didReceive(_:context:)`` sees the result or the error.
+/// 5. Each plugin's ``Plugin/didReceive(_:for:context:)`` sees the result or the error.
 public final class APIClient: Sendable {
     /// The client's configuration.
     public let configuration: ClientConfiguration
@@ -51,9 +51,11 @@ public final class APIClient: Sendable {
         let started = ContinuousClock.now
         let hops = HopRecorder()
         var attempts = 0
+        var prepared: PreparedRequest?
         do {
             var request = try makeRequest(endpoint, bodyOverride: bodyOverride)
             for plugin in plugins { request = try await plugin.prepare(request, context: context) }
+            prepared = request
             let raw = try await sendWithRetries(request, context: context, plugins: plugins, attempts: &attempts, hops: hops)
             let finalRequest = hops.lastRequest ?? request.head
             guard endpoint.validation.accepts(raw.head.status.code) else {
@@ -69,12 +71,14 @@ public final class APIClient: Sendable {
             let response = Response(status: raw.head.status, headers: raw.head.headerFields, body: result.value, request: finalRequest, metrics: metrics)
             if !plugins.isEmpty {
                 let seen = response.map { _ in result.bodyForPlugins }
-                for plugin in plugins { await plugin.didReceive(.success(seen), context: context) }
+                for plugin in plugins { await plugin.didReceive(.success(seen), for: request, context: context) }
             }
             return response
         } catch {
             let failure = NetworkError(error)
-            for plugin in plugins { await plugin.didReceive(.failure(failure), context: context) }
+            if let prepared {
+                for plugin in plugins { await plugin.didReceive(.failure(failure), for: prepared, context: context) }
+            }
             throw failure
         }
     }

@@ -5,7 +5,7 @@ import HTTPTypes
 ///
 /// Plugins run in the order they were configured: ``prepare(_:context:)`` once per call, before
 /// any interceptor; ``willSend(_:context:)`` just before each exchange goes on the wire
-/// (redirect hops and retries included); ``didReceive(_:context:)`` once, when the call ends.
+/// (redirect hops and retries included); ``didReceive(_:for:context:)`` once, when the call ends.
 /// See `Docs/Plugins.md` for the whole order.
 ///
 /// ```swift
@@ -31,13 +31,13 @@ public protocol Plugin: Sendable {
     func willSend(_ request: PreparedRequest, context: CallContext) async
 
     /// Sees how the call ended: the response (its body when the call read it into memory), or
-    /// the error.
-    func didReceive(_ result: Result<Response<Data>, NetworkError>, context: CallContext) async
+    /// the error. `request` is the request as ``prepare(_:context:)`` left it (before redirects).
+    func didReceive(_ result: Result<Response<Data>, NetworkError>, for request: PreparedRequest, context: CallContext) async
 }
 
 extension Plugin {
     public var scope: PluginScope { .universal }
     public func prepare(_ request: PreparedRequest, context: CallContext) async throws -> PreparedRequest { request }
     public func willSend(_ request: PreparedRequest, context: CallContext) async {}
-    public func didReceive(_ result: Result<Response<Data>, NetworkError>, context: CallContext) async {}
+    public func didReceive(_ result: Result<Response<Data>, NetworkError>, for request: PreparedRequest, context: CallContext) async {}
 }
