@@ -14,15 +14,40 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "HTTPCore", targets: ["HTTPCore"]),
+        .library(name: "Plugins", targets: ["Plugins"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         .target(
             name: "HTTPCore",
             dependencies: [.product(name: "HTTPTypes", package: "swift-http-types")],
             path: "Modules/HTTPCore",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Plugins",
+            dependencies: [
+                "HTTPCore",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            path: "Modules/Plugins",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "PluginsTests",
+            dependencies: [
+                "Plugins",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

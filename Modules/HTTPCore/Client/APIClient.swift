@@ -46,9 +46,9 @@ public final class APIClient: Sendable {
         bodyOverride: RequestBody? = nil,
         read: (TransportResponse) async throws -> (value: Result, bodyForPlugins: Data, bytes: Int)
     ) async throws(NetworkError) -> Response<Result> {
-        let context = CallContext(endpointName: endpoint.name, scopes: endpoint.scopes)
-        let plugins = configuration.plugins.filter { $0.scope.applies(to: endpoint.scopes) }
         let started = ContinuousClock.now
+        let context = CallContext(endpointName: endpoint.name, scopes: endpoint.scopes, startedAt: started)
+        let plugins = configuration.plugins.filter { $0.scope.applies(to: endpoint.scopes) }
         let hops = HopRecorder()
         var attempts = 0
         var prepared: PreparedRequest?
@@ -161,23 +161,5 @@ extension DecodingFailure {
             message: message,
             response: response
         )
-    }
-}
-
-extension ByteStream {
-    /// Up to `maxBytes` of the stream, dropping the rest; for error excerpts.
-    func collectPrefix(_ maxBytes: Int) async throws -> Data {
-        var result = Data()
-        for try await chunk in self {
-            let room = maxBytes - result.count
-            if room <= 0 { continue }
-            result.append(chunk.prefix(room))
-        }
-        return result
-    }
-
-    /// Reads and drops the rest of the stream so the connection can be reused.
-    func discard() async {
-        do { for try await _ in self {} } catch {}
     }
 }

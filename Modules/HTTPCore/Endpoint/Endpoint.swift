@@ -48,7 +48,8 @@ public protocol Endpoint: Sendable {
     var validation: StatusValidation { get }
     /// The scopes of plugins that apply to this endpoint (besides universal ones).
     var scopes: Set<PluginScope> { get }
-    /// A name for logs, metrics and traces; defaults to the method and path.
+    /// A name for logs, metrics and traces; defaults to the method and the path without its
+    /// query (so secrets in the query never reach a log, and metric dimensions stay few).
     var name: String { get }
 }
 
@@ -60,7 +61,10 @@ extension Endpoint {
     public var timeout: Duration? { nil }
     public var validation: StatusValidation { .successful }
     public var scopes: Set<PluginScope> { [] }
-    public var name: String { "\(method.rawValue) \(path)" }
+    public var name: String {
+        let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
+        return "\(method.rawValue) \(bare)"
+    }
 }
 
 /// Which response statuses an endpoint accepts.

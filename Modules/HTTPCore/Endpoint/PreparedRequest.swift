@@ -34,10 +34,13 @@ public struct CallContext: Sendable {
     public var scopes: Set<PluginScope>
     /// Which attempt this is, from 1; retries by the client's ``RetryPolicy`` count up.
     public var attempt: Int
+    /// When the call started, for durations measured by plugins.
+    public var startedAt: ContinuousClock.Instant
 
-    public init(endpointName: String, scopes: Set<PluginScope>, attempt: Int = 1) {
+    public init(endpointName: String, scopes: Set<PluginScope>, attempt: Int = 1, startedAt: ContinuousClock.Instant = .now) {
         self.endpointName = endpointName
         self.scopes = scopes
         self.attempt = attempt
+        self.startedAt = startedAt
     }
 }

@@ -64,6 +64,7 @@ public final class StubTransport: Transport {
         var method: HTTPRequest.Method
         var path: String
         var stubs: [Stub]
+        var responder: (@Sendable (RecordedRequest) -> Stub)?
     }
 
     private let state = LockedBox<(routes: [Route], recorded: [RecordedRequest], fallback: Stub)>(
@@ -81,6 +82,13 @@ public final class StubTransport: Transport {
         state.withLock { $0.routes.append(route) }
     }
 
+    /// Answers requests with `method` and `path` with what `responder` makes of each one,
+    /// for answers that depend on the request (its headers, say).
+    public func on(_ method: HTTPRequest.Method, _ path: String, responder: @escaping @Sendable (RecordedRequest) -> Stub) {
+        let route = Route(method: method, path: Self.pathWithoutQuery(path), stubs: [], responder: responder)
+        state.withLock { $0.routes.append(route) }
+    }
+
     /// Answers the request `endpoint` describes.
     public func on(_ endpoint: some Endpoint, respond stubs: Stub...) {
         let route = Route(method: endpoint.method, path: Self.pathWithoutQuery(endpoint.path), stubs: stubs)
@@ -93,15 +101,21 @@ public final class StubTransport: Transport {
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         let bodyData = try await body?.collect(upTo: .max)
         let path = Self.pathWithoutQuery(request.path ?? "/")
-        let stub = state.withLock { state -> Stub in
-            state.recorded.append(RecordedRequest(head: request, body: bodyData))
+        let recorded = RecordedRequest(head: request, body: bodyData)
+        let answer = state.withLock { state -> Answer in
+            state.recorded.append(recorded)
             guard let index = state.routes.lastIndex(where: { $0.method == request.method && (path == $0.path || path.hasSuffix($0.path)) }) else {
-                return state.fallback
+                return .stub(state.fallback)
             }
+            if let responder = state.routes[index].responder { return .responder(responder) }
             let stubs = state.routes[index].stubs
-            guard let first = stubs.first else { return state.fallback }
+            guard let first = stubs.first else { return .stub(state.fallback) }
             if stubs.count > 1 { state.routes[index].stubs.removeFirst() }
-            return first
+            return .stub(first)
+        }
+        let stub = switch answer {
+        case .stub(let stub): stub
+        case .responder(let responder): responder(recorded)
         }
         if stub.delay > .zero {
             do { try await Task.sleep(for: stub.delay) } catch { throw NetworkError.cancelled }
@@ -110,6 +124,11 @@ public final class StubTransport: Transport {
         var headers = stub.headers
         if headers[.contentLength] == nil { headers[.contentLength] = String(stub.body.count) }
         return TransportResponse(head: HTTPResponse(status: stub.status, headerFields: headers), body: ByteStream(data: stub.body))
+    }
+
+    private enum Answer {
+        case stub(Stub)
+        case responder(@Sendable (RecordedRequest) -> Stub)
     }
 
     private static func pathWithoutQuery(_ path: String) -> String {

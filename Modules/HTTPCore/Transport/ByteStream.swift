@@ -60,6 +60,22 @@ public struct ByteStream: AsyncSequence, Sendable {
         return result
     }
 
+    /// Up to `maxBytes` of the stream, dropping the rest; for error excerpts.
+    public func collectPrefix(_ maxBytes: Int) async throws -> Data {
+        var result = Data()
+        for try await chunk in self {
+            let room = maxBytes - result.count
+            if room <= 0 { continue }
+            result.append(chunk.prefix(room))
+        }
+        return result
+    }
+
+    /// Reads and drops the rest of the stream so the connection can be reused.
+    public func discard() async {
+        do { for try await _ in self {} } catch {}
+    }
+
     /// The iterator of a ``ByteStream``.
     public struct AsyncIterator: AsyncIteratorProtocol {
         private var single: Data?

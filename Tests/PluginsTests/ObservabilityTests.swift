@@ -1,0 +1,93 @@
+import Foundation
+import HTTPCore
+import HTTPTypes
+import InMemoryTracing
+import Logging
+import MetricsTestKit
+import Plugins
+import Testing
+import Tracing
+
+/// An in-memory tracer that propagates context as a W3C `traceparent`, as an OpenTelemetry
+/// tracer does.
+struct W3CTestTracer: Tracer {
+    let base = InMemoryTracer(idGenerator: .init(
+        nextTraceID: { (0..<32).map { _ in String(Int.random(in: 0..<16), radix: 16) }.joined() },
+        nextSpanID: { (0..<16).map { _ in String(Int.random(in: 0..<16), radix: 16) }.joined() }
+    ))
+
+    func startSpan<Instant: TracerInstant>(
+        _ operationName: String, context: @autoclosure () -> ServiceContext, ofKind kind: SpanKind,
+        at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
+    ) -> InMemorySpan {
+        base.startSpan(operationName, context: context(), ofKind: kind, at: instant(), function: function, file: fileID, line: line)
+    }
+
+    func forceFlush() { base.forceFlush() }
+
+    func inject<Carrier, Inject: Injector>(_ context: ServiceContext, into carrier: inout Carrier, using injector: Inject) where Inject.Carrier == Carrier {
+        guard let span = context.inMemorySpanContext else { return }
+        injector.inject("00-\(span.traceID)-\(span.spanID)-01", forKey: "traceparent", into: &carrier)
+    }
+
+    func extract<Carrier, Extract: Extractor>(_ carrier: Carrier, into context: inout ServiceContext, using extractor: Extract) where Extract.Carrier == Carrier {}
+}
+
+@Suite struct ObservabilityTests {
+    @Test func logsCarryNoSecrets() async throws {
+        let logs = CapturedLogs()
+        let stub = StubTransport()
+        stub.on(.get, "/account", respond: StubTransport.Stub(headers: [.setCookie: "session=s3cr3t-cookie"], body: Data("{}".utf8)))
+        let client = makeClient(stub, plugins: [LoggingPlugin(logger: logs.logger(), bodyLimit: 64)])
+        let headers: HTTPFields = [.authorization: "Bearer tok-SECRET-123", .cookie: "sid=cookie-SECRET-456", HTTPField.Name("X-API-Key")!: "hdr-SECRET-789"]
+        try await client.send(Request<Void>.get("/account?api_key=query-SECRET-000&page=2", headers: headers))
+        let text = logs.text
+        for secret in ["tok-SECRET-123", "cookie-SECRET-456", "hdr-SECRET-789", "query-SECRET-000", "s3cr3t-cookie"] {
+            #expect(!text.contains(secret), "\(secret) leaked into: \(text)")
+        }
+        #expect(text.contains("GET https://api.test/account?api_key=<redacted>&page=2"))
+        #expect(text.contains("← 200"))
+        #expect(text.contains("status=200"))
+    }
+
+    @Test func failuresAreLoggedWithTheirURL() async throws {
+        let logs = CapturedLogs()
+        let stub = StubTransport(fallback: .failure(.transport(TransportFailure(.cannotConnect, "refused"))))
+        let client = makeClient(stub, plugins: [LoggingPlugin(logger: logs.logger())])
+        _ = try? await client.send(Request<Void>.get("/down?token=abc"))
+        #expect(logs.all.contains { $0.hasPrefix("error ✕ GET https://api.test/down?token=<redacted>") })
+    }
+
+    @Test func tracedCallCarriesAValidTraceparent() async throws {
+        let tracer = W3CTestTracer()
+        let stub = StubTransport(fallback: .status(200))
+        let client = makeClient(stub, interceptors: [TracingInterceptor(tracer: tracer)])
+        try await client.send(Request<Void>.get("/traced?key=hidden"))
+        let header = try #require(stub.recordedRequests.first?.head.headerFields[HTTPField.Name("traceparent")!])
+        let parts = header.split(separator: "-").map(String.init)
+        #expect(parts.count == 4 && parts[0] == "00" && parts[1].count == 32 && parts[2].count == 16 && parts[3] == "01")
+        #expect(parts.dropFirst().dropLast().allSatisfy { $0.allSatisfy(\.isHexDigit) })
+        let span = try #require(tracer.base.finishedSpans.first)
+        #expect(span.spanContext.traceID == parts[1] && span.spanContext.spanID == parts[2])
+        #expect(span.kind == .client)
+        #expect(span.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(200))
+        #expect(span.attributes["url.full"]?.toSpanAttribute() == .string("https://api.test/traced?key=<redacted>"))
+    }
+
+    @Test func metricsAreRecordedPerEndpointAndStatusClass() async throws {
+        let metrics = TestMetrics()
+        let stub = StubTransport()
+        stub.on(.get, "/ok", respond: .status(200))
+        stub.on(.get, "/broken", respond: .status(503))
+        let client = makeClient(stub, plugins: [MetricsPlugin(factory: metrics)])
+        try await client.send(Request<Void>.get("/ok"))
+        try await client.send(Request<Void>.get("/ok"))
+        _ = try? await client.send(Request<Void>.get("/broken"))
+        let ok = try metrics.expectCounter("courier_http_requests_total", [("endpoint", "GET /ok"), ("status_class", "2xx")])
+        #expect(ok.totalValue == 2)
+        let broken = try metrics.expectCounter("courier_http_requests_total", [("endpoint", "GET /broken"), ("status_class", "5xx")])
+        #expect(broken.totalValue == 1)
+        let timer = try metrics.expectTimer("courier_http_request_duration", [("endpoint", "GET /ok")])
+        #expect(timer.values.count == 2)
+    }
+}
