@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "HTTPCore", targets: ["HTTPCore"]),
         .library(name: "Plugins", targets: ["Plugins"]),
+        .library(name: "Multipart", targets: ["Multipart"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -39,6 +40,17 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             path: "Modules/Plugins",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Multipart",
+            dependencies: ["HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
+            path: "Modules/Multipart",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "MultipartTests",
+            dependencies: ["Multipart"],
             swiftSettings: strictSettings
         ),
         .testTarget(
