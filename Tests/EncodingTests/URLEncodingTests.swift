@@ -111,3 +111,10 @@ import Testing
         #expect(query(of: draft) == "desc=true&ids=3,4&page=2&sort=name&token=tok%2F1")
     }
 }
+
+@Suite struct QueryOverloadTests {
+    @Test func homogeneousDictionaryLiteralIsNotAmbiguous() throws {
+        #expect(query(of: try applied(.query(["page": 2, "size": 10]))) == "page=2&size=10")
+        #expect(query(of: try applied(.query(["q": "a b"]))) == "q=a%20b")
+    }
+}

@@ -143,16 +143,7 @@ import Testing
         let stub = StubTransport(fallback: .failure(.transport(TransportFailure(kind, "simulated"))))
         let factory = ShopErrors()
         let shop = DomainClient(client: makeClient(stub), factory: factory)
-        let expected: FailureCategory = switch kind {
-        case .notConnected: .notConnected
-        case .timedOut: .timedOut
-        case .cannotConnect: .cannotConnect
-        case .connectionLost: .connectionLost
-        case .dns: .dns
-        case .tls: .tls
-        case .invalidResponse: .invalidResponse
-        case .other: .transport
-        }
+        let expected = FailureCategory.transport(kind)
         do {
             try await shop.send(ShopAPI.order(id: 1))
             Issue.record("expected a failure")

@@ -90,7 +90,7 @@ import Testing
         }
         let shop = DomainClient(client: makeClient(stub, interceptors: [handler]), factory: ShopErrors())
         #expect(try await shop.model(ShopAPI.order(id: 1), as: Order.self).id == 1)
-        #expect(seen.all == [.timedOut])
+        #expect(seen.all == [.transport(.timedOut)])
     }
 
     @Test func transportFailureConvertedToDomainError() async {

@@ -35,7 +35,7 @@ struct ShopErrors: DomainErrorFactory {
         case .notFound: return .missing
         case .client(409): return .outOfStock(sku: body?[extension: "sku"]?.stringValue ?? "?")
         case .server(let status): return .unavailable(status: status)
-        case .notConnected, .cannotConnect, .dns, .offline: return .offline
+        case .transport(.notConnected), .transport(.cannotConnect), .transport(.dns), .offline: return .offline
         case .cancelled: return .cancelled
         default: return .other(category)
         }

@@ -136,7 +136,7 @@ struct KeyedQueryContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 }
 
-struct UnkeyedQueryContainer: UnkeyedEncodingContainer {
+struct UnkeyedQueryContainer: UnkeyedEncodingContainer, ValueForwarding {
     let encoder: QueryTreeEncoder
     var codingPath: [any CodingKey] { encoder.codingPath }
     var count: Int {
@@ -145,23 +145,8 @@ struct UnkeyedQueryContainer: UnkeyedEncodingContainer {
     }
 
     mutating func encodeNil() throws { encoder.builder.appendChild().content = .value(.null) }
-    mutating func encode(_ value: Bool) throws { try put(value) }
-    mutating func encode(_ value: String) throws { try put(value) }
-    mutating func encode(_ value: Double) throws { try put(value) }
-    mutating func encode(_ value: Float) throws { try put(value) }
-    mutating func encode(_ value: Int) throws { try put(value) }
-    mutating func encode(_ value: Int8) throws { try put(value) }
-    mutating func encode(_ value: Int16) throws { try put(value) }
-    mutating func encode(_ value: Int32) throws { try put(value) }
-    mutating func encode(_ value: Int64) throws { try put(value) }
-    mutating func encode(_ value: UInt) throws { try put(value) }
-    mutating func encode(_ value: UInt8) throws { try put(value) }
-    mutating func encode(_ value: UInt16) throws { try put(value) }
-    mutating func encode(_ value: UInt32) throws { try put(value) }
-    mutating func encode(_ value: UInt64) throws { try put(value) }
-    mutating func encode<T: Encodable>(_ value: T) throws { try put(value) }
 
-    private func put(_ value: some Encodable) throws {
+    func put(_ value: some Encodable) throws {
         let key = QueryCodingKey(intValue: count)
         try encoder.write(value, into: encoder.builder.appendChild(), path: codingPath + [key])
     }
@@ -182,11 +167,24 @@ struct UnkeyedQueryContainer: UnkeyedEncodingContainer {
     }
 }
 
-struct SingleValueQueryContainer: SingleValueEncodingContainer {
+struct SingleValueQueryContainer: SingleValueEncodingContainer, ValueForwarding {
     let encoder: QueryTreeEncoder
     var codingPath: [any CodingKey] { encoder.codingPath }
 
     mutating func encodeNil() throws { encoder.builder.content = .value(.null) }
+
+    func put(_ value: some Encodable) throws {
+        try encoder.write(value, into: encoder.builder, path: codingPath)
+    }
+}
+
+/// The primitive `encode` overloads unkeyed and single-value containers must have, all
+/// forwarded to one generic `put`.
+protocol ValueForwarding {
+    func put(_ value: some Encodable) throws
+}
+
+extension ValueForwarding {
     mutating func encode(_ value: Bool) throws { try put(value) }
     mutating func encode(_ value: String) throws { try put(value) }
     mutating func encode(_ value: Double) throws { try put(value) }
@@ -202,8 +200,4 @@ struct SingleValueQueryContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt32) throws { try put(value) }
     mutating func encode(_ value: UInt64) throws { try put(value) }
     mutating func encode<T: Encodable>(_ value: T) throws { try put(value) }
-
-    private func put(_ value: some Encodable) throws {
-        try encoder.write(value, into: encoder.builder, path: codingPath)
-    }
 }

@@ -20,7 +20,7 @@ public import HTTPCore
 ///         case .unauthorized: .signInRequired
 ///         case .client(409) where body?.type == "https://shop.test/out-of-stock":
 ///             .outOfStock(sku: body?[extension: "sku"]?.stringValue ?? "?")
-///         case .server, .notConnected, .cannotConnect, .timedOut, .offline: .unavailable
+///         case .server, .transport(.notConnected), .transport(.timedOut), .offline: .unavailable
 ///         default: .other(body?.detail ?? "\(error)")
 ///         }
 ///     }

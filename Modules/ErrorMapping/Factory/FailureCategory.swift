@@ -17,16 +17,16 @@ import HTTPTypes
 ///
 /// Transport failures (`TransportFailure.Kind`), no response:
 ///
-/// | `TransportFailure.Kind` | `FailureCategory`   | retryable | connectivity |
-/// |-------------------------|---------------------|-----------|--------------|
-/// | `.notConnected`         | `.notConnected`     | yes       | yes          |
-/// | `.cannotConnect`        | `.cannotConnect`    | yes       | yes          |
-/// | `.dns`                  | `.dns`              | yes       | yes          |
-/// | `.timedOut`             | `.timedOut`         | yes       | no           |
-/// | `.connectionLost`       | `.connectionLost`   | yes       | no           |
-/// | `.tls`                  | `.tls`              | no        | no           |
-/// | `.invalidResponse`      | `.invalidResponse`  | no        | no           |
-/// | `.other`                | `.transport`        | yes       | no           |
+/// | `TransportFailure.Kind` | `FailureCategory`              | retryable | connectivity |
+/// |-------------------------|--------------------------------|-----------|--------------|
+/// | `.notConnected`         | `.transport(.notConnected)`    | yes       | yes          |
+/// | `.cannotConnect`        | `.transport(.cannotConnect)`   | yes       | yes          |
+/// | `.dns`                  | `.transport(.dns)`             | yes       | yes          |
+/// | `.timedOut`             | `.transport(.timedOut)`        | yes       | no           |
+/// | `.connectionLost`       | `.transport(.connectionLost)`  | yes       | no           |
+/// | `.tls`                  | `.transport(.tls)`             | no        | no           |
+/// | `.invalidResponse`      | `.transport(.invalidResponse)` | no        | no           |
+/// | `.other`                | `.transport(.other)`           | yes       | no           |
 ///
 /// Everything else keeps its own case: `.invalidRequest`, `.encoding`, `.decoding`,
 /// `.bodyTooLarge`, `.tooManyRedirects`, `.cancelled`, `.offline` (retryable, connectivity),
@@ -37,7 +37,7 @@ import HTTPTypes
 /// ```swift
 /// switch FailureCategory(error) {
 /// case .unauthorized: .signInRequired
-/// case .notConnected, .cannotConnect, .dns, .offline: .offline
+/// case .transport(.notConnected), .transport(.cannotConnect), .transport(.dns), .offline: .offline
 /// case .server(let status) where status == 503: .maintenance
 /// default: .unexpected
 /// }
@@ -61,22 +61,8 @@ public enum FailureCategory: Sendable, Hashable {
     case unacceptableStatus(Int)
     /// The body did not decode.
     case decoding
-    /// No network.
-    case notConnected
-    /// The exchange took longer than its timeout.
-    case timedOut
-    /// The host refused the connection or could not be reached.
-    case cannotConnect
-    /// The connection broke mid-exchange.
-    case connectionLost
-    /// The host name did not resolve.
-    case dns
-    /// The TLS handshake failed.
-    case tls
-    /// The peer did not speak valid HTTP.
-    case invalidResponse
-    /// Another failure below HTTP.
-    case transport
+    /// A failure below HTTP, of HTTPCore's kind.
+    case transport(TransportFailure.Kind)
     /// A body was larger than the in-memory limit.
     case bodyTooLarge
     /// Too many redirects.
@@ -100,7 +86,7 @@ public enum FailureCategory: Sendable, Hashable {
         case .server(let response): self = .server(status: response.status.code)
         case .unacceptableStatus(let response): self = .unacceptableStatus(response.status.code)
         case .decoding: self = .decoding
-        case .transport(let failure): self = Self(failure.kind)
+        case .transport(let failure): self = .transport(failure.kind)
         case .bodyTooLarge: self = .bodyTooLarge
         case .tooManyRedirects: self = .tooManyRedirects
         case .cancelled: self = .cancelled
@@ -109,17 +95,4 @@ public enum FailureCategory: Sendable, Hashable {
         }
     }
 
-    /// The category of a transport failure of `kind`.
-    public init(_ kind: TransportFailure.Kind) {
-        switch kind {
-        case .notConnected: self = .notConnected
-        case .timedOut: self = .timedOut
-        case .cannotConnect: self = .cannotConnect
-        case .connectionLost: self = .connectionLost
-        case .dns: self = .dns
-        case .tls: self = .tls
-        case .invalidResponse: self = .invalidResponse
-        case .other: self = .transport
-        }
-    }
 }
