@@ -32,6 +32,7 @@ public struct JSONEncoding: ParameterEncoding {
     /// Indented JSON with sorted keys.
     public static let prettyPrinted = JSONEncoding(options: .prettyPrinted)
 
+    /// `parameters` as a JSON object body with ``contentType``.
     public func encode(_ parameters: [String: Any]) throws(NetworkError) -> RequestContent {
         .data(try data(for: parameters), contentType: contentType)
     }

@@ -47,6 +47,8 @@ public struct URLEncoding: ParameterEncoding {
     /// The `Content-Type` of form bodies.
     public static let formContentType = "application/x-www-form-urlencoded; charset=utf-8"
 
+    /// `parameters` as pairs, placed in the query or a form body when the request is built
+    /// (for ``Destination/methodDependent``, by the request's method). No parameters, no change.
     public func encode(_ parameters: [String: Any]) throws(NetworkError) -> RequestContent {
         let pairs = QueryNode.pairs(try ParameterTree.queryNode(parameters, format: format), format: format)
         let query = RequestContent.percentEncodedQuery(pairs)

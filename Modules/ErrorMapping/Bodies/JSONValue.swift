@@ -24,6 +24,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// An object.
     case object([String: JSONValue])
 
+    /// Decodes any JSON value.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null }
@@ -35,6 +36,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
         else { self = .object(try container.decode([String: JSONValue].self)) }
     }
 
+    /// Encodes the value as it was received.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {

@@ -49,6 +49,7 @@ public struct ProblemDetails: Sendable, Hashable, Codable {
 
     private static let standardMembers: Set<String> = ["type", "title", "status", "detail", "instance"]
 
+    /// Decodes a problem details object, keeping unknown members as extensions.
     public init(from decoder: any Decoder) throws {
         let members = try decoder.singleValueContainer().decode([String: JSONValue].self)
         self.init(
@@ -61,6 +62,7 @@ public struct ProblemDetails: Sendable, Hashable, Codable {
         )
     }
 
+    /// Encodes the standard members and the extension members side by side.
     public func encode(to encoder: any Encoder) throws {
         var members = extensions
         members["type"] = .string(type)

@@ -61,6 +61,7 @@ public struct ClosureErrorHandler: ErrorHandler {
         self.body = body
     }
 
+    /// Runs the closure.
     public func handle(_ outcome: ExchangeOutcome, request: PreparedRequest, retry: Int, context: CallContext) async -> ErrorHandlingDecision {
         await body(outcome, request, retry, context)
     }

@@ -52,6 +52,8 @@ public struct ErrorHandlingInterceptor: Interceptor {
         self.init(maxRetries: maxRetries, bodyExcerptLimit: bodyExcerptLimit, clock: clock, scope: scope, handler: ClosureErrorHandler(handle))
     }
 
+    /// Sends `request` through `next`, shows the outcome to ``handler`` and follows its
+    /// decision; a cancelled call is never shown, it ends at once.
     public func intercept(_ request: PreparedRequest, context: CallContext, next: InterceptorNext) async throws -> TransportResponse {
         var retry = 0
         while true {
