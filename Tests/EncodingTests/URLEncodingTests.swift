@@ -63,9 +63,12 @@ import Testing
     }
 
     @Test func numbersFromJSONSerializationKeepBooleansApart() throws {
-        let object = try JSONSerialization.jsonObject(with: Data(#"{"flag":true,"count":1,"ratio":1.5}"#.utf8))
+        let object = try JSONSerialization.jsonObject(with: Data(#"{"flag":true,"count":1,"ratio":1.5,"user":{"on":false,"ids":[1,2]},"none":null}"#.utf8))
         let parameters = try #require(object as? [String: Any])
-        #expect(try URLEncoding(format: QueryFormat(bools: .literal)).percentEncodedQuery(parameters) == "count=1&flag=true&ratio=1.5")
+        let query = try URLEncoding(format: QueryFormat(bools: .literal)).percentEncodedQuery(parameters)
+        #expect(query.removingPercentEncoding == "count=1&flag=true&ratio=1.5&user[ids][]=1&user[ids][]=2&user[on]=false")
+        let json = try JSONEncoding.default.data(for: parameters)
+        #expect(String(decoding: json, as: UTF8.self) == #"{"count":1,"flag":true,"none":null,"ratio":1.5,"user":{"ids":[1,2],"on":false}}"#)
     }
 
     @Test func methodDependentDestination() throws {

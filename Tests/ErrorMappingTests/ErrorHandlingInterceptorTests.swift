@@ -18,7 +18,8 @@ import Testing
         let order: Order = try await client.model(ShopAPI.place(Order(id: 1, sku: "A1")))
         #expect(order == Order(id: 1, sku: "A1"))
         #expect(stub.recordedRequests.count == 2)
-        #expect(stub.recordedRequests.map(\.body) == Array(repeating: try JSONEncoder().encode(Order(id: 1, sku: "A1")), count: 2))
+        let bodies = try stub.recordedRequests.map { try JSONDecoder().decode(Order.self, from: #require($0.body)) }
+        #expect(bodies == Array(repeating: Order(id: 1, sku: "A1"), count: 2), "the body is replayed on the retry")
         #expect(retries.all == [0, 1])
         #expect(delays.all == [.seconds(5)])
     }
