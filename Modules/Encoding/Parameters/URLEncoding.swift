@@ -9,9 +9,9 @@ public import HTTPTypes
 /// dictionaries become `user[name]=Ada`; `nil` and `NSNull` values are left out.
 ///
 /// ```swift
-/// let search = URLEncoding.default.encode(["q": "swift nio", "tags": ["a", "b"]])
-/// // GET  /search?q=swift%20nio&tags%5B%5D=a&tags%5B%5D=b
-/// // POST body q=swift%20nio&tags%5B%5D=a&tags%5B%5D=b
+/// var body: RequestContent { .parameters(["q": "swift nio", "tags": ["a", "b"]], encoding: URLEncoding.default) }
+/// // GET:  /search?q=swift%20nio&tags%5B%5D=a&tags%5B%5D=b
+/// // POST: body q=swift%20nio&tags%5B%5D=a&tags%5B%5D=b
 ///
 /// let repeated = URLEncoding(destination: .queryString, format: QueryFormat(arrays: .repeatedKeys))
 /// ```
