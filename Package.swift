@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "HTTPCore", targets: ["HTTPCore"]),
         .library(name: "Plugins", targets: ["Plugins"]),
         .library(name: "Multipart", targets: ["Multipart"]),
+        .library(name: "Encoding", targets: ["Encoding"]),
+        .library(name: "ErrorMapping", targets: ["ErrorMapping"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -65,6 +67,28 @@ let package = Package(
         .testTarget(
             name: "HTTPCoreTests",
             dependencies: ["HTTPCore"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Encoding",
+            dependencies: ["HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
+            path: "Modules/Encoding",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "EncodingTests",
+            dependencies: ["Encoding", "HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ErrorMapping",
+            dependencies: ["HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
+            path: "Modules/ErrorMapping",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ErrorMappingTests",
+            dependencies: ["ErrorMapping", "HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: strictSettings
         ),
     ],
