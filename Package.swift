@@ -46,7 +46,7 @@ let package = Package(
         ),
         .target(
             name: "Multipart",
-            dependencies: ["HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
+            dependencies: ["HTTPCore", "Encoding", .product(name: "HTTPTypes", package: "swift-http-types")],
             path: "Modules/Multipart",
             swiftSettings: strictSettings
         ),

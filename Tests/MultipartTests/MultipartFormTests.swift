@@ -162,3 +162,19 @@ final class ProgressLog: @unchecked Sendable {
     func append(_ value: UploadProgress) { lock.lock(); values.append(value); lock.unlock() }
     var all: [UploadProgress] { lock.lock(); defer { lock.unlock() }; return values }
 }
+
+@Test func encodableValuesBecomeFieldsInTheEncodingModulesStyles() async throws {
+    struct Address: Encodable { var city: String }
+    struct Profile: Encodable { var name: String; var nickname: String?; var tags: [String]; var address: Address; var active: Bool }
+    var form = MultipartForm(boundary: "f")
+    try form.append(fields: Profile(name: "Ada", nickname: nil, tags: ["x", "y"], address: Address(city: "London"), active: true))
+    #expect(form.parts.map(\.name) == ["active", "address[city]", "name", "tags[]", "tags[]"])
+    let values = form.parts.map { part -> String in
+        guard case .data(let data) = part.source else { return "?" }
+        return String(decoding: data, as: UTF8.self)
+    }
+    #expect(values == ["1", "London", "Ada", "x", "y"])
+
+    struct Bad: Encodable { var reading: Double }
+    #expect(throws: NetworkError.self) { try form.append(fields: Bad(reading: .infinity)) }
+}
