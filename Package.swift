@@ -59,6 +59,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             path: "Tests/TestSupport",
             swiftSettings: strictSettings
@@ -71,6 +72,7 @@ let package = Package(
                 "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
+            path: "Tests/TransportConformanceTests",
             swiftSettings: strictSettings
         ),
     ],

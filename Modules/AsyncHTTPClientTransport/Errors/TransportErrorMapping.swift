@@ -22,7 +22,7 @@ import NIOSSL
 /// | `NIOConnectionError` with only DNS errors, `SocketAddressError` | `.dns` |
 /// | `NIOConnectionError` with connection errors, `ECONNREFUSED`, `EHOSTUNREACH` | `.cannotConnect` |
 /// | `ENETUNREACH`, `ENETDOWN` | `.notConnected` |
-/// | `HTTPClientError.remoteConnectionClosed`, `ChannelError` EOF or closed, `ECONNRESET`, `EPIPE` | `.connectionLost` |
+/// | `HTTPClientError.remoteConnectionClosed`, `HTTPParserError.invalidEOFState`, `ChannelError` EOF or closed, `ECONNRESET`, `EPIPE` | `.connectionLost` |
 /// | `NIOSSLError`, `BoringSSLError`, `NIOSSLExtraError` | `.tls` |
 /// | `HTTPParserError`, decompression errors, invalid or mismatched responses | `.invalidResponse` |
 /// | anything else | `.other` |
@@ -46,6 +46,9 @@ enum TransportErrorMapping {
             return failure(.dns, error)
         case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
             return failure(.tls, error)
+        case HTTPParserError.invalidEOFState:
+            // The peer closed the connection before the message was complete.
+            return failure(.connectionLost, error)
         case is HTTPParserError, is NIOHTTPDecompression.DecompressionError:
             return failure(.invalidResponse, error)
         default:
