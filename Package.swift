@@ -51,6 +51,19 @@ let package = Package(
             path: "Modules/AsyncHTTPClientTransport",
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "AsyncHTTPClientTransportTests",
+            dependencies: [
+                "AsyncHTTPClientTransport",
+                "HTTPCore",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Shared fixtures for tests and examples: a regular library target (not a test target)
         // so test targets and example executables can both depend on it. It is not a product.
         .target(

@@ -84,12 +84,3 @@ extension AsyncHTTPClientTransport {
         }
     }
 }
-
-extension TimeAmount {
-    /// `duration` in nanoseconds, saturating at the largest amount NIO can hold.
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        let (wide, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        self = overflow ? .nanoseconds(.max) : .nanoseconds(wide &+ attoseconds / 1_000_000_000)
-    }
-}

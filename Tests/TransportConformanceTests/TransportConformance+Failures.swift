@@ -78,7 +78,7 @@ extension TransportConformance {
         }
     }
 
-    @Test("an untrusted certificate fails with tls; trusting its CA lets the call through", arguments: TransportFactories.all)
+    @Test("an untrusted certificate fails with tls; trusting its CA lets the call through (over HTTP/2 where offered)", arguments: TransportFactories.all)
     func tls(_ factory: TransportFactory) async throws {
         let nginx = try await NginxTLSServer.start()
         defer { nginx.stop() }
@@ -93,6 +93,8 @@ extension TransportConformance {
             let response = try await accepting.send(Request<Data>.get("/"))
             #expect(response.status == .ok)
             #expect(String(decoding: response.body, as: UTF8.self) == NginxTLSServer.body)
+            let expected = factory.capabilities.negotiatesHTTP2 ? "HTTP/2.0" : "HTTP/1.1"
+            #expect(response.headers[HTTPField.Name("X-Protocol")!] == expected)
             try await factory.shutdown(trusted)
         }
     }

@@ -19,6 +19,8 @@ struct TransportFactory: Sendable, CustomStringConvertible {
         /// (RFC 6761 §6.4). Without it the DNS test records a known issue instead of sending
         /// a query to the system's resolver.
         var answersInvalidNamesLocally = true
+        /// Speaks HTTP/2 when a TLS server offers it through ALPN.
+        var negotiatesHTTP2 = true
     }
 
     /// What a test needs of the transport it makes.
@@ -41,7 +43,7 @@ extension TransportFactory {
     /// `AsyncHTTPClientTransport` with its own `HTTPClient`.
     static let asyncHTTPClient = TransportFactory(
         name: "AsyncHTTPClientTransport",
-        capabilities: Capabilities(answersInvalidNamesLocally: true),
+        capabilities: Capabilities(answersInvalidNamesLocally: true, negotiatesHTTP2: true),
         make: { setup in
             var configuration = AsyncHTTPClientTransport.Configuration()
             if let file = setup.trustedCAFile { configuration.trustRootCertificates(inPEMFile: file) }
@@ -55,7 +57,7 @@ extension TransportFactory {
     //
     // static let urlSession = TransportFactory(
     //     name: "URLSessionTransport",
-    //     capabilities: Capabilities(answersInvalidNamesLocally: <does it short-circuit .invalid?>),
+    //     capabilities: Capabilities(answersInvalidNamesLocally: <short-circuits .invalid?>, negotiatesHTTP2: <h2 over TLS?>),
     //     make: { setup in URLSessionTransport(/* trust setup.trustedCAFile, idle timeout setup.readTimeout */) },
     //     shutdown: { _ in }
     // )

@@ -19,7 +19,7 @@ import NIOSSL
 /// | --- | --- |
 /// | the calling task was cancelled, `CancellationError`, `HTTPClientError.cancelled` | `.cancelled` |
 /// | `HTTPClientError` deadline, connect, read, write, TLS or proxy handshake timeouts, `ChannelError.connectTimeout` | `.timedOut` |
-/// | `NIOConnectionError` with only DNS errors, `SocketAddressError` | `.dns` |
+/// | `NIOConnectionError` with only DNS errors, `SocketAddressError`, `SocketAddressError.UnknownHost` | `.dns` |
 /// | `NIOConnectionError` with connection errors, `ECONNREFUSED`, `EHOSTUNREACH` | `.cannotConnect` |
 /// | `ENETUNREACH`, `ENETDOWN` | `.notConnected` |
 /// | `HTTPClientError.remoteConnectionClosed`, `HTTPParserError.invalidEOFState`, `ChannelError` EOF or closed, `ECONNRESET`, `EPIPE` | `.connectionLost` |
@@ -42,7 +42,7 @@ enum TransportErrorMapping {
             return failure(kind(errno: error.errnoCode), error)
         case let error as ChannelError:
             return map(error)
-        case is SocketAddressError:
+        case is SocketAddressError, is SocketAddressError.UnknownHost:
             return failure(.dns, error)
         case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
             return failure(.tls, error)

@@ -15,7 +15,7 @@ import NIOPosix
 ///
 /// | path | answer |
 /// | --- | --- |
-/// | `/` and anything else | 200, `{"tls":true}` |
+/// | `/` and anything else | 200, `{"tls":true}`, with `X-Protocol: HTTP/1.1` or `HTTP/2.0` |
 public final class NginxTLSServer: Sendable {
     /// The HTTPS port on 127.0.0.1.
     public let port: Int
@@ -102,6 +102,7 @@ public final class NginxTLSServer: Sendable {
                 ssl_certificate_key \(directory)/server.key;
                 location / {
                     default_type application/json;
+                    add_header X-Protocol $server_protocol always;
                     return 200 '\(body)';
                 }
             }
