@@ -73,4 +73,18 @@ struct TransportTests {
         }
         try await transport.shutdown()
     }
+
+    @Test("a transport dropped without shutdown shuts its own client down")
+    func shutdownOnDeinit() async throws {
+        weak var client: HTTPClient?
+        do {
+            let transport = AsyncHTTPClientTransport()
+            client = transport.client
+        }
+        // The client stays alive while it shuts down, then goes away (bounded wait: 10 s).
+        for _ in 0..<1000 where client != nil {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(client == nil, "the HTTPClient was never shut down and released")
+    }
 }
