@@ -32,10 +32,8 @@ final class FixedResponseHandler: ChannelInboundHandler {
             if !keepAlive { headers.add(name: "Connection", value: "close") }
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-            let close = !keepAlive
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-                if close { context.close(promise: nil) }
-            }
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            if !keepAlive { context.close(promise: nil) }
         }
     }
 }
@@ -54,8 +52,7 @@ let channel = try ServerBootstrap(group: group)
     }
     .bind(host: "127.0.0.1", port: 0).wait()
 
-print(channel.localAddress?.port ?? 0)
-fflush(stdout)
+FileHandle.standardOutput.write(Data("\(channel.localAddress?.port ?? 0)\n".utf8))
 _ = FileHandle.standardInput.readDataToEndOfFile()
 try channel.close().wait()
 try group.syncShutdownGracefully()
