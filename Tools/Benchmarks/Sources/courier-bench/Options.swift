@@ -3,8 +3,8 @@ import Foundation
 /// Command-line options: `--requests N` per variant and round, `--rounds R`, `--concurrency C`,
 /// `--warmup W`.
 struct Options {
-    var requests = 10_000
-    var rounds = 3
+    var requests = 2_500
+    var rounds = 8
     var concurrency = 16
     var warmup = 2_000
 
