@@ -58,13 +58,25 @@ enum Bench {
             precondition(page.items.count == 8)
         }
 
+        /// APIClient's data call plus a local decoder: separates the model-call path from the rest.
+        let dataRequest = Request<Data>.get(ProcessInfo.processInfo.environment["BENCH_ABSOLUTE"] == "1" ? "http://127.0.0.1:\(server.port)/page" : "/page")
+        let courierData = Variant(name: "APIClient.data + JSONDecoder") {
+            let decoder = JSONDecoder()
+            let response = try await courier.data(dataRequest)
+            let page = try decoder.decode(Page.self, from: response.body)
+            precondition(page.items.count == 8)
+        }
+
         // MARK: URLSession pair (added by the lead)
         // Define `rawURLSession` (URLSession.data(for:) + JSONDecoder) and `courierURLSession`
         // (APIClient + URLSessionTransport) like the two variants above, and list the pair here:
         // let pairs = [(rawAHC, courierAHC), (rawURLSession, courierURLSession)]
         var pairs: [(baseline: Variant, courier: Variant)] = [(rawAHC, courierAHC)]
         // BENCH_TRANSPORT=1 also compares the transport alone with raw AsyncHTTPClient.
-        if ProcessInfo.processInfo.environment["BENCH_TRANSPORT"] == "1" { pairs.append((rawAHC, transportOnly)) }
+        if ProcessInfo.processInfo.environment["BENCH_TRANSPORT"] == "1" {
+            pairs.append((rawAHC, transportOnly))
+            pairs.append((rawAHC, courierData))
+        }
 
         print("courier-bench: \(options.requests) requests x \(options.rounds) rounds per variant, \(options.concurrency) concurrent callers, server pid \(server.process.processIdentifier) on port \(server.port)")
         for pair in pairs {

@@ -32,6 +32,10 @@ enum Overhead {
         let concurrentDecode = try await decodeVariant.run(requests: iterations, concurrency: 16)
         let concurrentClient = try await clientVariant.run(requests: iterations, concurrency: 16)
         print("16 tasks: decode only \(perCall(concurrentDecode.cpu, iterations)) µs CPU/call; APIClient.model over an instant transport \(perCall(concurrentClient.cpu, iterations)) µs CPU/call")
+        let voidRequest = Request<Void>.get("/page")
+        let plainStart = clock.now
+        for _ in 0..<iterations * 5 { try await client.send(voidRequest) }
+        print("APIClient.send(Request<Void>) over an instant transport (no decoding): \(perCall(clock.now - plainStart, iterations * 5)) µs/call")
         print("decode only: \(perCall(decodeOnly, iterations)) µs/call; APIClient.model over an instant transport: \(perCall(throughClient, iterations)) µs/call; transport call alone: \(perCall(transportOnly, iterations)) µs/call")
     }
 
