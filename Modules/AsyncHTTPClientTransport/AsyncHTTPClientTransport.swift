@@ -68,7 +68,8 @@ public final class AsyncHTTPClientTransport: Transport {
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
         let outgoing = try HTTPClientRequest(request, body: body)
-        if let host = request.authority.map(Self.hostName), Self.isSpecialUseInvalid(host) {
+        if let authority = request.authority, Self.mayBeSpecialUseInvalid(authority),
+           case let host = Self.hostName(authority), Self.isSpecialUseInvalid(host) {
             // RFC 6761 §6.4: name resolution libraries should answer names under `.invalid`
             // negatively at once, without asking a DNS server.
             throw NetworkError.transport(TransportFailure(.dns, "\(host) is under the special-use domain .invalid (RFC 6761)"))
@@ -91,6 +92,13 @@ public final class AsyncHTTPClientTransport: Transport {
         if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
         if rest.hasPrefix("[") { return String(rest.prefix { $0 != "]" }.dropFirst()) }
         return String(rest.prefix { $0 != ":" })
+    }
+
+    /// A cheap pre-check that keeps string work off the common path: an authority whose host
+    /// is under `.invalid` contains "invalid" right before the end, a `.` or a `:`.
+    static func mayBeSpecialUseInvalid(_ authority: String) -> Bool {
+        authority.utf8.contains { $0 == UInt8(ascii: "d") || $0 == UInt8(ascii: "D") }
+            && authority.lowercased().contains("invalid")
     }
 
     /// Whether `host` is `invalid` or a name under it.

@@ -24,6 +24,8 @@ struct TransportTests {
         #expect(AsyncHTTPClientTransport.isSpecialUseInvalid("x.invalid."))
         #expect(!AsyncHTTPClientTransport.isSpecialUseInvalid("invalid.example.com"))
         #expect(!AsyncHTTPClientTransport.isSpecialUseInvalid("notinvalid"))
+        #expect(AsyncHTTPClientTransport.mayBeSpecialUseInvalid("x.INVALID:80"))
+        #expect(!AsyncHTTPClientTransport.mayBeSpecialUseInvalid("127.0.0.1:8080"))
     }
 
     @Test("the client configuration turns redirects off and keeps the settings")
