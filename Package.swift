@@ -9,88 +9,121 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+let httpTypes = Target.Dependency.product(name: "HTTPTypes", package: "swift-http-types")
+
+/// A library module under `Modules/NAME`.
+func module(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+    .target(name: name, dependencies: dependencies, path: "Modules/\(name)", swiftSettings: strictSettings)
+}
+
+/// A test target under `Tests/NAME`.
+func tests(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+    .testTarget(name: name, dependencies: dependencies, swiftSettings: strictSettings)
+}
+
 let package = Package(
     name: "courier",
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "HTTPCore", targets: ["HTTPCore"]),
-        .library(name: "Plugins", targets: ["Plugins"]),
-        .library(name: "Multipart", targets: ["Multipart"]),
+        .library(name: "AsyncHTTPClientTransport", targets: ["AsyncHTTPClientTransport"]),
         .library(name: "Encoding", targets: ["Encoding"]),
         .library(name: "ErrorMapping", targets: ["ErrorMapping"]),
+        .library(name: "Plugins", targets: ["Plugins"]),
+        .library(name: "Multipart", targets: ["Multipart"]),
+        .library(name: "Reachability", targets: ["Reachability"]),
+        .executable(name: "tour", targets: ["tour"]),
+        .executable(name: "reachability-bench", targets: ["reachability-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
-        .target(
-            name: "HTTPCore",
-            dependencies: [.product(name: "HTTPTypes", package: "swift-http-types")],
-            path: "Modules/HTTPCore",
+        // Modules
+        module("HTTPCore", [httpTypes]),
+        module("AsyncHTTPClientTransport", [
+            "HTTPCore", httpTypes,
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+        ]),
+        module("Encoding", ["HTTPCore", httpTypes]),
+        module("ErrorMapping", ["HTTPCore", httpTypes]),
+        module("Plugins", [
+            "HTTPCore", httpTypes,
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
+        ]),
+        module("Multipart", ["HTTPCore", "Encoding", httpTypes]),
+        .target(name: "CNetlink", path: "Modules/CNetlink"),
+        module("Reachability", ["HTTPCore", "CNetlink"]),
+
+        // Tools
+        .executableTarget(
+            name: "tour",
+            dependencies: ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes],
+            path: "Tools/tour",
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "reachability-bench",
+            dependencies: ["Reachability", "CNetlink"],
+            path: "Tools/reachability-bench",
+            swiftSettings: strictSettings
+        ),
+
+        // Shared fixtures for tests and tools: a regular library target (not a test target) so
+        // test targets and executables can both depend on it. It is not a product.
         .target(
-            name: "Plugins",
+            name: "TestSupport",
             dependencies: [
-                "HTTPCore",
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
-            path: "Modules/Plugins",
+            path: "Tests/TestSupport",
             swiftSettings: strictSettings
         ),
-        .target(
-            name: "Multipart",
-            dependencies: ["HTTPCore", "Encoding", .product(name: "HTTPTypes", package: "swift-http-types")],
-            path: "Modules/Multipart",
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "MultipartTests",
-            dependencies: ["Multipart"],
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "PluginsTests",
-            dependencies: [
-                "Plugins",
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
-                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
-            ],
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "HTTPCoreTests",
-            dependencies: ["HTTPCore"],
-            swiftSettings: strictSettings
-        ),
-        .target(
-            name: "Encoding",
-            dependencies: ["HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
-            path: "Modules/Encoding",
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "EncodingTests",
-            dependencies: ["Encoding", "HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
-            swiftSettings: strictSettings
-        ),
-        .target(
-            name: "ErrorMapping",
-            dependencies: ["HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
-            path: "Modules/ErrorMapping",
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "ErrorMappingTests",
-            dependencies: ["ErrorMapping", "HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
-            swiftSettings: strictSettings
-        ),
+
+        // Tests
+        tests("HTTPCoreTests", ["HTTPCore"]),
+        tests("AsyncHTTPClientTransportTests", [
+            "AsyncHTTPClientTransport", "HTTPCore", httpTypes,
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        ]),
+        tests("TransportConformanceTests", ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes]),
+        tests("HTTPBinTests", ["HTTPCore", "AsyncHTTPClientTransport", httpTypes]),
+        tests("EncodingTests", ["Encoding", "HTTPCore", httpTypes]),
+        tests("ErrorMappingTests", ["ErrorMapping", "HTTPCore", httpTypes]),
+        tests("PluginsTests", [
+            "Plugins", "HTTPCore", "TestSupport", httpTypes,
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
+            .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+        ]),
+        tests("MultipartTests", [
+            "Multipart", "HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes,
+            .product(name: "MultipartKit", package: "multipart-kit"),
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
+        tests("ReachabilityTests", ["Reachability", "HTTPCore", "CNetlink", httpTypes]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -28,8 +28,10 @@ extension APIClient {
     /// endpoint's or the client's base URL with the path appended.
     func url(for endpoint: some Endpoint) throws(NetworkError) -> URL {
         let path = endpoint.path
-        if let absolute = URL(string: path), absolute.scheme != nil { return absolute }
+        // A path that starts with "/" has no scheme: skip parsing it as a URL.
+        if !path.hasPrefix("/"), let absolute = URL(string: path), absolute.scheme != nil { return absolute }
         let base = endpoint.baseURL ?? configuration.baseURL
+        if let url = Self.appending(simplePath: path, to: base) { return url }
         let (pathPart, queryPart) = split(path)
         guard var components = URLComponents(url: base, resolvingAgainstBaseURL: true) else {
             throw .invalidRequest(.malformedURL(base.absoluteString))
@@ -42,6 +44,29 @@ extension APIClient {
         }
         guard let url = components.url else { throw .invalidRequest(.malformedURL(base.absoluteString + path)) }
         return url
+    }
+
+    /// The fast path of ``url(for:)``, taken by most calls: a path with no query and nothing to
+    /// percent-encode, appended to a base URL without query or fragment by string concatenation,
+    /// which gives the same URL as the `URLComponents` path at a fraction of the cost.
+    /// `nil` when the slow path is needed.
+    static func appending(simplePath path: String, to base: URL) -> URL? {
+        guard !path.isEmpty, path.utf8.allSatisfy(isPathByte), base.query == nil, base.fragment == nil else { return nil }
+        var string = base.absoluteString
+        if string.hasSuffix("/") { string.removeLast() }
+        if !path.hasPrefix("/") { string.append("/") }
+        string.append(path)
+        return URL(string: string)
+    }
+
+    /// Whether `byte` is in ``pathAllowed`` (ASCII only).
+    private static func isPathByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            "-._~!$&'()*+,;=:@/%".utf8.contains(byte)
+        }
     }
 
     /// RFC 3986 `pchar` plus `/`, and `%` so paths that are already encoded stay as they are.

@@ -1,0 +1,110 @@
+public import AsyncHTTPClient
+public import HTTPCore
+public import HTTPTypes
+import NIOCore
+
+/// A ``Transport`` over AsyncHTTPClient (SwiftNIO): pooled connections, HTTP/1.1 and HTTP/2,
+/// streamed bodies both ways. The fast default on Linux.
+///
+/// The transport does one exchange and nothing more; ``APIClient`` follows redirects, so the
+/// `HTTPClient` this transport creates has redirects turned off (an injected client must have
+/// them off too). Bodies stream in both directions: request bodies are read chunk by chunk from
+/// ``RequestBody/makeStream(chunkSize:)``, and response bodies arrive as a ``ByteStream`` whose
+/// chunks are the buffers NIO read from the socket.
+///
+/// ```swift
+/// let transport = AsyncHTTPClientTransport()
+/// let client = APIClient(baseURL: URL(string: "https://api.example.com")!, transport: transport)
+/// let user: User = try await client.model(UserAPI.me)
+/// try await transport.shutdown()
+/// ```
+///
+/// Errors are always ``NetworkError``: ``NetworkError/cancelled`` when the calling task was
+/// cancelled (the request is cancelled on the wire), otherwise ``NetworkError/transport(_:)``
+/// with the ``TransportFailure/Kind`` from the table in `Docs/Transports.md`.
+public final class AsyncHTTPClientTransport: Transport {
+    /// The AsyncHTTPClient this transport sends through.
+    public let client: HTTPClient
+    /// Whether ``shutdown()`` (or deinit) shuts ``client`` down: true when the transport made it.
+    private let ownsClient: Bool
+    private let shutdownState = LockedBox(false)
+
+    /// A transport with its own `HTTPClient` on the shared NIO event loop group, configured by
+    /// `configuration`. Call ``shutdown()`` when done; a transport dropped without it shuts its
+    /// client down in the background.
+    public init(configuration: Configuration = Configuration()) {
+        self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration.clientConfiguration)
+        self.ownsClient = true
+    }
+
+    /// A transport over an `HTTPClient` you own and shut down yourself.
+    ///
+    /// Configure the client with `redirectConfiguration: .disallow` so that ``APIClient`` sees
+    /// 3xx responses and applies its own redirect rules (dropping credentials on a host change).
+    public init(client: HTTPClient) {
+        self.client = client
+        self.ownsClient = false
+    }
+
+    deinit {
+        if ownsClient, !shutdownState.current {
+            // The callback form may be called from any thread that is not an event loop;
+            // the client keeps itself alive until the shutdown completes.
+            client.shutdown { _ in }
+        }
+    }
+
+    /// Shuts down the client this transport created, closing its connections. Does nothing for
+    /// an injected client, or when called a second time.
+    public func shutdown() async throws {
+        guard ownsClient else { return }
+        let first = shutdownState.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        if first { try await client.shutdown() }
+    }
+
+    public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
+        if Task.isCancelled { throw NetworkError.cancelled }
+        let outgoing = try HTTPClientRequest(request, body: body)
+        if let authority = request.authority, Self.mayBeSpecialUseInvalid(authority),
+           case let host = Self.hostName(authority), Self.isSpecialUseInvalid(host) {
+            // RFC 6761 §6.4: name resolution libraries should answer names under `.invalid`
+            // negatively at once, without asking a DNS server.
+            throw NetworkError.transport(TransportFailure(.dns, "\(host) is under the special-use domain .invalid (RFC 6761)"))
+        }
+        let deadline: NIODeadline? = timeout.map { .now() + TimeAmount($0) }
+        do {
+            let response = try await client.execute(outgoing, deadline: deadline ?? .distantFuture)
+            return TransportResponse(
+                head: HTTPResponse(response),
+                body: ByteStream(ResponseBodySequence(response.body, deadline: deadline))
+            )
+        } catch {
+            throw TransportErrorMapping.map(error)
+        }
+    }
+
+    /// The host part of an authority (`host`, `host:port`, `[v6]:port`, `user@host`).
+    static func hostName(_ authority: String) -> String {
+        var rest = Substring(authority)
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        if rest.hasPrefix("[") { return String(rest.prefix { $0 != "]" }.dropFirst()) }
+        return String(rest.prefix { $0 != ":" })
+    }
+
+    /// A cheap pre-check that keeps string work off the common path: an authority whose host
+    /// is under `.invalid` contains "invalid" right before the end, a `.` or a `:`.
+    static func mayBeSpecialUseInvalid(_ authority: String) -> Bool {
+        authority.utf8.contains { $0 == UInt8(ascii: "d") || $0 == UInt8(ascii: "D") }
+            && authority.lowercased().contains("invalid")
+    }
+
+    /// Whether `host` is `invalid` or a name under it.
+    static func isSpecialUseInvalid(_ host: String) -> Bool {
+        var name = host.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        return name == "invalid" || name.hasSuffix(".invalid")
+    }
+}

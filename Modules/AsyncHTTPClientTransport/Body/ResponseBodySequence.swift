@@ -1,0 +1,42 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPCore
+import NIOCore
+import NIOFoundationCompat
+
+/// An AsyncHTTPClient response body as `Data` chunks, with errors mapped to ``NetworkError``
+/// and the request's deadline checked at every chunk.
+///
+/// AsyncHTTPClient's deadline ends when the head arrives; after that a body that stalls is ended
+/// by the client's read timeout, and one that keeps trickling past the deadline fails here at its
+/// next chunk.
+struct ResponseBodySequence: AsyncSequence, Sendable {
+    typealias Element = Data
+    let body: HTTPClientResponse.Body
+    let deadline: NIODeadline?
+
+    init(_ body: HTTPClientResponse.Body, deadline: NIODeadline?) {
+        self.body = body
+        self.deadline = deadline
+    }
+
+    func makeAsyncIterator() -> Iterator { Iterator(base: body.makeAsyncIterator(), deadline: deadline) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        var base: HTTPClientResponse.Body.AsyncIterator
+        let deadline: NIODeadline?
+
+        mutating func next() async throws -> Data? {
+            let buffer: ByteBuffer?
+            do { buffer = try await base.next() } catch {
+                throw TransportErrorMapping.map(error)
+            }
+            guard let buffer else { return nil }
+            if let deadline, NIODeadline.now() > deadline {
+                throw NetworkError.transport(TransportFailure(.timedOut, "the response body was still arriving at the deadline"))
+            }
+            // `Data(buffer:)` copies small buffers and shares the storage of large ones.
+            return Data(buffer: buffer)
+        }
+    }
+}

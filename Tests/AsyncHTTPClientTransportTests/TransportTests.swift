@@ -1,0 +1,92 @@
+import AsyncHTTPClient
+@testable import AsyncHTTPClientTransport
+import Foundation
+import HTTPCore
+import HTTPTypes
+import NIOCore
+import NIOSSL
+import Testing
+
+@Suite("AsyncHTTPClientTransport")
+struct TransportTests {
+    @Test("host names are taken from authorities")
+    func hostNames() {
+        #expect(AsyncHTTPClientTransport.hostName("example.com") == "example.com")
+        #expect(AsyncHTTPClientTransport.hostName("example.com:8080") == "example.com")
+        #expect(AsyncHTTPClientTransport.hostName("user:pw@example.com:8080") == "example.com")
+        #expect(AsyncHTTPClientTransport.hostName("[::1]:8080") == "::1")
+    }
+
+    @Test("names under .invalid are recognised (RFC 6761)")
+    func specialUseInvalid() {
+        #expect(AsyncHTTPClientTransport.isSpecialUseInvalid("invalid"))
+        #expect(AsyncHTTPClientTransport.isSpecialUseInvalid("a.b.INVALID"))
+        #expect(AsyncHTTPClientTransport.isSpecialUseInvalid("x.invalid."))
+        #expect(!AsyncHTTPClientTransport.isSpecialUseInvalid("invalid.example.com"))
+        #expect(!AsyncHTTPClientTransport.isSpecialUseInvalid("notinvalid"))
+        #expect(AsyncHTTPClientTransport.mayBeSpecialUseInvalid("x.INVALID:80"))
+        #expect(!AsyncHTTPClientTransport.mayBeSpecialUseInvalid("127.0.0.1:8080"))
+    }
+
+    @Test("the client configuration turns redirects off and keeps the settings")
+    func clientConfiguration() {
+        var configuration = AsyncHTTPClientTransport.Configuration(connectTimeout: .seconds(3), readTimeout: nil, maximumConnectionsPerHost: 4)
+        configuration.trustRootCertificates(inPEMFile: "/tmp/ca.pem")
+        let client = configuration.clientConfiguration
+        #expect(client.timeout.connect == .seconds(3))
+        #expect(client.timeout.read == nil)
+        #expect(client.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit == 4)
+        #expect(client.connectionPool.retryConnectionEstablishment == false)
+        #expect(client.tlsConfiguration?.additionalTrustRoots.count == 1)
+        #expect("\(client.redirectConfiguration)".contains("disallow"))
+    }
+
+    @Test("a request without an authority is an invalid request; nothing is sent")
+    func invalidRequest() async throws {
+        let transport = AsyncHTTPClientTransport()
+        await #expect(throws: NetworkError.self) {
+            _ = try await transport.send(HTTPRequest(method: .get, scheme: "http", authority: nil, path: "/"), body: nil, timeout: nil)
+        }
+        try await transport.shutdown()
+        try await transport.shutdown()
+    }
+
+    @Test("an injected client is not shut down by the transport")
+    func injectedClient() async throws {
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow))
+        let transport = AsyncHTTPClientTransport(client: client)
+        try await transport.shutdown()
+        try await client.shutdown()
+    }
+
+    @Test("a cancelled task fails with cancelled before anything is sent")
+    func cancelledBeforeSend() async throws {
+        let transport = AsyncHTTPClientTransport()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await transport.send(HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:9", path: "/"), body: nil, timeout: nil)
+        }
+        do {
+            _ = try await task.value
+            Issue.record("the send succeeded")
+        } catch NetworkError.cancelled {
+        } catch {
+            Issue.record("expected .cancelled, got \(error)")
+        }
+        try await transport.shutdown()
+    }
+
+    @Test("a transport dropped without shutdown shuts its own client down")
+    func shutdownOnDeinit() async throws {
+        weak var client: HTTPClient?
+        do {
+            let transport = AsyncHTTPClientTransport()
+            client = transport.client
+        }
+        // The client stays alive while it shuts down, then goes away (bounded wait: 10 s).
+        for _ in 0..<1000 where client != nil {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(client == nil, "the HTTPClient was never shut down and released")
+    }
+}

@@ -1,0 +1,176 @@
+public import Foundation
+import NIOCore
+import NIOPosix
+
+/// nginx serving HTTPS on a loopback port with a certificate from a throwaway CA, for TLS tests.
+///
+/// ``start()`` makes a CA and a server certificate for `localhost` and `127.0.0.1` with
+/// `openssl` in a temporary directory, writes a minimal `nginx.conf` (pid, logs and temp paths
+/// in that directory, HTTP/2 offered through ALPN), and runs `nginx -g 'daemon off;'` as a child
+/// process on a free port. Clients reject the certificate unless they trust ``caCertificatePath``.
+/// ``stop()`` ends nginx and removes the directory.
+///
+/// Needs `nginx` (Debian: `apt-get install -y nginx`) and `openssl`; ``start()`` throws a
+/// ``TestServerError`` naming what is missing.
+///
+/// | path | answer |
+/// | --- | --- |
+/// | `/` and anything else | 200, `{"tls":true}`, with `X-Protocol: HTTP/1.1` or `HTTP/2.0` |
+public final class NginxTLSServer: Sendable {
+    /// The HTTPS port on 127.0.0.1.
+    public let port: Int
+    /// The PEM file of the CA that signed the server's certificate.
+    public let caCertificatePath: String
+    /// The temporary directory holding keys, certificates, config and logs.
+    public let directory: URL
+    private let process: Process
+
+    /// `https://127.0.0.1:port`.
+    public var baseURL: URL { URL(string: "https://127.0.0.1:\(port)")! }
+
+    /// The body nginx answers with.
+    public static let body = #"{"tls":true}"#
+
+    private init(port: Int, directory: URL, process: Process) {
+        self.port = port
+        self.directory = directory
+        self.caCertificatePath = directory.appendingPathComponent("ca.pem").path
+        self.process = process
+    }
+
+    /// Makes the certificates and config, starts nginx and waits (at most 10 s) until it accepts
+    /// connections.
+    public static func start() async throws -> NginxTLSServer {
+        let nginx = try executable("nginx", hint: "apt-get install -y nginx")
+        let openssl = try executable("openssl", hint: "apt-get install -y openssl")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try makeCertificates(openssl: openssl, in: directory)
+        let port = try freePort()
+        let config = directory.appendingPathComponent("nginx.conf")
+        try configuration(port: port, directory: directory.path).write(to: config, atomically: true, encoding: .utf8)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: nginx)
+        process.arguments = ["-p", directory.path, "-c", config.path, "-e", directory.appendingPathComponent("error.log").path, "-g", "daemon off;"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let server = NginxTLSServer(port: port, directory: directory, process: process)
+        let end = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < end {
+            if !process.isRunning {
+                let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+                server.stop()
+                throw TestServerError("nginx exited at start (status \(process.terminationStatus)): \(log)")
+            }
+            if await accepts(port: port) { return server }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        server.stop()
+        throw TestServerError("nginx did not accept connections on port \(port) within 10 s")
+    }
+
+    /// Ends nginx, waits for it, and removes the temporary directory.
+    public func stop() {
+        if process.isRunning {
+            // nginx runs as one process (`master_process off`), so SIGKILL leaves nothing behind;
+            // SIGTERM is not reliable here, since a child may inherit a mask that blocks it.
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private static func configuration(port: Int, directory: String) -> String {
+        """
+        worker_processes 1;
+        master_process off;
+        pid \(directory)/nginx.pid;
+        error_log \(directory)/error.log;
+        events { worker_connections 64; }
+        http {
+            access_log \(directory)/access.log;
+            client_body_temp_path \(directory)/client_body;
+            proxy_temp_path \(directory)/proxy;
+            fastcgi_temp_path \(directory)/fastcgi;
+            uwsgi_temp_path \(directory)/uwsgi;
+            scgi_temp_path \(directory)/scgi;
+            server {
+                listen 127.0.0.1:\(port) ssl http2;
+                ssl_certificate \(directory)/server.pem;
+                ssl_certificate_key \(directory)/server.key;
+                location / {
+                    default_type application/json;
+                    add_header X-Protocol $server_protocol always;
+                    return 200 '\(body)';
+                }
+            }
+        }
+
+        """
+    }
+
+    private static func makeCertificates(openssl: String, in directory: URL) throws {
+        let path = directory.path
+        try """
+        basicConstraints=CA:FALSE
+        keyUsage=critical,digitalSignature,keyEncipherment
+        extendedKeyUsage=serverAuth
+        subjectAltName=DNS:localhost,IP:127.0.0.1
+
+        """.write(to: directory.appendingPathComponent("server.ext"), atomically: true, encoding: .utf8)
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try run(openssl, ["req", "-x509"] + ec + ["-keyout", "\(path)/ca.key", "-out", "\(path)/ca.pem", "-days", "2",
+                          "-subj", "/CN=Courier Test CA",
+                          "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        try run(openssl, ["req"] + ec + ["-keyout", "\(path)/server.key", "-out", "\(path)/server.csr", "-subj", "/CN=localhost"])
+        try run(openssl, ["x509", "-req", "-in", "\(path)/server.csr", "-CA", "\(path)/ca.pem", "-CAkey", "\(path)/ca.key",
+                          "-CAcreateserial", "-out", "\(path)/server.pem", "-days", "2", "-extfile", "\(path)/server.ext"])
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        let output = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TestServerError("\(executable) \(arguments.joined(separator: " ")) failed: \(String(decoding: output, as: UTF8.self))")
+        }
+    }
+
+    /// The full path of `name` in `PATH` or the sbin directories.
+    static func executable(_ name: String, hint: String) throws -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        let directories = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/bin"]
+        for directory in directories where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {
+            return "\(directory)/\(name)"
+        }
+        throw TestServerError("\(name) is not installed (\(hint))")
+    }
+
+    /// A TCP port on 127.0.0.1 that was free a moment ago.
+    static func freePort() throws -> Int {
+        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? channel.close().wait() }
+        guard let port = channel.localAddress?.port else { throw TestServerError("no free port") }
+        return port
+    }
+
+    private static func accepts(port: Int) async -> Bool {
+        do {
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(host: "127.0.0.1", port: port).get()
+            try? await channel.close()
+            return true
+        } catch {
+            return false
+        }
+    }
+}

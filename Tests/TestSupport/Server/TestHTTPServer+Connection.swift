@@ -1,0 +1,55 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+extension TestHTTPServer {
+    /// Serves the requests of one connection in turn until the peer closes it, a route asks to
+    /// close it, or the server shuts down.
+    func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>, id: Int) async {
+        try? await connection.executeThenClose { inbound, outbound in
+            var parts = inbound.makeAsyncIterator()
+            while let part = try await parts.next() {
+                guard case .head(let head) = part else { continue }
+                if head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+                    try await outbound.write(ByteBuffer(string: "HTTP/1.1 100 Continue\r\n\r\n"))
+                }
+                var size = 0
+                var crc = CRC32()
+                body: while let part = try await parts.next() {
+                    switch part {
+                    case .body(let buffer):
+                        size += buffer.readableBytes
+                        crc.update(buffer)
+                    case .end:
+                        break body
+                    case .head:
+                        throw TestServerError("a request head arrived inside a body")
+                    }
+                }
+                let request = Self.request(head, connectionID: id, bodySize: size, crc: crc.value)
+                record(request)
+                let writer = ResponseWriter(outbound: outbound, method: request.method)
+                if !head.isKeepAlive { writer.closeConnection() }
+                let handler = customRoute(for: request.path) ?? Routes.handler(for: request)
+                try await handler(request, writer)
+                if writer.closesConnection { return }
+            }
+        }
+    }
+
+    private static func request(_ head: HTTPRequestHead, connectionID: Int, bodySize: Int, crc: UInt32) -> ServerRequest {
+        let components = URLComponents(string: head.uri)
+        let path = components?.percentEncodedPath ?? head.uri
+        let query = (components?.queryItems ?? []).map { QueryItem(name: $0.name, value: $0.value) }
+        return ServerRequest(
+            connectionID: connectionID,
+            method: head.method.rawValue,
+            target: head.uri,
+            path: path.isEmpty ? "/" : path,
+            query: query,
+            headers: head.headers.map { HeaderField(name: $0.name, value: $0.value) },
+            bodySize: bodySize,
+            bodyCRC32: crc
+        )
+    }
+}

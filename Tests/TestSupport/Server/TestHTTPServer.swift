@@ -1,0 +1,155 @@
+public import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// An HTTP/1.1 server on a loopback port, in process, for tests and examples: built-in routes
+/// for every scenario a transport must handle (see ``Routes``), scripted responses, and a log
+/// of what it received.
+///
+/// ```swift
+/// let server = try await TestHTTPServer.start()
+/// defer { Task { await server.shutdown() } }   // or: await server.shutdown() at the end
+/// let url = server.url("/echo?a=1")
+/// // ... send requests ...
+/// #expect(server.requests.last?.method == "GET")
+/// await server.shutdown()
+/// ```
+///
+/// The server writes responses as raw bytes (see ``ResponseWriter``), so routes can also break
+/// HTTP on purpose. ``shutdown()`` closes the listener and every connection and waits for them.
+public final class TestHTTPServer: Sendable {
+    /// The port the server listens on (chosen by the kernel).
+    public let port: Int
+    /// The address it listens on.
+    public let host: String
+    private let state = NIOLockedValueBox(State())
+    private let serverChannel: any Channel
+    private let runTask: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
+
+    struct State {
+        var requests: [ServerRequest] = []
+        var nextConnectionID = 1
+        var closedConnections: Set<Int> = []
+        var customRoutes: [String: Routes.Handler] = [:]
+    }
+
+    private init(host: String, port: Int, channel: any Channel) {
+        self.host = host
+        self.port = port
+        self.serverChannel = channel
+    }
+
+    /// Starts a server on `host` (a loopback address) at a free port.
+    public static func start(host: String = "127.0.0.1") async throws -> TestHTTPServer {
+        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .bind(host: host, port: 0) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
+                    return try NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        guard let port = listener.channel.localAddress?.port else {
+            throw TestServerError("the listener has no port")
+        }
+        let server = TestHTTPServer(host: host, port: port, channel: listener.channel)
+        let task = Task<Void, Never> {
+            _ = try? await listener.executeThenClose { inbound in
+                await withDiscardingTaskGroup { group in
+                    do {
+                        for try await connection in inbound {
+                            let id = server.state.withLockedValue { state in
+                                defer { state.nextConnectionID += 1 }
+                                return state.nextConnectionID
+                            }
+                            connection.channel.closeFuture.whenComplete { _ in
+                                server.state.withLockedValue { _ = $0.closedConnections.insert(id) }
+                            }
+                            group.addTask { await server.serve(connection, id: id) }
+                        }
+                    } catch {}
+                    group.cancelAll()
+                }
+            }
+        }
+        server.runTask.withLockedValue { $0 = task }
+        return server
+    }
+
+    /// `http://host:port`.
+    public var baseURL: URL { URL(string: "http://\(host):\(port)")! }
+
+    /// The URL of `pathAndQuery` (which starts with `/`) on this server, through `host`
+    /// (`localhost` reaches the same server under another host name).
+    public func url(_ pathAndQuery: String, host: String? = nil) -> URL {
+        URL(string: "http://\(host ?? self.host):\(port)\(pathAndQuery)")!
+    }
+
+    /// Every request received so far, in order of arrival (logged once its body was read).
+    public var requests: [ServerRequest] { state.withLockedValue { $0.requests } }
+
+    /// Whether connection `id` is closed.
+    public func isConnectionClosed(_ id: Int) -> Bool {
+        state.withLockedValue { $0.closedConnections.contains(id) }
+    }
+
+    /// Waits until connection `id` is closed, polling every 10 ms for at most `limit`;
+    /// returns whether it closed.
+    public func waitUntilConnectionClosed(_ id: Int, limit: Duration = .seconds(10)) async -> Bool {
+        let end = ContinuousClock.now + limit
+        while ContinuousClock.now < end {
+            if isConnectionClosed(id) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return isConnectionClosed(id)
+    }
+
+    /// Waits until a request whose path is `path` has arrived (polling every 10 ms, at most
+    /// `limit`) and returns it.
+    public func waitForRequest(path: String, limit: Duration = .seconds(10)) async -> ServerRequest? {
+        let end = ContinuousClock.now + limit
+        while ContinuousClock.now < end {
+            if let request = requests.last(where: { $0.path == path }) { return request }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return requests.last { $0.path == path }
+    }
+
+    /// Answers requests for exactly `path` (any method) with `handler`, before the built-in routes.
+    public func route(_ path: String, _ handler: @escaping Routes.Handler) {
+        state.withLockedValue { $0.customRoutes[path] = handler }
+    }
+
+    /// Answers requests for exactly `path` with a fixed response.
+    public func script(_ path: String, status: Int = 200, headers: [HeaderField] = [], body: Data = Data()) {
+        route(path) { _, writer in try await writer.respond(status: status, headers: headers, body: body) }
+    }
+
+    /// Closes the listener and every connection, and waits until they are closed.
+    public func shutdown() async {
+        let task = runTask.withLockedValue { $0 }
+        task?.cancel()
+        try? await serverChannel.close()
+        await task?.value
+    }
+
+    func record(_ request: ServerRequest) {
+        state.withLockedValue { $0.requests.append(request) }
+    }
+
+    func customRoute(for path: String) -> Routes.Handler? {
+        state.withLockedValue { $0.customRoutes[path] }
+    }
+}
+
+/// A test server that could not do what was asked.
+public struct TestServerError: Error, CustomStringConvertible {
+    /// What went wrong.
+    public var description: String
+
+    /// An error saying `description`.
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import HTTPCore
+import HTTPTypes
+import Testing
+import TestSupport
+
+extension TransportConformance {
+    @Test("a response slower than the timeout fails with timedOut", arguments: TransportFactories.all)
+    func timeoutBeforeHead(_ factory: TransportFactory) async throws {
+        try await Harness.run(factory) { harness in
+            var request = Request<Data>.get("/delay/5000")
+            request.timeout = .milliseconds(300)
+            await expectTransportFailure(.timedOut) { _ = try await harness.client.send(request) }
+        }
+    }
+
+    @Test("a body that stalls fails with timedOut", arguments: TransportFactories.all)
+    func timeoutMidBody(_ factory: TransportFactory) async throws {
+        try await Harness.run(factory, setup: .init(readTimeout: .milliseconds(500))) { harness in
+            var request = Request<Data>.get("/stall/1000")
+            request.timeout = .milliseconds(500)
+            await expectTransportFailure(.timedOut) { _ = try await harness.client.send(request) }
+        }
+    }
+
+    @Test("cancelling the task cancels the request on the wire", arguments: TransportFactories.all)
+    func cancellation(_ factory: TransportFactory) async throws {
+        try await Harness.run(factory) { harness in
+            for path in ["/delay/20000", "/stall/1000"] {
+                let client = harness.client
+                let task = Task { try await client.send(Request<Data>.get(path)) }
+                let received = try #require(await harness.server.waitForRequest(path: path), "the server never saw \(path)")
+                task.cancel()
+                await expectNetworkError("cancelled", { _ = try await task.value }, matches: { error in
+                    if case .cancelled = error { return true }
+                    return false
+                })
+                #expect(await harness.server.waitUntilConnectionClosed(received.connectionID), "the server's connection for \(path) stayed open")
+            }
+        }
+    }
+
+    @Test("a closed port fails with cannotConnect", arguments: TransportFactories.all)
+    func connectionRefused(_ factory: TransportFactory) async throws {
+        let closed = try await TestHTTPServer.start()
+        let url = closed.url("/echo")
+        await closed.shutdown()
+        try await Harness.run(factory) { harness in
+            await expectTransportFailure(.cannotConnect) { _ = try await harness.client.send(Request<Data>.get(url.absoluteString)) }
+        }
+    }
+
+    @Test("a host under .invalid fails with dns", arguments: TransportFactories.all)
+    func dnsFailure(_ factory: TransportFactory) async throws {
+        guard factory.capabilities.answersInvalidNamesLocally else {
+            // Never ask the system resolver: on this machine it is a DNS server off the host.
+            withKnownIssue("\(factory.name) would send a DNS query for a .invalid name off the machine") {
+                Issue.record("not run: \(factory.name) does not answer .invalid names locally")
+            }
+            return
+        }
+        try await Harness.run(factory) { harness in
+            await expectTransportFailure(.dns) { _ = try await harness.client.send(Request<Data>.get("http://courier-conformance.invalid/echo")) }
+        }
+    }
+
+    @Test("a connection dropped mid-body fails with connectionLost", arguments: TransportFactories.all)
+    func droppedConnection(_ factory: TransportFactory) async throws {
+        try await Harness.run(factory) { harness in
+            await expectTransportFailure(.connectionLost) { _ = try await harness.client.send(Request<Data>.get("/drop/5000")) }
+        }
+    }
+
+    @Test("bytes that are not HTTP fail with invalidResponse", arguments: TransportFactories.all)
+    func garbage(_ factory: TransportFactory) async throws {
+        try await Harness.run(factory) { harness in
+            await expectTransportFailure(.invalidResponse) { _ = try await harness.client.send(Request<Data>.get("/garbage")) }
+        }
+    }
+
+    @Test("an untrusted certificate fails with tls; trusting its CA lets the call through (over HTTP/2 where offered)", arguments: TransportFactories.all)
+    func tls(_ factory: TransportFactory) async throws {
+        let nginx = try await NginxTLSServer.start()
+        defer { nginx.stop() }
+        let untrusted = factory.make(.init())
+        let rejecting = APIClient(baseURL: nginx.baseURL, transport: untrusted)
+        await expectTransportFailure(.tls) { _ = try await rejecting.send(Request<Data>.get("/")) }
+        try await factory.shutdown(untrusted)
+
+        for host in ["127.0.0.1", "localhost"] {
+            let trusted = factory.make(.init(trustedCAFile: nginx.caCertificatePath))
+            let accepting = APIClient(baseURL: URL(string: "https://\(host):\(nginx.port)")!, transport: trusted)
+            let response = try await accepting.send(Request<Data>.get("/"))
+            #expect(response.status == .ok)
+            #expect(String(decoding: response.body, as: UTF8.self) == NginxTLSServer.body)
+            let expected = factory.capabilities.negotiatesHTTP2 ? "HTTP/2.0" : "HTTP/1.1"
+            #expect(response.headers[HTTPField.Name("X-Protocol")!] == expected)
+            try await factory.shutdown(trusted)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import AsyncHTTPClientTransport
+import HTTPCore
+
+/// Every transport the conformance suite runs against. To add one, append one line here
+/// (a `TransportFactory` with its name, capabilities and how to make and shut it down).
+enum TransportFactories {
+    static let all: [TransportFactory] = [
+        .asyncHTTPClient,
+        // .urlSession,   // URLSessionTransport: define the factory below (see the template) and list it here.
+    ]
+}
+
+/// How the suite makes one kind of transport, and what it can do.
+struct TransportFactory: Sendable, CustomStringConvertible {
+    /// What a transport can and cannot do. A case a transport cannot meet is recorded as a
+    /// known issue by the test that needs it, never passed silently.
+    struct Capabilities: Sendable {
+        /// Names under `.invalid` fail with `.dns` without a DNS query leaving the machine
+        /// (RFC 6761 §6.4). Without it the DNS test records a known issue instead of sending
+        /// a query to the system's resolver.
+        var answersInvalidNamesLocally = true
+        /// Speaks HTTP/2 when a TLS server offers it through ALPN.
+        var negotiatesHTTP2 = true
+    }
+
+    /// What a test needs of the transport it makes.
+    struct Setup: Sendable {
+        /// A PEM file of a CA to trust besides the system's roots.
+        var trustedCAFile: String?
+        /// How long the server may stay silent while a response body is read.
+        var readTimeout: Duration?
+    }
+
+    let name: String
+    let capabilities: Capabilities
+    let make: @Sendable (Setup) -> any Transport
+    let shutdown: @Sendable (any Transport) async throws -> Void
+
+    var description: String { name }
+}
+
+extension TransportFactory {
+    /// `AsyncHTTPClientTransport` with its own `HTTPClient`.
+    static let asyncHTTPClient = TransportFactory(
+        name: "AsyncHTTPClientTransport",
+        capabilities: Capabilities(answersInvalidNamesLocally: true, negotiatesHTTP2: true),
+        make: { setup in
+            var configuration = AsyncHTTPClientTransport.Configuration()
+            if let file = setup.trustedCAFile { configuration.trustRootCertificates(inPEMFile: file) }
+            if let readTimeout = setup.readTimeout { configuration.readTimeout = readTimeout }
+            return AsyncHTTPClientTransport(configuration: configuration)
+        },
+        shutdown: { transport in try await (transport as? AsyncHTTPClientTransport)?.shutdown() }
+    )
+
+    // Template for URLSessionTransport (HTTPCore), for the lead to fill in:
+    //
+    // static let urlSession = TransportFactory(
+    //     name: "URLSessionTransport",
+    //     capabilities: Capabilities(answersInvalidNamesLocally: <short-circuits .invalid?>, negotiatesHTTP2: <h2 over TLS?>),
+    //     make: { setup in URLSessionTransport(/* trust setup.trustedCAFile, idle timeout setup.readTimeout */) },
+    //     shutdown: { _ in }
+    // )
+}

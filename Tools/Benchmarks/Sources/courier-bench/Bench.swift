@@ -1,0 +1,128 @@
+// courier-bench: requests per second of a model call through Courier versus the same call
+// made directly, against one loopback server, in one run. See Docs/Benchmarks.md.
+import AsyncHTTPClient
+import AsyncHTTPClientTransport
+import Foundation
+import HTTPCore
+import HTTPTypes
+import NIOCore
+import NIOFoundationCompat
+
+@main
+enum Bench {
+    static func main() async throws {
+        if CommandLine.arguments.dropFirst().first == "--overhead" {
+            try await Overhead.run(body: Data(#"{"page":1,"total":8,"items":["#.utf8) + Data((1...8).map { id in #"{"id":\#(id),"name":"Item number \#(id)","price":\#(Double(id) * 9.99),"tags":["alpha","beta","gamma"],"inStock":true}"# }.joined(separator: ",").utf8) + Data("]}".utf8), iterations: 20_000)
+            return
+        }
+        let options = Options(arguments: CommandLine.arguments)
+        let server = try ServerProcess.start()
+        let url = "http://127.0.0.1:\(server.port)/page"
+
+        // One HTTPClient for both sides of the AsyncHTTPClient pair: same pool, same event loops.
+        var clientConfiguration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: options.concurrency)
+        let httpClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
+        let courier = APIClient(
+            configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: .seconds(30)),
+            transport: AsyncHTTPClientTransport(client: httpClient)
+        )
+        let pageRequest = Request<Page>.get("/page")
+
+        /// Raw AsyncHTTPClient: execute, collect the body, decode.
+        let rawAHC = Variant(name: "raw AsyncHTTPClient") {
+            let decoder = JSONDecoder()
+            var request = HTTPClientRequest(url: url)
+            request.method = .GET
+            let response = try await httpClient.execute(request, timeout: .seconds(30))
+            guard response.status == .ok else { throw BenchError("status \(response.status)") }
+            let body = try await response.body.collect(upTo: 1 << 20)
+            let page = try decoder.decode(Page.self, from: body)
+            precondition(page.items.count == 8)
+        }
+
+        /// The same model call through Courier.
+        let courierAHC = Variant(name: "APIClient + AsyncHTTPClientTransport") {
+            let page = try await courier.model(pageRequest, as: Page.self)
+            precondition(page.items.count == 8)
+        }
+
+        /// The transport alone, without APIClient: separates transport cost from client cost.
+        let transport = courier.transport
+        let transportOnly = Variant(name: "AsyncHTTPClientTransport.send + JSONDecoder") {
+            let decoder = JSONDecoder()
+            let head = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/page")
+            let response = try await transport.send(head, body: nil, timeout: .seconds(30))
+            let body = try await response.body.collect(upTo: 1 << 20)
+            let page = try decoder.decode(Page.self, from: body)
+            precondition(page.items.count == 8)
+        }
+
+        /// APIClient's data call plus a local decoder: separates the model-call path from the rest.
+        let dataRequest = Request<Data>.get(ProcessInfo.processInfo.environment["BENCH_ABSOLUTE"] == "1" ? "http://127.0.0.1:\(server.port)/page" : "/page")
+        let courierData = Variant(name: "APIClient.data + JSONDecoder") {
+            let decoder = JSONDecoder()
+            let response = try await courier.data(dataRequest)
+            let page = try decoder.decode(Page.self, from: response.body)
+            precondition(page.items.count == 8)
+        }
+
+        // MARK: URLSession pair (added by the lead)
+        // Define `rawURLSession` (URLSession.data(for:) + JSONDecoder) and `courierURLSession`
+        // (APIClient + URLSessionTransport) like the two variants above, and list the pair here:
+        // let pairs = [(rawAHC, courierAHC), (rawURLSession, courierURLSession)]
+        var pairs: [(baseline: Variant, courier: Variant)] = [(rawAHC, courierAHC)]
+        // BENCH_TRANSPORT=1 also compares the transport alone with raw AsyncHTTPClient.
+        if ProcessInfo.processInfo.environment["BENCH_TRANSPORT"] == "1" {
+            pairs.append((rawAHC, transportOnly))
+            pairs.append((rawAHC, courierData))
+        }
+
+        print("courier-bench: \(options.requests) requests x \(options.rounds) rounds per variant, \(options.concurrency) concurrent callers, server pid \(server.process.processIdentifier) on port \(server.port)")
+        for pair in pairs {
+            try await pair.baseline.run(requests: options.warmup, concurrency: options.concurrency)
+            try await pair.courier.run(requests: options.warmup, concurrency: options.concurrency)
+            var baselineTimes: [Variant.Measurement] = []
+            var courierTimes: [Variant.Measurement] = []
+            for round in 1...options.rounds {
+                // Alternate which side goes first so drift (caches, frequency, other load) hits both.
+                let order = round.isMultiple(of: 2) ? [pair.courier, pair.baseline] : [pair.baseline, pair.courier]
+                // BENCH_ONLY=baseline or BENCH_ONLY=courier runs one side alone (for profiling).
+                let only = ProcessInfo.processInfo.environment["BENCH_ONLY"]
+                for variant in order where only == nil || (only == "courier") == (variant.name == pair.courier.name) {
+                    let measured = try await variant.run(requests: options.requests, concurrency: options.concurrency)
+                    if variant.name == pair.baseline.name { baselineTimes.append(measured) } else { courierTimes.append(measured) }
+                    print("  round \(round) \(variant.name): \(format(rate(options.requests, measured.wall))) req/s, \(format(micros(measured.cpu, options.requests))) µs CPU/request")
+                }
+            }
+            let total = options.requests * options.rounds
+            let baselineRate = rate(total, baselineTimes.map(\.wall).reduce(.zero, +))
+            let courierRate = rate(total, courierTimes.map(\.wall).reduce(.zero, +))
+            let baselineCPU = micros(baselineTimes.map(\.cpu).reduce(.zero, +), total)
+            let courierCPU = micros(courierTimes.map(\.cpu).reduce(.zero, +), total)
+            print("\(pair.baseline.name): \(format(baselineRate)) req/s, \(format(baselineCPU)) µs client CPU/request (\(total) requests)")
+            print("\(pair.courier.name): \(format(courierRate)) req/s, \(format(courierCPU)) µs client CPU/request (\(total) requests)")
+            let paired = zip(baselineTimes, courierTimes).map { base, courier in
+                rate(options.requests, courier.wall) / rate(options.requests, base.wall)
+            }.sorted()
+            let median = paired.count.isMultiple(of: 2)
+                ? (paired[paired.count / 2 - 1] + paired[paired.count / 2]) / 2
+                : paired[paired.count / 2]
+            print("ratio \(pair.courier.name) / \(pair.baseline.name): \(String(format: "%.3f", courierRate / baselineRate)) (all requests), \(String(format: "%.3f", median)) (median of per-round ratios), \(String(format: "%.3f", baselineCPU / courierCPU)) (client CPU per request, inverted)")
+        }
+
+        try await httpClient.shutdown()
+        server.stop()
+    }
+
+    static func rate(_ requests: Int, _ elapsed: Duration) -> Double {
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return Double(requests) / seconds
+    }
+
+    static func micros(_ cpu: Duration, _ requests: Int) -> Double {
+        (Double(cpu.components.seconds) * 1e6 + Double(cpu.components.attoseconds) / 1e12) / Double(requests)
+    }
+
+    static func format(_ value: Double) -> String { String(format: "%.0f", value) }
+}
