@@ -30,6 +30,11 @@ let package = Package(
             dependencies: ["HTTPCore"],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "HTTPBinTests",
+            dependencies: ["HTTPCore", .product(name: "HTTPTypes", package: "swift-http-types")],
+            swiftSettings: strictSettings
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
