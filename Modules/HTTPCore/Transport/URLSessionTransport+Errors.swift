@@ -58,7 +58,7 @@ extension URLSessionTransport {
             (.cannotConnect, ["couldn't connect", "could not connect", "failed to connect"]),
             (.connectionLost, ["transfer closed", "connection reset", "recv failure", "send failure",
                                "partial file", "connection died", "broken pipe"]),
-            (.invalidResponse, ["weird server reply", "unsupported http version", "invalid header",
+            (.invalidResponse, ["http/0.9", "weird server reply", "unsupported http version", "invalid header",
                                 "nul byte", "chunk", "content encoding", "empty reply", "header"]),
         ]
         return table.first { _, needles in needles.contains { text.contains($0) } }?.0 ?? .other
