@@ -29,11 +29,23 @@ public import HTTPTypes
 /// - Request bodies: `.data` goes as `httpBody`; `.file` is uploaded from the file, streamed by
 ///   URLSession; `.stream` is first spooled to a temporary file (mode 0600, removed when the
 ///   exchange ends) and then uploaded from it, so memory stays constant whatever the size.
-///   FoundationNetworking offers no working way to feed a task from an async source (bound
-///   stream pairs are unimplemented there, and a body stream is read on the session's own
-///   queue, which must not block).
+///   FoundationNetworking offers no working way to feed a task from an async source
+///   (`Stream.getBoundStreams` traps as unsupported there, and a body stream is read on the
+///   session's own queue, which must not block).
 /// - The timeout covers the whole exchange, spooling, head and body, with sub-second precision
-///   (FoundationNetworking itself rounds timeouts down to whole seconds).
+///   (FoundationNetworking itself truncates timeouts to whole seconds).
+///
+/// What differs from `AsyncHTTPClientTransport` on Linux, because of
+/// FoundationNetworking:
+/// - Repeated response fields arrive as one field whose value joins them with ", " (as RFC 9110
+///   allows for list fields; `Set-Cookie` suffers), and field order is lost.
+/// - Repeated request fields are sent as one line joined with ", " (`Cookie` with "; ").
+/// - When absent, FoundationNetworking adds `User-Agent` (process name and curl version),
+///   `Accept-Language`, and, on a POST with a body, `Content-Type: application/x-www-form-urlencoded`.
+/// - The body of a 3xx is buffered by URLSession and delivered at the end, not streamed; a 3xx
+///   without `Location` comes back with its head but an empty body.
+/// - There are no server-trust challenges on Linux, so only the system's CA store
+///   (`/etc/ssl/certs/ca-certificates.crt`) is trusted; a private CA needs another transport.
 public final class URLSessionTransport: Transport {
     /// The most body bytes that may wait in memory for a reader that lags behind the network.
     public let maxBufferedBytes: Int
@@ -88,6 +100,11 @@ public final class URLSessionTransport: Transport {
         return configuration
     }
 
+    /// Sends `request` and returns when its head has arrived; the body streams after that.
+    ///
+    /// - Throws: ``NetworkError/transport(_:)`` with the kind that fits (see
+    ///   the table in `URLSessionTransport+Errors.swift`), ``NetworkError/cancelled`` when the calling task is cancelled
+    ///   (the `URLSessionTask` is cancelled too), or what building a stream body threw.
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
         let deadline = timeout.map { ContinuousClock.now.advanced(by: $0) }
@@ -219,7 +236,12 @@ private final class BodyReader: Sendable {
     }
 
     func next() async throws -> Data? {
-        try await withTaskCancellationHandler {
+        // A cancelled reader stops even when the rest of the body is already buffered.
+        if Task.isCancelled {
+            exchange.fail(.cancelled)
+            throw NetworkError.cancelled
+        }
+        return try await withTaskCancellationHandler {
             try await exchange.nextChunk()
         } onCancel: {
             exchange.fail(.cancelled)
