@@ -34,11 +34,12 @@ struct ScriptedServer: Sendable {
     /// - `GET /bulk/N`: N pattern bytes, chunked, in 64 KiB chunks.
     /// - `PUT|POST /verify`: reads the body (Content-Length or chunked) and answers
     ///   `{"count": N, "pattern": true|false}`.
+    /// - `GET /hang`: reads the request and never answers (for 20 s).
     /// - `GET /cut`: promises 100000 bytes, sends 10, closes.
     /// - `GET /garbage`: answers with bytes that are not HTTP, then closes.
     /// - `GET /moved-nowhere`: a 301 without `Location`, with a short body.
     private static let script = #"""
-    import http.server, json, os, ssl, subprocess, sys, tempfile, threading
+    import http.server, json, os, ssl, subprocess, sys, tempfile, threading, time
 
     log = open(sys.argv[1], "a")
     mode = sys.argv[2]
@@ -62,6 +63,9 @@ struct ScriptedServer: Sendable {
                     self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
                     left -= len(part)
                 self.wfile.write(b"0\r\n\r\n")
+            elif self.path == "/hang":
+                time.sleep(20)
+                self.close_connection = True
             elif self.path == "/cut":
                 self.send_response(200)
                 self.send_header("Content-Length", "100000")

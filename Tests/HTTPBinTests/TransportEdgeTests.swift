@@ -63,6 +63,27 @@ struct TransportEdgeTests {
         #expect(empty.count == 0)
     }
 
+    @Test("empty stream and empty file bodies are sent as empty bodies", arguments: Transports.all)
+    func emptyBodies(_ transport: NamedTransport) async throws {
+        let server = try await ScriptedServer.plain()
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-empty-\(UUID().uuidString)")
+        try Data().write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        for body in [RequestBody.stream(length: nil) { ByteStream(data: Data()) }, try RequestBody.file(file)] {
+            let response = try await transport.make().send(HTTPRequest(method: .put, url: server.url("/verify")), body: body, timeout: .seconds(10))
+            let verdict = try JSONDecoder().decode(Verdict.self, from: try await response.body.collect(upTo: 1 << 16))
+            #expect(verdict.count == 0)
+        }
+    }
+
+    @Test("a server that never answers hits a sub-second timeout as timedOut", arguments: Transports.all)
+    func subSecondTimeout(_ transport: NamedTransport) async throws {
+        let server = try await ScriptedServer.plain()
+        await expectTransportFailure(.timedOut) {
+            _ = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/hang")), body: nil, timeout: .milliseconds(300))
+        }
+    }
+
     @Test("a port nobody listens on is cannotConnect", arguments: Transports.all)
     func refused(_ transport: NamedTransport) async throws {
         let port = try closedLoopbackPort()

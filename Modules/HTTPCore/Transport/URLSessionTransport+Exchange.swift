@@ -175,7 +175,12 @@ final class URLSessionExchange: Sendable {
             state.bodyWaiter = nil
             return (state.task, state.takeEndActions())
         }
-        task?.cancel()
+        if let task {
+            // Not inline: `fail` runs inside cancellation handlers, and FoundationNetworking up
+            // to Swift 6.3.1 cancels with a `sync` onto the task's queue, which can deadlock
+            // against the task-status lock such a handler holds (swift-corelibs-foundation 5412).
+            DispatchQueue.global().async { task.cancel() }
+        }
         actions.forEach { $0() }
     }
 }
