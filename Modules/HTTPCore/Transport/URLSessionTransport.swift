@@ -27,8 +27,10 @@ public import HTTPTypes
 ///   so `Content-Encoding` and `Content-Length` (which describe the encoded bytes) are removed
 ///   from the response head.
 /// - Request bodies: `.data` goes as `httpBody`; `.file` is uploaded from the file, streamed by
-///   URLSession; `.stream` is first spooled to a temporary file (mode 0600, removed when the
-///   exchange ends) and then uploaded from it, so memory stays constant whatever the size.
+///   URLSession; `.stream` is read whole first: up to 1 MiB into memory and sent as `httpBody`,
+///   anything larger into a temporary file (mode 0600, removed when the exchange ends) that is
+///   then uploaded from disk, so memory stays bounded whatever the size. The body is therefore
+///   sent with `Content-Length`, never chunked.
 ///   FoundationNetworking offers no working way to feed a task from an async source
 ///   (`Stream.getBoundStreams` traps as unsupported there, and a body stream is read on the
 ///   session's own queue, which must not block).
@@ -120,9 +122,14 @@ public final class URLSessionTransport: Transport {
         case .file(let url):
             task = session.uploadTask(with: urlRequest, fromFile: url)
         case .stream:
-            let spooled = try await Self.spool(body!.makeStream(), deadline: deadline)
-            exchange.onEnd { try? FileManager.default.removeItem(at: spooled) }
-            task = session.uploadTask(with: urlRequest, fromFile: spooled)
+            switch try await Self.spool(body!.makeStream(), deadline: deadline) {
+            case .data(let data):
+                urlRequest.httpBody = data
+                task = session.dataTask(with: urlRequest)
+            case .file(let spooled):
+                exchange.onEnd { try? FileManager.default.removeItem(at: spooled) }
+                task = session.uploadTask(with: urlRequest, fromFile: spooled)
+            }
         }
         exchange.start(task, deadline: deadline, registeredWith: delegate)
         let head = try await withTaskCancellationHandler {
@@ -187,33 +194,60 @@ public final class URLSessionTransport: Transport {
 }
 
 extension URLSessionTransport {
-    /// Writes `stream` to a new temporary file readable only by this user, chunk by chunk, and
-    /// returns its URL; the caller removes it.
+    /// A stream body made ready for URLSession: small bodies in memory, larger ones in a file.
+    enum SpooledBody {
+        case data(Data)
+        case file(URL)
+    }
+
+    /// Bodies up to this size stay in memory; larger ones go to a spool file.
+    static let inMemorySpoolLimit = 1024 * 1024
+
+    /// Reads `stream` whole: into memory while it stays within ``inMemorySpoolLimit``, then into
+    /// a new temporary file readable only by this user (which the caller removes).
     ///
     /// - Throws: ``NetworkError/cancelled`` when the task is cancelled, a `timedOut` transport
     ///   failure past `deadline`, ``NetworkError/invalidRequest(_:)`` when the file cannot be
     ///   written, or what the stream throws.
-    static func spool(_ stream: ByteStream, deadline: ContinuousClock.Instant?) async throws -> URL {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("courier-upload-\(UUID().uuidString).body")
-        guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
-              let handle = try? FileHandle(forWritingTo: url) else {
-            throw NetworkError.invalidRequest(.unreadableFile(url.path, reason: "cannot create a spool file for the stream body"))
-        }
+    static func spool(_ stream: ByteStream, deadline: ContinuousClock.Instant?) async throws -> SpooledBody {
+        var memory = Data()
+        var file: (url: URL, handle: FileHandle)?
         do {
-            defer { try? handle.close() }
             for try await chunk in stream {
                 if Task.isCancelled { throw NetworkError.cancelled }
                 if let deadline, ContinuousClock.now >= deadline {
                     throw NetworkError.transport(TransportFailure(.timedOut, "timed out while reading the request body stream"))
                 }
-                try handle.write(contentsOf: chunk)
+                if file == nil, memory.count + chunk.count <= inMemorySpoolLimit {
+                    memory.append(chunk)
+                    continue
+                }
+                if file == nil {
+                    file = try makeSpoolFile()
+                    try file?.handle.write(contentsOf: memory)
+                    memory = Data()
+                }
+                try file?.handle.write(contentsOf: chunk)
             }
-            return url
+            guard let file else { return .data(memory) }
+            try file.handle.close()
+            return .file(file.url)
         } catch {
-            try? FileManager.default.removeItem(at: url)
+            if let file {
+                try? file.handle.close()
+                try? FileManager.default.removeItem(at: file.url)
+            }
             throw NetworkError(error)
         }
+    }
+
+    private static func makeSpoolFile() throws -> (url: URL, handle: FileHandle) {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("courier-upload-\(UUID().uuidString).body")
+        guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+              let handle = try? FileHandle(forWritingTo: url) else {
+            throw NetworkError.invalidRequest(.unreadableFile(url.path, reason: "cannot create a spool file for the stream body"))
+        }
+        return (url, handle)
     }
 }
 
