@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 @testable import HTTPCore
 import HTTPTypes
 import Testing
@@ -114,5 +117,39 @@ struct URLSessionExchangeTests {
         #expect(URLSessionTransport.kind(forCurlMessage: "transfer closed with 99990 bytes remaining to read") == .connectionLost)
         #expect(URLSessionTransport.kind(forCurlMessage: "Could not resolve host: nowhere.invalid") == .dns)
         #expect(URLSessionTransport.kind(forCurlMessage: "something new") == .other)
+    }
+
+    @Test("a decoded body's head loses Content-Encoding and Content-Length, keeps the rest")
+    func decodedHead() throws {
+        let url = URL(string: "http://127.0.0.1/")!
+        let encoded = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [
+            "Content-Encoding": "gzip", "Content-Length": "10", "X-A": "1, 2",
+        ])
+        let head = try #require(URLSessionTransport.responseHead(encoded))
+        #expect(head.headerFields[.contentEncoding] == nil)
+        #expect(head.headerFields[.contentLength] == nil)
+        #expect(head.headerFields[HTTPField.Name("X-A")!] == "1, 2")
+        let plain = HTTPURLResponse(url: url, statusCode: 204, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "0"])
+        #expect(try #require(URLSessionTransport.responseHead(plain)).headerFields[.contentLength] == "0")
+    }
+
+    @Test("request fields: repeated ones joined, Cookie with '; ', framing left to URLSession")
+    func requestFields() throws {
+        var fields = HTTPFields()
+        fields.append(HTTPField(name: HTTPField.Name("X-Multi")!, value: "a"))
+        fields.append(HTTPField(name: HTTPField.Name("x-multi")!, value: "b"))
+        fields.append(HTTPField(name: .cookie, value: "a=1"))
+        fields.append(HTTPField(name: .cookie, value: "b=2"))
+        fields[.contentLength] = "5"
+        fields[.transferEncoding] = "chunked"
+        let request = HTTPRequest(method: .put, url: URL(string: "http://127.0.0.1:8080/p?q=1%202")!, headerFields: fields)
+        let urlRequest = try URLSessionTransport.urlRequest(for: request, timeout: .milliseconds(300))
+        #expect(urlRequest.httpMethod == "PUT")
+        #expect(urlRequest.url?.absoluteString == "http://127.0.0.1:8080/p?q=1%202")
+        #expect(urlRequest.value(forHTTPHeaderField: "X-Multi") == "a, b")
+        #expect(urlRequest.value(forHTTPHeaderField: "Cookie") == "a=1; b=2")
+        #expect(urlRequest.value(forHTTPHeaderField: "Content-Length") == nil)
+        #expect(urlRequest.value(forHTTPHeaderField: "Transfer-Encoding") == nil)
+        #expect(urlRequest.timeoutInterval >= 1)
     }
 }
