@@ -47,22 +47,16 @@ struct HTTPBinStatusTests {
         #expect(auth.user == "u")
     }
 
-    @Test("/redirect/3 is followed by the client, three hops", arguments: Transports.all)
-    func relativeRedirects(_ transport: NamedTransport) async throws {
-        let bin = try await HTTPBinServer.shared()
-        let response = try await bin.client(transport).send(Request<Data>.get("/redirect/3"))
-        #expect(response.status == .ok)
-        #expect(response.url?.path == "/get")
-        #expect(response.metrics.redirects == 3)
-    }
+    /// httpbin's relative chain (`/redirect/3`) and absolute chain (`/absolute-redirect/2`).
+    static let redirectChains: [(path: String, hops: Int)] = [("/redirect/3", 3), ("/absolute-redirect/2", 2)]
 
-    @Test("/absolute-redirect/2 is followed by the client, two hops", arguments: Transports.all)
-    func absoluteRedirects(_ transport: NamedTransport) async throws {
+    @Test("/redirect/3 and /absolute-redirect/2 are followed by the client, hop by hop", arguments: Transports.all, redirectChains)
+    func redirectChain(_ transport: NamedTransport, chain: (path: String, hops: Int)) async throws {
         let bin = try await HTTPBinServer.shared()
-        let response = try await bin.client(transport).send(Request<Data>.get("/absolute-redirect/2"))
+        let response = try await bin.client(transport).send(Request<Data>.get(chain.path))
         #expect(response.status == .ok)
         #expect(response.url?.path == "/get")
-        #expect(response.metrics.redirects == 2)
+        #expect(response.metrics.redirects == chain.hops)
     }
 
     @Test("the transport returns a 3xx as it is, Location and all", arguments: Transports.all)
