@@ -104,9 +104,9 @@ public final class URLSessionTransport: Transport {
 
     /// Sends `request` and returns when its head has arrived; the body streams after that.
     ///
-    /// - Throws: ``NetworkError/transport(_:)`` with the kind that fits (see
-    ///   the table in `URLSessionTransport+Errors.swift`), ``NetworkError/cancelled`` when the calling task is cancelled
-    ///   (the `URLSessionTask` is cancelled too), or what building a stream body threw.
+    /// - Throws: ``NetworkError/transport(_:)`` with the kind that fits (the table is in
+    ///   `URLSessionTransport+Errors.swift`), ``NetworkError/cancelled`` when the calling task is
+    ///   cancelled (the `URLSessionTask` is cancelled too), or what a stream body threw.
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
         let deadline = timeout.map { ContinuousClock.now.advanced(by: $0) }
@@ -121,8 +121,8 @@ public final class URLSessionTransport: Transport {
             task = session.dataTask(with: urlRequest)
         case .file(let url):
             task = session.uploadTask(with: urlRequest, fromFile: url)
-        case .stream:
-            switch try await Self.spool(body!.makeStream(), deadline: deadline) {
+        case .stream(let makeStream):
+            switch try await Self.spool(makeStream(), deadline: deadline) {
             case .data(let data):
                 urlRequest.httpBody = data
                 task = session.dataTask(with: urlRequest)
