@@ -14,6 +14,8 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "HTTPCore", targets: ["HTTPCore"]),
+        .library(name: "Reachability", targets: ["Reachability"]),
+        .executable(name: "reachability-bench", targets: ["reachability-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -28,6 +30,27 @@ let package = Package(
         .testTarget(
             name: "HTTPCoreTests",
             dependencies: ["HTTPCore"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CNetlink",
+            path: "Modules/CNetlink"
+        ),
+        .target(
+            name: "Reachability",
+            dependencies: ["HTTPCore", "CNetlink"],
+            path: "Modules/Reachability",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ReachabilityTests",
+            dependencies: ["Reachability", "HTTPCore", "CNetlink"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "reachability-bench",
+            dependencies: ["Reachability", "CNetlink"],
+            path: "Tools/reachability-bench",
             swiftSettings: strictSettings
         ),
     ],
