@@ -15,6 +15,9 @@ final class NetlinkEventLoop: Sendable {
     static let bufferSize = 256 * 1024
 
     let socket: NetlinkSocket
+    /// A second socket, without groups, for requests: route re-reads and RTM_GETROUTE queries.
+    /// `nil` once the loop has stopped (and closed it).
+    let requests: LockedBox<NetlinkSocket?>
     let broadcast: StatusBroadcast
     /// The latest routing state, for per-destination queries.
     let snapshot: LockedBox<RoutingState>
@@ -27,14 +30,22 @@ final class NetlinkEventLoop: Sendable {
     /// Opens the socket, takes the first dump and starts the thread.
     init(namespacePath: String?) throws(ReachabilityError) {
         socket = try NetlinkSocket(namespacePath: namespacePath, groups: Self.groups)
+        let requestSocket: NetlinkSocket
+        do { requestSocket = try NetlinkSocket(namespacePath: namespacePath, groups: 0) } catch {
+            socket.close()
+            throw error
+        }
+        requests = LockedBox(Optional(requestSocket))
         let initial: RoutingState
         do { initial = try Self.dump(socket) } catch {
             socket.close()
+            requestSocket.close()
             throw error
         }
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else {
             socket.close()
+            requestSocket.close()
             throw .system(call: "pipe", errno: errno)
         }
         for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
@@ -63,6 +74,10 @@ final class NetlinkEventLoop: Sendable {
         defer {
             buffer.deallocate()
             socket.close()
+            requests.withLock { socket in
+                socket?.close()
+                socket = nil
+            }
             stopped.withLock { stopped in
                 stopped = true
                 Glibc.close(wakeWrite)
@@ -73,6 +88,7 @@ final class NetlinkEventLoop: Sendable {
         do {
             receiving: while true {
                 var overrun = false
+                var refreshRoutes = false
                 switch try socket.receive(into: buffer, capacity: Self.bufferSize, timeout: -1, wake: wakeRead) {
                 case .woken:
                     break receiving
@@ -83,7 +99,9 @@ final class NetlinkEventLoop: Sendable {
                 case .data(let count):
                     for message in NetlinkDecoder.decode(buffer, length: count) {
                         switch message {
-                        case .event(let event): state.apply(event)
+                        case .event(let event):
+                            state.apply(event)
+                            refreshRoutes = refreshRoutes || RoutingState.mayFlushRoutesSilently(event)
                         case .overrun: overrun = true
                         default: break
                         }
@@ -94,6 +112,14 @@ final class NetlinkEventLoop: Sendable {
                     // full dump rather than guess.
                     state = try Self.dump(socket)
                     resyncs.withLock { $0 += 1 }
+                } else if refreshRoutes {
+                    let routes = try requests.withLock { socket in
+                        Result { () throws(ReachabilityError) in
+                            guard let socket else { throw .stopped }
+                            return try Self.dump(socket, kinds: [.routes]).defaultRoutes
+                        }
+                    }.get()
+                    state.replaceDefaultRoutes(with: routes)
                 }
                 snapshot.withLock { $0 = state }
                 broadcast.publish(state.status)
@@ -106,17 +132,25 @@ final class NetlinkEventLoop: Sendable {
 
     /// Dumps links, then addresses, then routes, into a fresh state. Events that arrive on the
     /// same socket in between are applied too. Restarts from scratch after an overrun.
-    static func dump(_ socket: NetlinkSocket) throws(ReachabilityError) -> RoutingState {
+    /// What a dump lists.
+    enum DumpKind: CaseIterable {
+        case links, addresses, routes
+
+        var request: (type: Int, size: Int, name: String) {
+            switch self {
+            case .links: (Int(RTM_GETLINK), MemoryLayout<ifinfomsg>.size, "RTM_GETLINK")
+            case .addresses: (Int(RTM_GETADDR), MemoryLayout<ifaddrmsg>.size, "RTM_GETADDR")
+            case .routes: (Int(RTM_GETROUTE), MemoryLayout<rtmsg>.size, "RTM_GETROUTE")
+            }
+        }
+    }
+
+    static func dump(_ socket: NetlinkSocket, kinds: [DumpKind] = DumpKind.allCases) throws(ReachabilityError) -> RoutingState {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
         defer { buffer.deallocate() }
         attempts: for _ in 0..<5 {
             var state = RoutingState()
-            let requests: [(type: Int, size: Int, name: String)] = [
-                (Int(RTM_GETLINK), MemoryLayout<ifinfomsg>.size, "RTM_GETLINK"),
-                (Int(RTM_GETADDR), MemoryLayout<ifaddrmsg>.size, "RTM_GETADDR"),
-                (Int(RTM_GETROUTE), MemoryLayout<rtmsg>.size, "RTM_GETROUTE"),
-            ]
-            for request in requests {
+            for request in kinds.map(\.request) {
                 let sequence = socket.nextSequence()
                 try socket.send(type: request.type, flags: NLM_F_REQUEST | NLM_F_DUMP, sequence: sequence, payload: familyHeader(size: request.size, family: AF_UNSPEC))
                 reading: while true {

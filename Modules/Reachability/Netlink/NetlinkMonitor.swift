@@ -26,7 +26,6 @@ import Glibc
 public final class NetlinkMonitor: NetworkMonitor {
     #if os(Linux)
     private let loop: NetlinkEventLoop
-    private let requests: LockedBox<NetlinkSocket>
     #endif
 
     /// Opens the sockets and takes the initial dump (a few system calls; it does not wait for
@@ -41,23 +40,12 @@ public final class NetlinkMonitor: NetworkMonitor {
     public init(namespacePath: String? = nil) throws(ReachabilityError) {
         #if os(Linux)
         loop = try NetlinkEventLoop(namespacePath: namespacePath)
-        do {
-            requests = LockedBox(try NetlinkSocket(namespacePath: namespacePath, groups: 0))
-        } catch {
-            loop.stop()
-            throw error
-        }
         #else
         throw .unsupportedPlatform
         #endif
     }
 
-    deinit {
-        stop()
-        #if os(Linux)
-        requests.withLock { $0.close() }
-        #endif
-    }
+    deinit { stop() }
 
     public var status: NetworkStatus {
         #if os(Linux)
@@ -75,8 +63,8 @@ public final class NetlinkMonitor: NetworkMonitor {
         #endif
     }
 
-    /// Stops watching: the event thread closes its socket and every status stream finishes.
-    /// ``route(to:)`` keeps working until the monitor is released.
+    /// Stops watching: the event thread closes its sockets and every status stream finishes;
+    /// ``route(to:)`` then throws.
     public func stop() {
         #if os(Linux)
         loop.stop()
@@ -110,7 +98,12 @@ public final class NetlinkMonitor: NetworkMonitor {
 
     /// Runs `body` with the request socket, one caller at a time.
     func withRequestSocket<Value>(_ body: (NetlinkSocket) throws(ReachabilityError) -> Value) throws(ReachabilityError) -> Value {
-        try requests.withLock { socket in Result { () throws(ReachabilityError) in try body(socket) } }.get()
+        try loop.requests.withLock { socket in
+            Result { () throws(ReachabilityError) in
+                guard let socket else { throw .stopped }
+                return try body(socket)
+            }
+        }.get()
     }
     #endif
 }

@@ -87,6 +87,22 @@ struct RoutingState: Sendable, Equatable {
         }
     }
 
+    /// Replaces every default route with `routes`, from a fresh route dump.
+    mutating func replaceDefaultRoutes(with routes: Set<DefaultRoute>) {
+        defaultRoutes = routes
+    }
+
+    /// Whether `event` can remove routes without the kernel saying so: IPv4 routes through a
+    /// link that goes down, or through a gateway whose subnet loses its address, vanish with no
+    /// RTM_DELROUTE.
+    static func mayFlushRoutesSilently(_ event: Event) -> Bool {
+        switch event {
+        case .link(let link): !link.isUp
+        case .linkRemoved, .addressRemoved: true
+        default: false
+        }
+    }
+
     /// Whether interface `index` has a usable address of `family` (any family when `nil`).
     func hasUsableAddress(interface index: Int32, family: AddressFamily?) -> Bool {
         addresses.contains { address, details in
