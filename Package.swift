@@ -44,7 +44,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ReachabilityTests",
-            dependencies: ["Reachability", "HTTPCore", "CNetlink"],
+            dependencies: ["Reachability", "HTTPCore", "CNetlink", .product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: strictSettings
         ),
         .executableTarget(

@@ -86,10 +86,16 @@ final class NetworkLab: Sendable {
 
     static func ip(_ arguments: String...) throws { try ip(arguments) }
 
-    static func ip(_ arguments: [String]) throws {
+    /// The path of iproute2's `ip`.
+    static func ipTool() throws -> String {
         guard let tool = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first(where: FileManager.default.isExecutableFile(atPath:)) else {
             throw LabError("iproute2's `ip` is not installed (apt-get install iproute2)")
         }
+        return tool
+    }
+
+    static func ip(_ arguments: [String]) throws {
+        let tool = try ipTool()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
