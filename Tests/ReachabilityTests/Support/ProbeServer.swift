@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A tiny HTTP server (Python's `http.server`) run with `ip netns exec` inside a namespace the
 /// test created. Paths: `/generate_204` answers 204; `/portal` redirects (302) to `/login`;
@@ -49,9 +52,11 @@ final class ProbeServer: Sendable {
         }
     }
 
+    /// Kills the server (SIGKILL: the test runner's blocked-signal mask is inherited by
+    /// children, so a SIGTERM may never be delivered) and waits for it.
     func stop() {
         if process.isRunning {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }
