@@ -28,16 +28,18 @@ final class NetlinkEventLoop: Sendable {
     private let stopped = LockedBox(false)
 
     /// Opens the socket, takes the first dump and starts the thread.
-    init(namespacePath: String?) throws(ReachabilityError) {
-        socket = try NetlinkSocket(namespacePath: namespacePath, groups: Self.groups)
+    init(namespacePath: String?, receiveBufferSize: Int) throws(ReachabilityError) {
+        socket = try NetlinkSocket(namespacePath: namespacePath, groups: Self.groups, receiveBufferSize: receiveBufferSize)
         let requestSocket: NetlinkSocket
         do { requestSocket = try NetlinkSocket(namespacePath: namespacePath, groups: 0) } catch {
             socket.close()
             throw error
         }
         requests = LockedBox(Optional(requestSocket))
+        // Subscribed first, dumped second: a change during the dump is queued on `socket` and
+        // applied after it, so nothing falls between the two.
         let initial: RoutingState
-        do { initial = try Self.dump(socket) } catch {
+        do { initial = try Self.dump(requestSocket) } catch {
             socket.close()
             requestSocket.close()
             throw error
@@ -108,18 +110,14 @@ final class NetlinkEventLoop: Sendable {
                     }
                 }
                 if overrun {
-                    // The kernel dropped events: what we hold may be wrong, so start again from a
-                    // full dump rather than guess.
-                    state = try Self.dump(socket)
+                    // The kernel dropped events: what we hold may be wrong. Discard what is
+                    // queued (it predates the dump) and start again from a full dump, taken on
+                    // the request socket, which no multicast traffic can overrun.
+                    try socket.drain(into: buffer, capacity: Self.bufferSize)
+                    state = try dumpOnRequestSocket(DumpKind.allCases)
                     resyncs.withLock { $0 += 1 }
                 } else if refreshRoutes {
-                    let routes = try requests.withLock { socket in
-                        Result { () throws(ReachabilityError) in
-                            guard let socket else { throw .stopped }
-                            return try Self.dump(socket, kinds: [.routes]).defaultRoutes
-                        }
-                    }.get()
-                    state.replaceDefaultRoutes(with: routes)
+                    state.replaceDefaultRoutes(with: try dumpOnRequestSocket([.routes]).defaultRoutes)
                 }
                 snapshot.withLock { $0 = state }
                 broadcast.publish(state.status)
@@ -130,8 +128,17 @@ final class NetlinkEventLoop: Sendable {
         }
     }
 
-    /// Dumps links, then addresses, then routes, into a fresh state. Events that arrive on the
-    /// same socket in between are applied too. Restarts from scratch after an overrun.
+    /// Dumps links, then addresses, then routes (or the `kinds` asked for) into a fresh state,
+    /// on a socket without multicast groups. Restarts from scratch after an overrun.
+    private func dumpOnRequestSocket(_ kinds: [DumpKind]) throws(ReachabilityError) -> RoutingState {
+        try requests.withLock { socket in
+            Result { () throws(ReachabilityError) in
+                guard let socket else { throw .stopped }
+                return try Self.dump(socket, kinds: kinds)
+            }
+        }.get()
+    }
+
     /// What a dump lists.
     enum DumpKind: CaseIterable {
         case links, addresses, routes

@@ -37,9 +37,15 @@ public final class NetlinkMonitor: NetworkMonitor {
     ///   other thread of the process changes namespace.
     /// - Throws: ``ReachabilityError`` when the namespace cannot be joined or the kernel does not
     ///   answer; ``ReachabilityError/unsupportedPlatform`` outside Linux.
-    public init(namespacePath: String? = nil) throws(ReachabilityError) {
+    public convenience init(namespacePath: String? = nil) throws(ReachabilityError) {
+        try self.init(namespacePath: namespacePath, receiveBufferSize: 4 << 20)
+    }
+
+    /// A monitor whose event socket has a receive buffer of `receiveBufferSize` bytes; tests
+    /// use a tiny one to provoke overruns (ENOBUFS).
+    package init(namespacePath: String?, receiveBufferSize: Int) throws(ReachabilityError) {
         #if os(Linux)
-        loop = try NetlinkEventLoop(namespacePath: namespacePath)
+        loop = try NetlinkEventLoop(namespacePath: namespacePath, receiveBufferSize: receiveBufferSize)
         #else
         throw .unsupportedPlatform
         #endif

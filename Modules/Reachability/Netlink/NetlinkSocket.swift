@@ -21,11 +21,12 @@ final class NetlinkSocket: Sendable {
 
     /// Opens a socket subscribed to `groups` (`RTMGRP_*` bits; 0 for a request-only socket)
     /// in the namespace at `namespacePath`, or in the caller's when `nil`.
-    init(namespacePath: String?, groups: UInt32) throws(ReachabilityError) {
+    init(namespacePath: String?, groups: UInt32, receiveBufferSize: Int = 4 << 20) throws(ReachabilityError) {
+        let size = Int32(receiveBufferSize)
         var error: Int32 = 0
         let descriptor: Int32
         if let namespacePath {
-            descriptor = namespacePath.withCString { cnl_open_route_socket($0, groups, 4 << 20, &error) }
+            descriptor = namespacePath.withCString { cnl_open_route_socket($0, groups, size, &error) }
             if descriptor < 0 {
                 if error == ENOENT || error == EPERM || error == EINVAL || error == EBADF {
                     throw .namespace(path: namespacePath, errno: error)
@@ -33,7 +34,7 @@ final class NetlinkSocket: Sendable {
                 throw .system(call: "socket(NETLINK_ROUTE) in \(namespacePath)", errno: error)
             }
         } else {
-            descriptor = cnl_open_route_socket(nil, groups, 4 << 20, &error)
+            descriptor = cnl_open_route_socket(nil, groups, size, &error)
             if descriptor < 0 { throw .system(call: "socket(NETLINK_ROUTE)", errno: error) }
         }
         self.descriptor = descriptor
@@ -93,6 +94,16 @@ final class NetlinkSocket: Sendable {
             case ENOBUFS: return .overrun
             case EAGAIN, EINTR: continue
             default: throw .system(call: "recv(netlink)", errno: errno)
+            }
+        }
+    }
+
+    /// Reads and discards everything queued, up to the point the queue is empty.
+    func drain(into buffer: UnsafeMutableRawPointer, capacity: Int) throws(ReachabilityError) {
+        while true {
+            switch try receive(into: buffer, capacity: capacity, timeout: 0) {
+            case .timedOut: return
+            case .data, .overrun, .woken: continue
             }
         }
     }

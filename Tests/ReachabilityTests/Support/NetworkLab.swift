@@ -94,15 +94,21 @@ final class NetworkLab: Sendable {
         return tool
     }
 
-    static func ip(_ arguments: [String]) throws {
+    static func ip(_ arguments: [String], input: String? = nil) throws {
         let tool = try ipTool()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
+        let feed = Pipe()
+        if input != nil { process.standardInput = feed }
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
+        if let input {
+            feed.fileHandleForWriting.write(Data(input.utf8))
+            try feed.fileHandleForWriting.close()
+        }
         process.waitUntilExit()
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         guard process.terminationStatus == 0 else {
