@@ -94,15 +94,19 @@ enum NetlinkDecoder {
         if removed { return .event(.linkRemoved(index: index)) }
         var name = ""
         var carrier: Bool?
+        var linkMode: UInt8 = 0
+        var operState: UInt8 = 0
         forEachAttribute(cnl_ifla_rta(info), length: cnl_ifla_payload(header)) { type, data, length in
             switch type {
             case Int(IFLA_IFNAME): name = string(data, length)
             case Int(IFLA_CARRIER) where length >= 1: carrier = data.load(as: UInt8.self) != 0
+            case Int(IFLA_LINKMODE) where length >= 1: linkMode = data.load(as: UInt8.self)
+            case Int(IFLA_OPERSTATE) where length >= 1: operState = data.load(as: UInt8.self)
             default: break
             }
         }
         let flags = info.pointee.ifi_flags
-        let link = RoutingState.Link(index: index, name: name, flags: flags, carrier: carrier ?? (flags & LinkFlags.lowerUp != 0))
+        let link = RoutingState.Link(index: index, name: name, flags: flags, carrier: carrier ?? (flags & LinkFlags.lowerUp != 0), linkMode: linkMode, operState: operState)
         return .event(.link(link))
     }
 

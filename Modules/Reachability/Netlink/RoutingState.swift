@@ -10,10 +10,26 @@ struct RoutingState: Sendable, Equatable {
         var flags: UInt32
         /// `IFLA_CARRIER` when reported, otherwise `IFF_LOWER_UP`.
         var carrier: Bool
+        /// `IFLA_LINKMODE`: 0 default, 1 dormant (a supplicant must authorise the link first).
+        var linkMode: UInt8 = 0
+        /// `IFLA_OPERSTATE` (RFC 2863): 4 testing, 5 dormant, 6 up, others down or unknown.
+        var operState: UInt8 = 0
 
         var isUp: Bool { flags & LinkFlags.up != 0 }
-        var isRunning: Bool { flags & LinkFlags.running != 0 }
         var isLoopback: Bool { flags & LinkFlags.loopback != 0 }
+
+        /// Operationally up: `IFF_RUNNING`, or what the kernel is about to make it.
+        ///
+        /// The kernel's link watcher sets `IFF_RUNNING` (the RFC 2863 operstate) from the
+        /// carrier, but batches that work up to a second; the message that says the link came up
+        /// with carrier arrives at once. In the default link mode the operstate then becomes UP
+        /// unless the link is dormant or testing, so that is taken as running without waiting.
+        /// In dormant mode (802.1X, Wi-Fi supplicants) only `IFF_RUNNING` counts.
+        var isRunning: Bool {
+            if flags & LinkFlags.running != 0 { return true }
+            return isUp && carrier && linkMode == 0 && operState != OperState.testing && operState != OperState.dormant
+        }
+
         /// Up, running (operationally up) and with carrier.
         var isUsable: Bool { isUp && isRunning && carrier }
     }
@@ -151,6 +167,12 @@ enum LinkFlags {
     static let loopback: UInt32 = 0x8
     static let running: UInt32 = 0x40
     static let lowerUp: UInt32 = 0x10000
+}
+
+/// `IF_OPER_*` values from `<linux/if.h>` (stable kernel ABI).
+enum OperState {
+    static let testing: UInt8 = 4
+    static let dormant: UInt8 = 5
 }
 
 /// `IFA_F_*` values from `<linux/if_addr.h>` (stable kernel ABI).

@@ -81,4 +81,25 @@ struct RoutingStateTests {
         state.apply(.defaultRoutes([route(3)], replacing: true))
         #expect(state.defaultRoutes == [route(3)])
     }
+
+    @Test("carrier on a link just brought up counts as running before the kernel's link watcher catches up, except in dormant mode")
+    func runningBeforeLinkWatch() {
+        var state = RoutingState()
+        state.apply(address(2))
+        state.apply(.defaultRoutes([route(2)], replacing: false))
+        let pending = RoutingState.Link(index: 2, name: "eth0", flags: 0x1 | 0x10000, carrier: true)
+        state.apply(.link(pending))
+        #expect(state.status == .online(interface: "eth0", family: .ipv4))
+        var dormant = pending
+        dormant.linkMode = 1
+        state.apply(.link(dormant))
+        #expect(state.status == .offline(.noCarrier))
+        dormant.operState = 5
+        dormant.linkMode = 0
+        state.apply(.link(dormant))
+        #expect(state.status == .offline(.noCarrier))
+        dormant.flags |= 0x40
+        state.apply(.link(dormant))
+        #expect(state.status == .online(interface: "eth0", family: .ipv4))
+    }
 }
