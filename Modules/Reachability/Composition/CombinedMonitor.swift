@@ -37,8 +37,10 @@ public final class CombinedMonitor: NetworkMonitor {
 
     deinit { stop() }
 
+    /// The status now.
     public var status: NetworkStatus { broadcast.status }
 
+    /// The current status at once, then every change, until ``stop()``.
     public func statusUpdates() -> AsyncStream<NetworkStatus> { broadcast.stream() }
 
     /// Stops following the members (it does not stop them) and ends every stream.

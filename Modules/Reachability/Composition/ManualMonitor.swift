@@ -19,6 +19,7 @@ public final class ManualMonitor: NetworkMonitor {
         set { broadcast.publish(newValue) }
     }
 
+    /// The current status at once, then every change, until ``stop()``.
     public func statusUpdates() -> AsyncStream<NetworkStatus> { broadcast.stream() }
 
     /// Ends every stream; later changes are ignored.

@@ -53,6 +53,7 @@ public final class NetlinkMonitor: NetworkMonitor {
 
     deinit { stop() }
 
+    /// The status now, as of the last netlink message.
     public var status: NetworkStatus {
         #if os(Linux)
         loop.broadcast.status
@@ -61,6 +62,7 @@ public final class NetlinkMonitor: NetworkMonitor {
         #endif
     }
 
+    /// The current status at once, then every change, until ``stop()``.
     public func statusUpdates() -> AsyncStream<NetworkStatus> {
         #if os(Linux)
         loop.broadcast.stream()

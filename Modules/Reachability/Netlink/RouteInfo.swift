@@ -38,6 +38,7 @@ public struct RouteInfo: Sendable, Hashable, CustomStringConvertible {
     /// reachable.
     public var isReachable: Bool { interfaceIsUsable }
 
+    /// A route as described; ``NetlinkMonitor/route(to:)`` makes these.
     public init(destination: String, family: AddressFamily, kind: Kind, interface: String, interfaceIndex: Int32, gateway: String? = nil, source: String? = nil, interfaceIsUsable: Bool) {
         self.destination = destination
         self.family = family
@@ -49,6 +50,7 @@ public struct RouteInfo: Sendable, Hashable, CustomStringConvertible {
         self.interfaceIsUsable = interfaceIsUsable
     }
 
+    /// A form like `ip route get` prints: `10.0.0.7: unicast dev eth0 via 10.0.0.1 src 10.0.0.2`.
     public var description: String {
         var text = "\(destination): \(kind.rawValue) dev \(interface.isEmpty ? "#\(interfaceIndex)" : interface)"
         if let gateway { text += " via \(gateway)" }

@@ -14,14 +14,18 @@ public struct ReachabilityPlugin: Plugin {
     public let monitor: any NetworkMonitor
     /// Whether a limited status also fails the call.
     public var rejectWhenLimited: Bool
+    /// Which endpoints the check applies to; all by default.
     public var scope: PluginScope
 
+    /// A check against `monitor`.
     public init(monitor: any NetworkMonitor, rejectWhenLimited: Bool = false, scope: PluginScope = .universal) {
         self.monitor = monitor
         self.rejectWhenLimited = rejectWhenLimited
         self.scope = scope
     }
 
+    /// Throws ``NetworkError/offline`` when the monitor says offline (or limited, when
+    /// ``rejectWhenLimited``); otherwise passes the request on unchanged.
     public func prepare(_ request: PreparedRequest, context: CallContext) async throws -> PreparedRequest {
         switch monitor.status {
         case .offline: throw NetworkError.offline

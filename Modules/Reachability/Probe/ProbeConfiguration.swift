@@ -24,6 +24,7 @@ public struct ProbeConfiguration: Sendable {
     /// The most body bytes read from a probe answer.
     public var maxBodySize: Int
 
+    /// A probe of `url` expecting `expectedStatus` (and `expectedBody`, when given).
     public init(
         url: URL,
         expectedStatus: Int = 204,

@@ -51,8 +51,10 @@ public final class ProbeMonitor: NetworkMonitor {
 
     deinit { stop() }
 
+    /// The status now.
     public var status: NetworkStatus { broadcast.status }
 
+    /// The current status at once, then every change, until ``stop()``.
     public func statusUpdates() -> AsyncStream<NetworkStatus> { broadcast.stream() }
 
     /// Every probe outcome so far, oldest first (kept for diagnostics and tests).

@@ -30,6 +30,7 @@ public enum NetworkStatus: Sendable, Hashable, CustomStringConvertible {
         return false
     }
 
+    /// A short form such as `online(eth0, ipv4)` or `offline(noCarrier)`.
     public var description: String {
         switch self {
         case .online(let interface, let family): "online(\(interface.isEmpty ? "?" : interface), \(family))"

@@ -15,6 +15,7 @@ public enum ReachabilityError: Error, Sendable, Hashable, CustomStringConvertibl
     /// Netlink exists only on Linux.
     case unsupportedPlatform
 
+    /// What went wrong, with the system's message for an errno.
     public var description: String {
         switch self {
         case .namespace(let path, let errno): "cannot use network namespace \(path): \(Self.message(errno))"

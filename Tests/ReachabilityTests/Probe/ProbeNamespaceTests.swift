@@ -1,3 +1,4 @@
+#if os(Linux)
 import Foundation
 import HTTPCore
 import Reachability
@@ -72,3 +73,4 @@ struct ProbeNamespaceTests {
         #expect(netlink.status.isOnline)
     }
 }
+#endif

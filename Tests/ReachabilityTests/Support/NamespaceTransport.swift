@@ -1,3 +1,4 @@
+#if os(Linux)
 import CNetlink
 import Foundation
 import HTTPCore
@@ -79,3 +80,4 @@ struct NamespaceTransport: Transport {
         return (code, Data(received[end.upperBound...]))
     }
 }
+#endif
