@@ -128,8 +128,7 @@ final class NetlinkEventLoop: Sendable {
         }
     }
 
-    /// Dumps links, then addresses, then routes (or the `kinds` asked for) into a fresh state,
-    /// on a socket without multicast groups. Restarts from scratch after an overrun.
+    /// A dump of `kinds` on the request socket, which no multicast traffic can overrun.
     private func dumpOnRequestSocket(_ kinds: [DumpKind]) throws(ReachabilityError) -> RoutingState {
         try requests.withLock { socket in
             Result { () throws(ReachabilityError) in
@@ -152,6 +151,8 @@ final class NetlinkEventLoop: Sendable {
         }
     }
 
+    /// Dumps links, then addresses, then routes (or the `kinds` asked for) into a fresh state,
+    /// on a socket without multicast groups. Restarts from scratch after an overrun.
     static func dump(_ socket: NetlinkSocket, kinds: [DumpKind] = DumpKind.allCases) throws(ReachabilityError) -> RoutingState {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
         defer { buffer.deallocate() }
@@ -169,7 +170,7 @@ final class NetlinkEventLoop: Sendable {
                         for message in NetlinkDecoder.decode(buffer, length: count) {
                             switch message {
                             case .event(let event): state.apply(event)
-                            case .done(sequence) : break reading
+                            case .done(sequence): break reading
                             case .error(sequence, let code) where code != 0: throw .kernel(request: request.name, errno: -code)
                             case .overrun: continue attempts
                             default: break
