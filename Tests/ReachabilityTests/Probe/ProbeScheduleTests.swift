@@ -98,4 +98,41 @@ struct ProbeScheduleTests {
         let seen = await recorder.finish()
         #expect(!seen.isEmpty)
     }
+
+    @Test("releasing a running monitor stops it and ends its streams")
+    func releaseStops() async {
+        var monitor: ProbeMonitor? = ProbeMonitor(configuration: configuration(), transport: StubTransport(fallback: .status(204)), sleep: ScriptedSleep(free: 0).sleep)
+        monitor?.start()
+        let recorder = StatusRecorder(monitor!)
+        monitor = nil
+        let ended = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { _ = await recorder.finish(); return true }
+            group.addTask { try? await Task.sleep(for: .seconds(5)); return false }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(ended, "the stream should end once the monitor is released")
+    }
+
+    @Test("a transport that ignores cancellation cannot hold a probe past its timeout")
+    func stubbornTransport() async {
+        var configuration = configuration()
+        configuration.timeout = .milliseconds(100)
+        let monitor = ProbeMonitor(configuration: configuration, transport: StubbornTransport())
+        let outcome = await monitor.probe()
+        guard case .failed(let message) = outcome else {
+            Issue.record("expected the timeout to win, got \(outcome)")
+            return
+        }
+        #expect(message.contains("timedOut"))
+    }
+}
+
+/// Answers 204 after 3 s, and does not stop when cancelled.
+struct StubbornTransport: Transport {
+    func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
+        await Task.detached { try? await Task.sleep(for: .seconds(3)) }.value
+        return TransportResponse(head: HTTPResponse(status: .noContent), body: ByteStream(data: Data()))
+    }
 }
