@@ -6,73 +6,64 @@ import Testing
 struct RouteQueryTests {
     @Test("loopback and a directly connected host are reachable without a default route; others have no route")
     func withoutDefaultRoute() async throws {
-        let lab = try NetworkLab(defaultRoute: false)
-        defer { lab.destroy() }
-        let monitor = try NetlinkMonitor(namespacePath: lab.innerPath)
-        defer { monitor.stop() }
-        #expect(monitor.status == .offline(.noDefaultRoute))
+        try await withMonitoredLab(defaultRoute: false) { lab, monitor in
+            #expect(monitor.status == .offline(.noDefaultRoute))
 
-        let loopback = try await monitor.route(to: "127.0.0.1")
-        #expect(loopback?.kind == .local)
-        #expect(loopback?.interface == "lo")
-        #expect(await monitor.isReachable(host: "localhost"))
+            let loopback = try await monitor.route(to: "127.0.0.1")
+            #expect(loopback?.kind == .local)
+            #expect(loopback?.interface == "lo")
+            #expect(await monitor.isReachable(host: "localhost"))
 
-        let neighbour = try #require(try await monitor.route(to: NetworkLab.outerAddress))
-        #expect(neighbour.kind == .unicast)
-        #expect(neighbour.interface == lab.innerLink)
-        #expect(neighbour.gateway == nil)
-        #expect(neighbour.source == NetworkLab.innerAddress)
-        #expect(neighbour.isReachable)
-        #expect(await monitor.isReachable(host: NetworkLab.outerAddress6))
-        #expect(await monitor.isReachable(host: "[\(NetworkLab.outerAddress6)]"))
+            let neighbour = try #require(try await monitor.route(to: NetworkLab.outerAddress))
+            #expect(neighbour.kind == .unicast)
+            #expect(neighbour.interface == lab.innerLink)
+            #expect(neighbour.gateway == nil)
+            #expect(neighbour.source == NetworkLab.innerAddress)
+            #expect(neighbour.isReachable)
+            #expect(await monitor.isReachable(host: NetworkLab.outerAddress6))
+            #expect(await monitor.isReachable(host: "[\(NetworkLab.outerAddress6)]"))
 
-        #expect(try await monitor.route(to: "192.0.2.1") == nil)
-        #expect(await monitor.isReachable(host: "192.0.2.1") == false)
-        // A name needs DNS; without a default route the answer is no.
-        #expect(await monitor.isReachable(host: "example.com") == false)
+            #expect(try await monitor.route(to: "192.0.2.1") == nil)
+            #expect(await monitor.isReachable(host: "192.0.2.1") == false)
+            // A name needs DNS; without a default route the answer is no.
+            #expect(await monitor.isReachable(host: "example.com") == false)
+        }
     }
 
     @Test("a remote host goes through the default route's gateway")
     func throughGateway() async throws {
-        let lab = try NetworkLab()
-        defer { lab.destroy() }
-        let monitor = try NetlinkMonitor(namespacePath: lab.innerPath)
-        defer { monitor.stop() }
-        let route = try #require(try await monitor.route(to: "192.0.2.1"))
-        #expect(route.gateway == NetworkLab.outerAddress)
-        #expect(route.interface == lab.innerLink)
-        #expect(route.isReachable)
+        try await withMonitoredLab { lab, monitor in
+            let route = try #require(try await monitor.route(to: "192.0.2.1"))
+            #expect(route.gateway == NetworkLab.outerAddress)
+            #expect(route.interface == lab.innerLink)
+            #expect(route.isReachable)
+        }
     }
 
     @Test("a host behind an interface without carrier, or a down interface, is not reachable")
     func behindDownInterface() async throws {
-        let lab = try NetworkLab()
-        defer { lab.destroy() }
-        let monitor = try NetlinkMonitor(namespacePath: lab.innerPath)
-        defer { monitor.stop() }
+        try await withMonitoredLab { lab, monitor in
+            try lab.inOuter("link", "set", lab.outerLink, "down")
+            #expect(await waitForStatus(monitor, .offline(.noCarrier)))
+            // The kernel keeps the route, but the interface cannot carry it.
+            let route = try await monitor.route(to: NetworkLab.outerAddress)
+            #expect(route?.interface == lab.innerLink)
+            #expect(route?.isReachable == false)
+            #expect(await monitor.isReachable(host: NetworkLab.outerAddress) == false)
 
-        try lab.inOuter("link", "set", lab.outerLink, "down")
-        #expect(await waitForStatus(monitor, .offline(.noCarrier)))
-        // The kernel keeps the route, but the interface cannot carry it.
-        let route = try await monitor.route(to: NetworkLab.outerAddress)
-        #expect(route?.interface == lab.innerLink)
-        #expect(route?.isReachable == false)
-        #expect(await monitor.isReachable(host: NetworkLab.outerAddress) == false)
-
-        try lab.inInner("link", "set", lab.innerLink, "down")
-        #expect(await waitForStatus(monitor, .offline(.noLink)))
-        #expect(await monitor.isReachable(host: NetworkLab.outerAddress) == false)
-        #expect(await monitor.isReachable(host: "127.0.0.1"))
+            try lab.inInner("link", "set", lab.innerLink, "down")
+            #expect(await waitForStatus(monitor, .offline(.noLink)))
+            #expect(await monitor.isReachable(host: NetworkLab.outerAddress) == false)
+            #expect(await monitor.isReachable(host: "127.0.0.1"))
+        }
     }
 
     @Test("text that is not an address is an error")
     func invalidAddress() async throws {
-        let lab = try NetworkLab()
-        defer { lab.destroy() }
-        let monitor = try NetlinkMonitor(namespacePath: lab.innerPath)
-        defer { monitor.stop() }
-        await #expect(throws: ReachabilityError.invalidAddress("not-an-ip")) {
-            try await monitor.route(to: "not-an-ip")
+        try await withMonitoredLab { lab, monitor in
+            await #expect(throws: ReachabilityError.invalidAddress("not-an-ip")) {
+                try await monitor.route(to: "not-an-ip")
+            }
         }
     }
 }

@@ -105,13 +105,7 @@ struct ProbeScheduleTests {
         monitor?.start()
         let recorder = StatusRecorder(monitor!)
         monitor = nil
-        let ended = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { _ = await recorder.finish(); return true }
-            group.addTask { try? await Task.sleep(for: .seconds(5)); return false }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
+        let ended = await recorder.ends(within: 5)
         #expect(ended, "the stream should end once the monitor is released")
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Reachability
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -121,4 +122,16 @@ final class NetworkLab: Sendable {
 struct LabError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// Runs `body` with a fresh lab and a ``NetlinkMonitor`` watching its inner namespace; the
+/// monitor is stopped and the lab destroyed afterwards, whether `body` passes, fails or throws.
+func withMonitoredLab(
+    defaultRoute: Bool = true, _ body: (NetworkLab, NetlinkMonitor) async throws -> Void
+) async throws {
+    let lab = try NetworkLab(defaultRoute: defaultRoute)
+    defer { lab.destroy() }
+    let monitor = try NetlinkMonitor(namespacePath: lab.innerPath)
+    defer { monitor.stop() }
+    try await body(lab, monitor)
 }

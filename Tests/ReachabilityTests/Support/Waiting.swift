@@ -40,4 +40,15 @@ final class StatusRecorder: Sendable {
 
     /// Everything emitted until the monitor stopped.
     func finish() async -> [NetworkStatus] { await task.value }
+
+    /// Whether the stream ends within `seconds`.
+    func ends(within seconds: Double = 5) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { _ = await self.finish(); return true }
+            group.addTask { try? await Task.sleep(for: .seconds(seconds)); return false }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
 }
