@@ -1,3 +1,4 @@
+#if os(Linux)
 @testable import Reachability
 import Testing
 
@@ -39,3 +40,4 @@ struct OverrunTests {
         #expect(addresses == count + 1, "every address must be known after the resync")
     }
 }
+#endif
