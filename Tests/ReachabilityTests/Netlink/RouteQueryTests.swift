@@ -1,3 +1,5 @@
+import Foundation
+import HTTPCore
 import Reachability
 import Testing
 
@@ -64,6 +66,23 @@ struct RouteQueryTests {
             await #expect(throws: ReachabilityError.invalidAddress("not-an-ip")) {
                 try await monitor.route(to: "not-an-ip")
             }
+        }
+    }
+
+    @Test("the pre-flight plugin refuses calls while the namespace has no default route, and lets them through once it has")
+    func pluginFollowsTheKernel() async throws {
+        try await withMonitoredLab(defaultRoute: false) { lab, monitor in
+            let transport = StubTransport(fallback: .status(204))
+            var configuration = ClientConfiguration(baseURL: URL(string: "http://api.test")!)
+            configuration.plugins = [ReachabilityPlugin(monitor: monitor)]
+            let client = APIClient(configuration: configuration, transport: transport)
+            await #expect(throws: NetworkError.self) { try await client.send(Request<Void>.get("/ping")) }
+            #expect(transport.recordedRequests.isEmpty)
+
+            try lab.inInner("route", "add", "default", "via", NetworkLab.outerAddress)
+            #expect(await waitForStatus(monitor, .online(interface: lab.innerLink, family: .ipv4)))
+            try await client.send(Request<Void>.get("/ping"))
+            #expect(transport.recordedRequests.count == 1)
         }
     }
 }
