@@ -68,12 +68,7 @@ public final class AsyncHTTPClientTransport: Transport {
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
         let outgoing = try HTTPClientRequest(request, body: body)
-        if let authority = request.authority, Self.mayBeSpecialUseInvalid(authority),
-           case let host = Self.hostName(authority), Self.isSpecialUseInvalid(host) {
-            // RFC 6761 §6.4: name resolution libraries should answer names under `.invalid`
-            // negatively at once, without asking a DNS server.
-            throw NetworkError.transport(TransportFailure(.dns, "\(host) is under the special-use domain .invalid (RFC 6761)"))
-        }
+        if let failure = SpecialUseDomain.failure(for: request) { throw failure }
         let deadline: NIODeadline? = timeout.map { .now() + TimeAmount($0) }
         do {
             let response = try await client.execute(outgoing, deadline: deadline ?? .distantFuture)
@@ -84,27 +79,5 @@ public final class AsyncHTTPClientTransport: Transport {
         } catch {
             throw TransportErrorMapping.map(error)
         }
-    }
-
-    /// The host part of an authority (`host`, `host:port`, `[v6]:port`, `user@host`).
-    static func hostName(_ authority: String) -> String {
-        var rest = Substring(authority)
-        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
-        if rest.hasPrefix("[") { return String(rest.prefix { $0 != "]" }.dropFirst()) }
-        return String(rest.prefix { $0 != ":" })
-    }
-
-    /// A cheap pre-check that keeps string work off the common path: an authority whose host
-    /// is under `.invalid` contains "invalid" right before the end, a `.` or a `:`.
-    static func mayBeSpecialUseInvalid(_ authority: String) -> Bool {
-        authority.utf8.contains { $0 == UInt8(ascii: "d") || $0 == UInt8(ascii: "D") }
-            && authority.lowercased().contains("invalid")
-    }
-
-    /// Whether `host` is `invalid` or a name under it.
-    static func isSpecialUseInvalid(_ host: String) -> Bool {
-        var name = host.lowercased()
-        if name.hasSuffix(".") { name.removeLast() }
-        return name == "invalid" || name.hasSuffix(".invalid")
     }
 }

@@ -11,21 +11,21 @@ import Testing
 struct TransportTests {
     @Test("host names are taken from authorities")
     func hostNames() {
-        #expect(AsyncHTTPClientTransport.hostName("example.com") == "example.com")
-        #expect(AsyncHTTPClientTransport.hostName("example.com:8080") == "example.com")
-        #expect(AsyncHTTPClientTransport.hostName("user:pw@example.com:8080") == "example.com")
-        #expect(AsyncHTTPClientTransport.hostName("[::1]:8080") == "::1")
+        #expect(SpecialUseDomain.hostName("example.com") == "example.com")
+        #expect(SpecialUseDomain.hostName("example.com:8080") == "example.com")
+        #expect(SpecialUseDomain.hostName("user:pw@example.com:8080") == "example.com")
+        #expect(SpecialUseDomain.hostName("[::1]:8080") == "::1")
     }
 
     @Test("names under .invalid are recognised (RFC 6761)")
     func specialUseInvalid() {
-        #expect(AsyncHTTPClientTransport.isSpecialUseInvalid("invalid"))
-        #expect(AsyncHTTPClientTransport.isSpecialUseInvalid("a.b.INVALID"))
-        #expect(AsyncHTTPClientTransport.isSpecialUseInvalid("x.invalid."))
-        #expect(!AsyncHTTPClientTransport.isSpecialUseInvalid("invalid.example.com"))
-        #expect(!AsyncHTTPClientTransport.isSpecialUseInvalid("notinvalid"))
-        #expect(AsyncHTTPClientTransport.mayBeSpecialUseInvalid("x.INVALID:80"))
-        #expect(!AsyncHTTPClientTransport.mayBeSpecialUseInvalid("127.0.0.1:8080"))
+        #expect(SpecialUseDomain.isInvalid("invalid"))
+        #expect(SpecialUseDomain.isInvalid("a.b.INVALID"))
+        #expect(SpecialUseDomain.isInvalid("x.invalid."))
+        #expect(!SpecialUseDomain.isInvalid("invalid.example.com"))
+        #expect(!SpecialUseDomain.isInvalid("notinvalid"))
+        #expect(SpecialUseDomain.failure(for: HTTPRequest(method: .get, scheme: "http", authority: "x.INVALID:80", path: "/")) != nil)
+        #expect(SpecialUseDomain.failure(for: HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:8080", path: "/")) == nil)
     }
 
     @Test("the client configuration turns redirects off and keeps the settings")

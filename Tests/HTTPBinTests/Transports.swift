@@ -1,3 +1,4 @@
+import AsyncHTTPClientTransport
 import HTTPCore
 
 /// Every transport the httpbin suite runs against. Add a transport here and every test in the
@@ -5,6 +6,7 @@ import HTTPCore
 enum Transports {
     static let all: [NamedTransport] = [
         NamedTransport("URLSession") { URLSessionTransport() },
+        NamedTransport("AsyncHTTPClient") { AsyncHTTPClientTransport() },
     ]
 }
 

@@ -6,7 +6,7 @@ import HTTPCore
 enum TransportFactories {
     static let all: [TransportFactory] = [
         .asyncHTTPClient,
-        // .urlSession,   // URLSessionTransport: define the factory below (see the template) and list it here.
+        .urlSession,
     ]
 }
 
@@ -21,6 +21,8 @@ struct TransportFactory: Sendable, CustomStringConvertible {
         var answersInvalidNamesLocally = true
         /// Speaks HTTP/2 when a TLS server offers it through ALPN.
         var negotiatesHTTP2 = true
+        /// Can trust a CA given in ``Setup/trustedCAFile``.
+        var trustsCustomCA = true
     }
 
     /// What a test needs of the transport it makes.
@@ -53,12 +55,13 @@ extension TransportFactory {
         shutdown: { transport in try await (transport as? AsyncHTTPClientTransport)?.shutdown() }
     )
 
-    // Template for URLSessionTransport (HTTPCore), for the lead to fill in:
-    //
-    // static let urlSession = TransportFactory(
-    //     name: "URLSessionTransport",
-    //     capabilities: Capabilities(answersInvalidNamesLocally: <short-circuits .invalid?>, negotiatesHTTP2: <h2 over TLS?>),
-    //     make: { setup in URLSessionTransport(/* trust setup.trustedCAFile, idle timeout setup.readTimeout */) },
-    //     shutdown: { _ in }
-    // )
+    /// `URLSessionTransport` (FoundationNetworking on Linux). It cannot trust a CA of the
+    /// test's (Linux URLSession trusts the system store only, so the suite checks only that the
+    /// untrusted certificate is refused), and speaks HTTP/1.1 to nginx.
+    static let urlSession = TransportFactory(
+        name: "URLSessionTransport",
+        capabilities: Capabilities(answersInvalidNamesLocally: true, negotiatesHTTP2: false, trustsCustomCA: false),
+        make: { _ in URLSessionTransport() },
+        shutdown: { _ in }
+    )
 }

@@ -109,6 +109,7 @@ public final class URLSessionTransport: Transport {
     ///   cancelled (the `URLSessionTask` is cancelled too), or what a stream body threw.
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
+        if let failure = SpecialUseDomain.failure(for: request) { throw failure }
         let deadline = timeout.map { ContinuousClock.now.advanced(by: $0) }
         var urlRequest = try Self.urlRequest(for: request, timeout: timeout)
         let exchange = URLSessionExchange(maxBufferedBytes: maxBufferedBytes)
