@@ -74,7 +74,7 @@ public final class AsyncHTTPClientTransport: Transport {
             let response = try await client.execute(outgoing, deadline: deadline ?? .distantFuture)
             return TransportResponse(
                 head: HTTPResponse(response),
-                body: ByteStream(ResponseBodySequence(response.body, deadline: deadline))
+                body: ByteStream(ResponseBodySequence(response.body, deadline: deadline, owner: self))
             )
         } catch {
             throw TransportErrorMapping.map(error)

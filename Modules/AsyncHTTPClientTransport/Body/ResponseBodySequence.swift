@@ -14,17 +14,22 @@ struct ResponseBodySequence: AsyncSequence, Sendable {
     typealias Element = Data
     let body: HTTPClientResponse.Body
     let deadline: NIODeadline?
+    /// The transport that owns the client: a body being read keeps it alive, so a caller that
+    /// drops the transport before the body ends does not shut the client down under it.
+    let owner: any Sendable
 
-    init(_ body: HTTPClientResponse.Body, deadline: NIODeadline?) {
+    init(_ body: HTTPClientResponse.Body, deadline: NIODeadline?, owner: any Sendable) {
         self.body = body
         self.deadline = deadline
+        self.owner = owner
     }
 
-    func makeAsyncIterator() -> Iterator { Iterator(base: body.makeAsyncIterator(), deadline: deadline) }
+    func makeAsyncIterator() -> Iterator { Iterator(base: body.makeAsyncIterator(), deadline: deadline, owner: owner) }
 
     struct Iterator: AsyncIteratorProtocol {
         var base: HTTPClientResponse.Body.AsyncIterator
         let deadline: NIODeadline?
+        let owner: any Sendable
 
         mutating func next() async throws -> Data? {
             let buffer: ByteBuffer?

@@ -64,9 +64,12 @@ struct ProbeSchedule: Sendable {
     /// Probes now, then on the schedule and on every upstream change, until cancelled.
     func run() async {
         let wakes = AsyncStream.makeStream(of: Wake.self, bufferingPolicy: .unbounded)
-        let watcher = Task { [upstream] in
-            guard let upstream else { return }
-            for await _ in upstream.statusUpdates().dropFirst() { wakes.continuation.yield(.upstream) }
+        // Subscribe before the loop reads the upstream status, so a change that lands between
+        // the two is never lost (the first element is the status at subscription).
+        let updates = upstream?.statusUpdates()
+        let watcher = Task {
+            guard let updates else { return }
+            for await _ in updates.dropFirst() { wakes.continuation.yield(.upstream) }
         }
         defer {
             watcher.cancel()
