@@ -110,11 +110,11 @@ let package = Package(
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
         tests("TransportConformanceTests", ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes]),
-        tests("HTTPBinTests", ["HTTPCore", "AsyncHTTPClientTransport", httpTypes]),
+        tests("HTTPBinTests", ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes]),
         tests("EncodingTests", ["Encoding", "HTTPCore", httpTypes]),
         tests("ErrorMappingTests", ["ErrorMapping", "HTTPCore", httpTypes]),
         tests("PluginsTests", [
-            "Plugins", "HTTPCore", "TestSupport", httpTypes,
+            "Plugins", "HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes,
             .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
         ]),

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPCore
+import TestSupport
 
 /// What httpbin's `/get`, `/post`, `/put`, `/patch`, `/delete` and `/anything` send back.
 struct HTTPBinEcho<JSON: Decodable & Sendable>: Decodable, Sendable {

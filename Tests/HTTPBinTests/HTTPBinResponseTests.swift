@@ -1,5 +1,6 @@
 import Foundation
 import HTTPCore
+import TestSupport
 import HTTPTypes
 import Testing
 

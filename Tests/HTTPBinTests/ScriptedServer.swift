@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A small Python `http.server` on loopback for what httpbin cannot do: 10 MiB bodies, a body
 /// cut short, a garbage answer, a 3xx without `Location`, and TLS with a self-signed

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -14,12 +14,12 @@ import HTTPCore
 ///
 /// Missing httpbin or gunicorn is a failure, never a skip: run `Tools/test`, which installs the
 /// pinned versions into `.build/httpbin-venv`.
-struct HTTPBinServer: Sendable {
+public struct HTTPBinServer: Sendable {
     /// `http://127.0.0.1:PORT`.
-    let baseURL: URL
+    public let baseURL: URL
 
     /// The shared server, started on first use.
-    static func shared() async throws -> HTTPBinServer {
+    public static func shared() async throws -> HTTPBinServer {
         try await launch.value
     }
 
@@ -78,11 +78,11 @@ struct HTTPBinServer: Sendable {
 }
 
 /// Starts Python helper servers for the tests and stops them when the test process exits.
-enum LoopbackPython {
+public enum LoopbackPython {
     /// Why a helper server could not start.
-    struct LaunchError: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
+    public struct LaunchError: Error, CustomStringConvertible {
+        public var description: String
+        public init(_ description: String) { self.description = description }
     }
 
     /// The standard-input pipes of running supervisors; closing them stops the servers.
@@ -90,8 +90,10 @@ enum LoopbackPython {
 
     /// The first Python that can import `modules`: `$HTTPBIN_PYTHON`, then the venv
     /// `Tools/test` makes, then `python3` on the `PATH`.
-    static func find(modules: [String]) throws -> URL {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    public static func find(modules: [String]) throws -> URL {
+        // This file is Tests/TestSupport/HTTPBin/HTTPBinServer.swift: four levels below the root.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
         var candidates: [String] = []
         if let explicit = ProcessInfo.processInfo.environment["HTTPBIN_PYTHON"], !explicit.isEmpty { candidates.append(explicit) }
         candidates.append(root.appendingPathComponent(".build/httpbin-venv/bin/python3").path)
@@ -116,19 +118,19 @@ enum LoopbackPython {
     }
 
     /// Where the server called `name` writes its log.
-    static func logURL(name: String) -> URL {
+    public static func logURL(name: String) -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("courier-\(name)-\(getpid()).log")
     }
 
     /// The last 2 KB of a server's log, for failure messages.
-    static func logTail(name: String) -> String {
+    public static func logTail(name: String) -> String {
         let data = (try? Data(contentsOf: logURL(name: name))) ?? Data()
         return String(decoding: data.suffix(2048), as: UTF8.self)
     }
 
     /// Runs `script` with the log path (and `arguments`) as its arguments, and returns the port
     /// it prints on its first line; waits at most 30 seconds.
-    static func start(python: URL, script: String, name: String, arguments: [String] = []) async throws -> Int {
+    public static func start(python: URL, script: String, name: String, arguments: [String] = []) async throws -> Int {
         let process = Process()
         process.executableURL = python
         process.arguments = ["-c", script, logURL(name: name).path] + arguments
@@ -190,7 +192,7 @@ enum LoopbackPython {
     }
 
     /// Closes every supervisor's standard input and waits briefly for it to stop its server.
-    static func stopAll() {
+    public static func stopAll() {
         for pipe in pipes.withLock({ $0 }) { try? pipe.fileHandleForWriting.close() }
         for process in running.withLock({ $0 }) where process.isRunning {
             let deadline = Date().addingTimeInterval(5)
