@@ -30,16 +30,16 @@ public final class AuthenticationInterceptor<Auth: Authenticator>: Interceptor {
 
     /// The credential requests carry now.
     public var credential: Auth.Credential {
-        get async { await store.current().credential }
+        get async { store.current().credential }
     }
 
     /// How many refreshes have completed.
     public var refreshCount: Int {
-        get async { await store.current().generation }
+        get async { store.current().generation }
     }
 
     public func intercept(_ request: PreparedRequest, context: CallContext, next: InterceptorNext) async throws -> TransportResponse {
-        let (credential, generation) = await store.current()
+        let (credential, generation) = store.current()
         var authenticated = request
         authenticator.apply(credential, to: &authenticated)
         let response = try await next(authenticated)
@@ -61,32 +61,54 @@ public final class AuthenticationInterceptor<Auth: Authenticator>: Interceptor {
 }
 
 /// The current credential, its generation, and the refresh in flight.
-actor CredentialStore<Credential: Sendable> {
-    private var credential: Credential
-    private var generation = 0
-    private var refreshing: Task<Credential, any Error>?
+///
+/// A lock rather than an actor: every call reads the credential, and a lock read costs a
+/// fraction of an actor hop. The refresh task itself publishes its result, so exactly one
+/// update follows one refresh however many callers wait for it.
+final class CredentialStore<Credential: Sendable>: Sendable {
+    private struct State {
+        var credential: Credential
+        var generation = 0
+        var refreshing: Task<Credential, any Error>?
+    }
 
-    init(_ credential: Credential) { self.credential = credential }
+    private let state: LockedBox<State>
 
-    func current() -> (credential: Credential, generation: Int) { (credential, generation) }
+    private enum Next { case ready(Credential), wait(Task<Credential, any Error>) }
+
+    init(_ credential: Credential) { state = LockedBox(State(credential: credential)) }
+
+    func current() -> (credential: Credential, generation: Int) {
+        state.withLock { ($0.credential, $0.generation) }
+    }
 
     /// A credential newer than `generation`: the current one if it already is, the result of
     /// the refresh in flight if there is one, or the result of a new refresh.
     func refreshed(after generation: Int, refresh: @escaping @Sendable (Credential) async throws -> Credential) async throws -> Credential {
-        if self.generation > generation { return credential }
-        if let refreshing { return try await refreshing.value }
-        let old = credential
-        let task = Task { try await refresh(old) }
-        refreshing = task
-        do {
-            let fresh = try await task.value
-            credential = fresh
-            self.generation += 1
-            refreshing = nil
-            return fresh
-        } catch {
-            refreshing = nil
-            throw error
+        let next = state.withLock { state -> Next in
+            if state.generation > generation { return .ready(state.credential) }
+            if let refreshing = state.refreshing { return .wait(refreshing) }
+            let old = state.credential
+            let task = Task { [self] in
+                do {
+                    let fresh = try await refresh(old)
+                    self.state.withLock { state in
+                        state.credential = fresh
+                        state.generation += 1
+                        state.refreshing = nil
+                    }
+                    return fresh
+                } catch {
+                    self.state.withLock { $0.refreshing = nil }
+                    throw error
+                }
+            }
+            state.refreshing = task
+            return .wait(task)
+        }
+        switch next {
+        case .ready(let credential): return credential
+        case .wait(let task): return try await task.value
         }
     }
 }

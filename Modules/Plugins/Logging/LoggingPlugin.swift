@@ -51,6 +51,7 @@ public struct LoggingPlugin: Plugin {
     }
 
     public func willSend(_ request: PreparedRequest, context: CallContext) async {
+        guard logger.logLevel <= requestLevel else { return }
         var metadata: Logger.Metadata = ["endpoint": "\(redaction.redactQuery(of: context.endpointName))", "attempt": "\(context.attempt)"]
         if logsHeaders { metadata["headers"] = .array(redaction.describe(headers: request.headers).map { .string($0) }) }
         if bodyLimit > 0, case .data(let data) = request.body?.source {
@@ -60,6 +61,10 @@ public struct LoggingPlugin: Plugin {
     }
 
     public func didReceive(_ result: Result<Response<Data>, NetworkError>, for request: PreparedRequest, context: CallContext) async {
+        let level = (try? result.get()) == nil ? failureLevel : responseLevel
+        // Building the line and its metadata costs more than the call's own work: skip it
+        // when the logger would drop the message anyway.
+        guard logger.logLevel <= level else { return }
         let milliseconds = (ContinuousClock.now - context.startedAt).seconds * 1000
         let line = "\(request.head.method.rawValue) \(target(request.head))"
         switch result {

@@ -30,26 +30,58 @@ public struct MetricsPlugin: Plugin {
     }
 
     public func didReceive(_ result: Result<Response<Data>, NetworkError>, for request: PreparedRequest, context: CallContext) async {
-        let endpoint = [("endpoint", context.endpointName)]
         let statusClass: String
         var bytes: Int?
         switch result {
         case .success(let response):
-            statusClass = "\(response.status.code / 100)xx"
+            statusClass = Self.statusClasses[min(max(response.status.code / 100, 0), 5)]
             bytes = response.metrics.bytesReceived
         case .failure(let error):
-            statusClass = error.status.map { "\($0.code / 100)xx" } ?? "error"
+            statusClass = error.status.map { Self.statusClasses[min(max($0.code / 100, 0), 5)] } ?? "error"
         }
-        let nanoseconds = (ContinuousClock.now - context.startedAt).nanoseconds
+        let handles = self.handles.metrics(for: context.endpointName, statusClass: statusClass, prefix: prefix, factory: factory)
+        handles.requests.increment()
+        handles.duration.recordNanoseconds((ContinuousClock.now - context.startedAt).nanoseconds)
+        if let bytes { handles.bytes.record(bytes) }
+    }
+
+    private static let statusClasses = ["0xx", "1xx", "2xx", "3xx", "4xx", "5xx"]
+
+    /// Metric handles made once per endpoint and status class: making a handle asks the
+    /// factory (and its lock) every time, which costs more than recording.
+    private let handles = MetricHandles()
+}
+
+/// A cache of metric handles by endpoint and status class.
+final class MetricHandles: Sendable {
+    struct Handles {
+        let requests: Counter
+        let duration: Timer
+        let bytes: Recorder
+    }
+
+    private let cache = LockedBox<[String: Handles]>([:])
+
+    func metrics(for endpoint: String, statusClass: String, prefix: String, factory: (any MetricsFactory)?) -> Handles {
+        let key = endpoint + "\u{0}" + statusClass
+        if let found = cache.withLock({ $0[key] }) { return found }
+        let endpointDimension = [("endpoint", endpoint)]
+        let made: Handles
         if let factory {
-            Counter(label: "\(prefix)_requests_total", dimensions: endpoint + [("status_class", statusClass)], factory: factory).increment()
-            Timer(label: "\(prefix)_request_duration", dimensions: endpoint, factory: factory).recordNanoseconds(nanoseconds)
-            if let bytes { Recorder(label: "\(prefix)_response_bytes", dimensions: endpoint, factory: factory).record(bytes) }
+            made = Handles(
+                requests: Counter(label: "\(prefix)_requests_total", dimensions: endpointDimension + [("status_class", statusClass)], factory: factory),
+                duration: Timer(label: "\(prefix)_request_duration", dimensions: endpointDimension, factory: factory),
+                bytes: Recorder(label: "\(prefix)_response_bytes", dimensions: endpointDimension, factory: factory)
+            )
         } else {
-            Counter(label: "\(prefix)_requests_total", dimensions: endpoint + [("status_class", statusClass)]).increment()
-            Timer(label: "\(prefix)_request_duration", dimensions: endpoint).recordNanoseconds(nanoseconds)
-            if let bytes { Recorder(label: "\(prefix)_response_bytes", dimensions: endpoint).record(bytes) }
+            made = Handles(
+                requests: Counter(label: "\(prefix)_requests_total", dimensions: endpointDimension + [("status_class", statusClass)]),
+                duration: Timer(label: "\(prefix)_request_duration", dimensions: endpointDimension),
+                bytes: Recorder(label: "\(prefix)_response_bytes", dimensions: endpointDimension)
+            )
         }
+        cache.withLock { $0[key] = made }
+        return made
     }
 }
 

@@ -32,18 +32,21 @@ public struct TracingInterceptor: Interceptor {
         let span = tracer.startAnySpan(request.head.method.rawValue, context: ServiceContext.current ?? .topLevel, ofKind: .client)
         defer { span.end() }
         let head = request.head
-        span.attributes["http.request.method"] = head.method.rawValue
-        span.attributes["url.full"] = redaction.redactQuery(of: "\(head.scheme ?? "http")://\(head.authority ?? "")\(head.path ?? "")")
-        if let authority = head.authority { span.attributes["server.address"] = authority }
-        span.attributes["courier.endpoint"] = context.endpointName
-        if context.attempt > 1 { span.attributes["http.request.resend_count"] = context.attempt - 1 }
+        let recording = span.isRecording
+        if recording {
+            span.attributes["http.request.method"] = head.method.rawValue
+            span.attributes["url.full"] = redaction.redactQuery(of: "\(head.scheme ?? "http")://\(head.authority ?? "")\(head.path ?? "")")
+            if let authority = head.authority { span.attributes["server.address"] = authority }
+            span.attributes["courier.endpoint"] = context.endpointName
+            if context.attempt > 1 { span.attributes["http.request.resend_count"] = context.attempt - 1 }
+        }
 
         var traced = request
         tracer.inject(span.context, into: &traced.headers, using: HTTPFieldsInjector())
         do {
             let response = try await next(traced)
             let code = response.head.status.code
-            span.attributes["http.response.status_code"] = code
+            if recording { span.attributes["http.response.status_code"] = code }
             if code >= 500 { span.setStatus(SpanStatus(code: .error)) }
             return response
         } catch {

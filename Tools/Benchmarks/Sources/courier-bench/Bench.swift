@@ -7,12 +7,21 @@ import HTTPCore
 import HTTPTypes
 import NIOCore
 import NIOFoundationCompat
+import Logging
+import Plugins
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 @main
 enum Bench {
     static func main() async throws {
         if CommandLine.arguments.dropFirst().first == "--overhead" {
             try await Overhead.run(body: Data(#"{"page":1,"total":8,"items":["#.utf8) + Data((1...8).map { id in #"{"id":\#(id),"name":"Item number \#(id)","price":\#(Double(id) * 9.99),"tags":["alpha","beta","gamma"],"inStock":true}"# }.joined(separator: ",").utf8) + Data("]}".utf8), iterations: 20_000)
+            return
+        }
+        if CommandLine.arguments.dropFirst().first == "--multipart" {
+            try await MultipartBench.run(megabytes: Int(CommandLine.arguments.dropFirst(2).first ?? "") ?? 1024)
             return
         }
         let options = Options(arguments: CommandLine.arguments)
@@ -67,11 +76,51 @@ enum Bench {
             precondition(page.items.count == 8)
         }
 
-        // MARK: URLSession pair (added by the lead)
-        // Define `rawURLSession` (URLSession.data(for:) + JSONDecoder) and `courierURLSession`
-        // (APIClient + URLSessionTransport) like the two variants above, and list the pair here:
-        // let pairs = [(rawAHC, courierAHC), (rawURLSession, courierURLSession)]
-        var pairs: [(baseline: Variant, courier: Variant)] = [(rawAHC, courierAHC)]
+        // MARK: URLSession pair
+        let session = URLSession(configuration: URLSessionTransport.defaultConfiguration())
+        let pageURL = URL(string: url)!
+        let rawURLSession = Variant(name: "raw URLSession") {
+            let (body, response) = try await session.data(for: URLRequest(url: pageURL))
+            guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchError("status") }
+            let page = try JSONDecoder().decode(Page.self, from: body)
+            precondition(page.items.count == 8)
+        }
+        let courierSession = APIClient(
+            configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: .seconds(30)),
+            transport: URLSessionTransport()
+        )
+        let courierURLSession = Variant(name: "APIClient + URLSessionTransport") {
+            let page = try await courierSession.model(pageRequest, as: Page.self)
+            precondition(page.items.count == 8)
+        }
+
+        // MARK: Plugins: five plugins and two interceptors versus none (issue "Plugins")
+        var quietLogger = Logger(label: "bench")
+        quietLogger.logLevel = .warning
+        var pluggedConfiguration = courier.configuration
+        pluggedConfiguration.plugins = [
+            HeadersPlugin([.accept: "application/json"]),
+            UserAgentPlugin(),
+            RequestIDPlugin(),
+            LoggingPlugin(logger: quietLogger),
+            MetricsPlugin(),
+        ]
+        pluggedConfiguration.interceptors = [
+            AuthenticationInterceptor(authenticator: BearerAuthenticator { $0 }, credential: BearerCredential(accessToken: "token")),
+            TracingInterceptor(),
+        ]
+        let plugged = APIClient(configuration: pluggedConfiguration, transport: courier.transport)
+        let courierPlugged = Variant(name: "APIClient + 5 plugins + 2 interceptors") {
+            let page = try await plugged.model(pageRequest, as: Page.self)
+            precondition(page.items.count == 8)
+        }
+
+        // BENCH_PAIRS picks pairs by name: ahc, urlsession, plugins (all three by default).
+        let wanted = Set((ProcessInfo.processInfo.environment["BENCH_PAIRS"] ?? "ahc,urlsession,plugins").split(separator: ",").map(String.init))
+        var pairs: [(baseline: Variant, courier: Variant)] = []
+        if wanted.contains("ahc") { pairs.append((rawAHC, courierAHC)) }
+        if wanted.contains("urlsession") { pairs.append((rawURLSession, courierURLSession)) }
+        if wanted.contains("plugins") { pairs.append((courierAHC, courierPlugged)) }
         // BENCH_TRANSPORT=1 also compares the transport alone with raw AsyncHTTPClient.
         if ProcessInfo.processInfo.environment["BENCH_TRANSPORT"] == "1" {
             pairs.append((rawAHC, transportOnly))
