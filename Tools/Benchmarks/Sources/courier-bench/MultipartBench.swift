@@ -31,7 +31,7 @@ enum MultipartBench {
         var courierRates: [Double] = []
         var rawPeak = 0
         var courierPeak = 0
-        for round in 1...3 {
+        for round in 0...4 {
             let (rawSeconds, rawMemory) = try await measure {
                 var request = HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/upload")
                 request.method = .POST
@@ -45,19 +45,26 @@ enum MultipartBench {
                 try form.append(file: file, name: "payload")
                 _ = try await client.data(Request<Data>.post("/upload", body: .multipart(form)))
             }
+            if round == 0 { continue }  // warm-up: connections, page cache
             rawRates.append(Double(size) / rawSeconds / 1_048_576)
             courierRates.append(Double(size) / courierSeconds / 1_048_576)
             rawPeak = max(rawPeak, rawMemory)
             courierPeak = max(courierPeak, courierMemory)
             print("  round \(round): raw streamed body \(String(format: "%.0f", rawRates.last!)) MiB/s, multipart \(String(format: "%.0f", courierRates.last!)) MiB/s")
         }
-        let raw = rawRates.reduce(0, +) / Double(rawRates.count)
-        let courier = courierRates.reduce(0, +) / Double(courierRates.count)
+        let raw = median(rawRates)
+        let courier = median(courierRates)
+        print("medians of 4 rounds after a warm-up:")
         print("raw AsyncHTTPClient streamed body: \(String(format: "%.0f", raw)) MiB/s, peak resident \(rawPeak >> 20) MiB")
         print("APIClient multipart upload: \(String(format: "%.0f", courier)) MiB/s, peak resident \(courierPeak >> 20) MiB")
         print("ratio multipart / raw: \(String(format: "%.3f", courier / raw))")
         try await httpClient.shutdown()
         server.stop()
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.count.isMultiple(of: 2) ? (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2 : sorted[sorted.count / 2]
     }
 
     /// Wall seconds of `body`, and the process's peak resident memory during it.
