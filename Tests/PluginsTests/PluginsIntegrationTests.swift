@@ -32,7 +32,9 @@ struct HeadersEcho: Decodable { var headers: [String: String] }
 /// Plugins over a real transport against httpbin and the loopback server.
 @Suite(.serialized) struct PluginsIntegrationTests {
     func client(_ baseURL: URL, plugins: [any Plugin] = [], interceptors: [any Interceptor] = []) -> (APIClient, AsyncHTTPClientTransport) {
-        let transport = AsyncHTTPClientTransport()
+        // 100 concurrent calls: enough connections that none waits long for the pool, and a
+        // generous bound for a machine busy with the other suites.
+        let transport = AsyncHTTPClientTransport(configuration: .init(connectTimeout: .seconds(60), maximumConnectionsPerHost: 32))
         let configuration = ClientConfiguration(baseURL: baseURL, plugins: plugins, interceptors: interceptors)
         return (APIClient(configuration: configuration, transport: transport), transport)
     }

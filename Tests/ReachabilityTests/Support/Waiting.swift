@@ -3,7 +3,7 @@ import Reachability
 /// Waits up to `seconds` for `monitor` to report a status matching `predicate` (the current one
 /// counts), and returns it; `nil` when the time ran out or the stream ended.
 func waitForStatus(
-    _ monitor: any NetworkMonitor, seconds: Double = 5, where predicate: @escaping @Sendable (NetworkStatus) -> Bool
+    _ monitor: any NetworkMonitor, seconds: Double = 20, where predicate: @escaping @Sendable (NetworkStatus) -> Bool
 ) async -> NetworkStatus? {
     await withTaskGroup(of: NetworkStatus?.self) { group in
         group.addTask {
@@ -21,7 +21,7 @@ func waitForStatus(
 }
 
 /// Waits up to `seconds` for `monitor` to report exactly `expected`.
-func waitForStatus(_ monitor: any NetworkMonitor, _ expected: NetworkStatus, seconds: Double = 5) async -> Bool {
+func waitForStatus(_ monitor: any NetworkMonitor, _ expected: NetworkStatus, seconds: Double = 20) async -> Bool {
     await waitForStatus(monitor, seconds: seconds) { $0 == expected } != nil
 }
 
