@@ -12,13 +12,9 @@ enum TransportFactories {
 
 /// How the suite makes one kind of transport, and what it can do.
 struct TransportFactory: Sendable, CustomStringConvertible {
-    /// What a transport can and cannot do. A case a transport cannot meet is recorded as a
-    /// known issue by the test that needs it, never passed silently.
+    /// What a transport can and cannot do; a test that depends on a capability says what it
+    /// checks instead, and the factory's doc comment says why the transport lacks it.
     struct Capabilities: Sendable {
-        /// Names under `.invalid` fail with `.dns` without a DNS query leaving the machine
-        /// (RFC 6761 §6.4). Without it the DNS test records a known issue instead of sending
-        /// a query to the system's resolver.
-        var answersInvalidNamesLocally = true
         /// Speaks HTTP/2 when a TLS server offers it through ALPN.
         var negotiatesHTTP2 = true
         /// Can trust a CA given in ``Setup/trustedCAFile``.
@@ -45,7 +41,7 @@ extension TransportFactory {
     /// `AsyncHTTPClientTransport` with its own `HTTPClient`.
     static let asyncHTTPClient = TransportFactory(
         name: "AsyncHTTPClientTransport",
-        capabilities: Capabilities(answersInvalidNamesLocally: true, negotiatesHTTP2: true),
+        capabilities: Capabilities(negotiatesHTTP2: true),
         make: { setup in
             var configuration = AsyncHTTPClientTransport.Configuration()
             if let file = setup.trustedCAFile { configuration.trustRootCertificates(inPEMFile: file) }
@@ -60,7 +56,7 @@ extension TransportFactory {
     /// untrusted certificate is refused), and speaks HTTP/1.1 to nginx.
     static let urlSession = TransportFactory(
         name: "URLSessionTransport",
-        capabilities: Capabilities(answersInvalidNamesLocally: true, negotiatesHTTP2: false, trustsCustomCA: false),
+        capabilities: Capabilities(negotiatesHTTP2: false, trustsCustomCA: false),
         make: { _ in URLSessionTransport() },
         shutdown: { _ in }
     )
