@@ -154,6 +154,8 @@ enum Bench {
             let paired = zip(baselineTimes, courierTimes).map { base, courier in
                 rate(options.requests, courier.wall) / rate(options.requests, base.wall)
             }.sorted()
+            // BENCH_ONLY runs one side, so there is nothing to compare.
+            guard !paired.isEmpty else { continue }
             let median = paired.count.isMultiple(of: 2)
                 ? (paired[paired.count / 2 - 1] + paired[paired.count / 2]) / 2
                 : paired[paired.count / 2]
