@@ -101,7 +101,7 @@ let package = Package(
         ),
 
         // Tests
-        tests("HTTPCoreTests", ["HTTPCore"]),
+        tests("HTTPCoreTests", ["HTTPCore", "TestSupport"]),
         tests("AsyncHTTPClientTransportTests", [
             "AsyncHTTPClientTransport", "HTTPCore", httpTypes,
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -111,7 +111,7 @@ let package = Package(
         ]),
         tests("TransportConformanceTests", ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes]),
         tests("HTTPBinTests", ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes]),
-        tests("EncodingTests", ["Encoding", "HTTPCore", httpTypes]),
+        tests("EncodingTests", ["Encoding", "HTTPCore", "TestSupport", httpTypes]),
         tests("ErrorMappingTests", ["ErrorMapping", "HTTPCore", httpTypes]),
         tests("PluginsTests", [
             "Plugins", "HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes,

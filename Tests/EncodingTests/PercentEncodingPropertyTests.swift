@@ -2,6 +2,7 @@ import Encoding
 import Foundation
 import HTTPCore
 import HTTPTypes
+import TestSupport
 import Testing
 
 @Suite struct PercentEncodingPropertyTests {

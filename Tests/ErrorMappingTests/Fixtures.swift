@@ -91,22 +91,10 @@ enum ShopAPI: Endpoint {
 }
 
 /// A thread-safe list for recording from `Sendable` closures.
-final class LockedList<Element>: @unchecked Sendable {
-    // @unchecked Sendable: `items` is only read or written while `lock` is held.
-    private let lock = NSLock()
-    private var items: [Element] = []
-
-    func append(_ item: Element) {
-        lock.lock()
-        defer { lock.unlock() }
-        items.append(item)
-    }
-
-    var all: [Element] {
-        lock.lock()
-        defer { lock.unlock() }
-        return items
-    }
+final class LockedList<Element: Sendable>: Sendable {
+    private let items = LockedBox<[Element]>([])
+    func append(_ item: Element) { items.withLock { $0.append(item) } }
+    var all: [Element] { items.current }
 }
 
 /// A retry clock that records the delays asked for and never sleeps.

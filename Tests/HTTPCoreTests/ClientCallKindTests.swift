@@ -79,6 +79,7 @@ struct BuildingMapper: ModelMapper {
         } throws: { error in
             guard case NetworkError.decoding(let failure) = error else { return false }
             return failure.codingPath == ["id"] && failure.type == "User" && failure.response?.body.isEmpty == false
+                && failure.response?.request.path == "/v1/users/1"
         }
     }
 

@@ -57,18 +57,10 @@ func makeClient(_ stub: StubTransport, configure: (inout ClientConfiguration) ->
 
 /// A clock that records requested sleeps and returns at once.
 final class RecordingSleeper: Sendable {
-    private let sleeps = LockedSleeps()
-    var recorded: [Duration] { sleeps.values }
+    private let sleeps = LockedBox<[Duration]>([])
+    var recorded: [Duration] { sleeps.current }
 
     var clock: RetryClock {
-        RetryClock(sleep: { [sleeps] duration in sleeps.append(duration) }, now: { Date(timeIntervalSince1970: 1_000_000) })
+        RetryClock(sleep: { [sleeps] duration in sleeps.withLock { $0.append(duration) } }, now: { Date(timeIntervalSince1970: 1_000_000) })
     }
-}
-
-final class LockedSleeps: @unchecked Sendable {
-    // Guarded by `lock`; every access goes through it.
-    private let lock = NSLock()
-    private var storage: [Duration] = []
-    func append(_ value: Duration) { lock.lock(); storage.append(value); lock.unlock() }
-    var values: [Duration] { lock.lock(); defer { lock.unlock() }; return storage }
 }

@@ -47,12 +47,10 @@ struct MomentsInterceptor: Interceptor {
     }
 }
 
-final class Journal: @unchecked Sendable {
-    // Guarded by `lock`; every access goes through it.
-    private let lock = NSLock()
-    private var entries: [String] = []
-    func append(_ entry: String) { lock.lock(); entries.append(entry); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return entries }
+final class Journal: Sendable {
+    private let entries = LockedBox<[String]>([])
+    func append(_ entry: String) { entries.withLock { $0.append(entry) } }
+    var all: [String] { entries.current }
 }
 
 @Suite struct PluginOrderTests {

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPCore
 import HTTPTypes
+import TestSupport
 import Testing
 
 @Suite struct RetryTests {
@@ -12,7 +13,7 @@ import Testing
 
     @Test func fullJitterStaysBelowTheCeiling() {
         let backoff = Backoff(base: .milliseconds(100), cap: .seconds(10))
-        var generator = SplitMix(seed: 7)
+        var generator = SeededGenerator(seed: 7)
         for retry in 1...20 {
             let delay = backoff.delay(forRetry: retry, unitRandom: Double.random(in: 0..<1, using: &generator))
             #expect(delay >= .zero && delay <= backoff.ceiling(forRetry: retry))
@@ -85,18 +86,5 @@ import Testing
         }
         #expect(stub.recordedRequests.count == 4)
         #expect(sleeper.recorded.count == 3)
-    }
-}
-
-/// A seeded generator so jitter tests are repeatable.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -155,12 +155,10 @@ func draft(_ content: RequestContent) throws -> RequestDraft {
     }
 }
 
-final class ProgressLog: @unchecked Sendable {
-    // Guarded by `lock`; every access goes through it.
-    private let lock = NSLock()
-    private var values: [UploadProgress] = []
-    func append(_ value: UploadProgress) { lock.lock(); values.append(value); lock.unlock() }
-    var all: [UploadProgress] { lock.lock(); defer { lock.unlock() }; return values }
+final class ProgressLog: Sendable {
+    private let values = LockedBox<[UploadProgress]>([])
+    func append(_ value: UploadProgress) { values.withLock { $0.append(value) } }
+    var all: [UploadProgress] { values.current }
 }
 
 @Test func encodableValuesBecomeFieldsInTheEncodingModulesStyles() async throws {

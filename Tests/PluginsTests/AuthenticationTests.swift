@@ -5,12 +5,10 @@ import Plugins
 import Testing
 
 /// Counts refreshes; each refresh takes a little while so concurrent failures overlap it.
-final class TokenService: @unchecked Sendable {
-    // Guarded by `lock`; every access goes through it.
-    private let lock = NSLock()
-    private var refreshes = 0
-    var count: Int { lock.lock(); defer { lock.unlock() }; return refreshes }
-    private func increment() { lock.lock(); refreshes += 1; lock.unlock() }
+final class TokenService: Sendable {
+    private let refreshes = LockedBox(0)
+    var count: Int { refreshes.current }
+    private func increment() { refreshes.withLock { $0 += 1 } }
 
     func refresh(_ old: BearerCredential, fail: Bool) async throws -> BearerCredential {
         try await Task.sleep(for: .milliseconds(50))
@@ -43,8 +41,8 @@ final class TokenService: @unchecked Sendable {
         }
         #expect(statuses.count == 100 && statuses.allSatisfy { $0 == 200 })
         #expect(service.count == 1)
-        #expect(await auth.refreshCount == 1)
-        #expect(await auth.credential.accessToken == "fresh")
+        #expect(auth.refreshCount == 1)
+        #expect(auth.credential.accessToken == "fresh")
     }
 
     @Test func failedRefreshEndsInUnauthorizedNotALoop() async throws {

@@ -5,12 +5,10 @@ import Plugins
 import Testing
 
 /// A settable clock for freshness tests.
-final class FakeNow: @unchecked Sendable {
-    // Guarded by `lock`; every access goes through it.
-    private let lock = NSLock()
-    private var date = Date(timeIntervalSince1970: 1_800_000_000)
-    var now: Date { lock.lock(); defer { lock.unlock() }; return date }
-    func advance(_ seconds: Double) { lock.lock(); date += seconds; lock.unlock() }
+final class FakeNow: Sendable {
+    private let date = LockedBox(Date(timeIntervalSince1970: 1_800_000_000))
+    var now: Date { date.current }
+    func advance(_ seconds: Double) { date.withLock { $0 += seconds } }
 }
 
 @Suite struct CacheTests {

@@ -18,12 +18,10 @@ struct WireRecorder: Interceptor {
     }
 }
 
-final class LockedStatuses: @unchecked Sendable {
-    // Guarded by `lock`; every access goes through it.
-    private let lock = NSLock()
-    private var values: [Int] = []
-    func append(_ value: Int) { lock.lock(); values.append(value); lock.unlock() }
-    var all: [Int] { lock.lock(); defer { lock.unlock() }; return values }
+final class LockedStatuses: Sendable {
+    private let values = LockedBox<[Int]>([])
+    func append(_ value: Int) { values.withLock { $0.append(value) } }
+    var all: [Int] { values.current }
 }
 
 /// httpbin's `/headers` answer.

@@ -11,13 +11,11 @@ func makeClient(_ transport: any Transport, plugins: [any Plugin] = [], intercep
 }
 
 /// Keeps every log line, with its metadata, in memory.
-final class CapturedLogs: @unchecked Sendable {
-    // Guarded by `lock`; every access goes through it.
-    private let lock = NSLock()
-    private var lines: [String] = []
+final class CapturedLogs: Sendable {
+    private let lines = LockedBox<[String]>([])
 
-    func append(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.current }
     var text: String { all.joined(separator: "\n") }
 
     func logger() -> Logger {

@@ -65,9 +65,10 @@ public struct ErrorHandlingInterceptor: Interceptor {
                     response = raw
                     outcome = .response(raw.head, body: nil)
                 } else {
-                    let buffered = try await ExcerptedBody.read(raw.body, limit: bodyExcerptLimit)
+                    // The handler sees an excerpt; the caller still gets the whole body.
+                    let buffered = try await raw.body.buffered(upTo: bodyExcerptLimit)
                     response = TransportResponse(head: raw.head, body: buffered.stream)
-                    outcome = .response(raw.head, body: buffered.excerpt)
+                    outcome = .response(raw.head, body: Data(buffered.bytes.prefix(bodyExcerptLimit)))
                 }
             } catch {
                 let failure = NetworkError(error)
@@ -77,7 +78,7 @@ public struct ErrorHandlingInterceptor: Interceptor {
             switch await handler.handle(outcome, request: request, retry: retry, context: context) {
             case .retry(let delay) where retry < maxRetries:
                 retry += 1
-                if let response { await ExcerptedBody.drain(response.body, upTo: bodyExcerptLimit) }
+                if let response { await response.body.discard(upTo: bodyExcerptLimit) }
                 try await clock.sleep(delay)
                 if Task.isCancelled { throw NetworkError.cancelled }
             case .fail(let error):

@@ -8,7 +8,7 @@ extension APIClient {
         try await perform(endpoint, read: Self.dropBody)
     }
 
-    private static func dropBody(_ raw: TransportResponse) async throws -> (value: Void, bodyForPlugins: Data, bytes: Int) {
+    private static func dropBody(_ raw: TransportResponse, _ request: HTTPRequest) async throws -> (value: Void, bodyForPlugins: Data, bytes: Int) {
         var bytes = 0
         for try await chunk in raw.body { bytes += chunk.count }
         return ((), Data(), bytes)
@@ -16,7 +16,7 @@ extension APIClient {
 
     /// A data call: the status, headers and body in memory, up to the configured limit.
     public func data(_ endpoint: some Endpoint) async throws(NetworkError) -> Response<Data> {
-        try await perform(endpoint) { raw in
+        try await perform(endpoint) { raw, _ in
             let data = try await raw.body.collect(upTo: configuration.maxBodySize)
             return (data, data, data.count)
         }
@@ -34,9 +34,9 @@ extension APIClient {
         decoder: JSONDecoder? = nil
     ) async throws(NetworkError) -> Response<Model> {
         let decoder = decoder ?? configuration.decoder
-        return try await perform(endpoint) { raw in
+        return try await perform(endpoint) { raw, request in
             let data = try await raw.body.collect(upTo: configuration.maxBodySize)
-            return (try decode(Model.self, from: data, decoder: decoder, raw: raw), data, data.count)
+            return (try decode(Model.self, from: data, decoder: decoder, raw: raw, request: request), data, data.count)
         }
     }
 
@@ -98,7 +98,7 @@ extension APIClient {
     /// arrived; memory stays constant whatever the size.
     @discardableResult
     public func download(_ endpoint: some Endpoint, to destination: URL) async throws(NetworkError) -> Response<URL> {
-        try await perform(endpoint) { raw in
+        try await perform(endpoint) { raw, _ in
             let bytes = try await FileSink.write(raw.body, to: destination)
             return (destination, Data(), bytes)
         }
@@ -108,16 +108,16 @@ extension APIClient {
     /// response body in memory.
     public func upload(_ endpoint: some Endpoint, fromFile file: URL) async throws(NetworkError) -> Response<Data> {
         let body = try RequestBody.file(file)
-        return try await perform(endpoint, bodyOverride: body) { raw in
+        return try await perform(endpoint, bodyOverride: body) { raw, _ in
             let data = try await raw.body.collect(upTo: configuration.maxBodySize)
             return (data, data, data.count)
         }
     }
 
-    private func decode<Model: Decodable>(_ type: Model.Type, from data: Data, decoder: JSONDecoder, raw: TransportResponse) throws -> Model {
+    private func decode<Model: Decodable>(_ type: Model.Type, from data: Data, decoder: JSONDecoder, raw: TransportResponse, request: HTTPRequest) throws -> Model {
         do { return try decoder.decode(Model.self, from: data) } catch let error as DecodingError {
             let excerpt = data.prefix(configuration.maxErrorBodySize)
-            let response = Response(status: raw.head.status, headers: raw.head.headerFields, body: Data(excerpt), request: HTTPRequest(method: .get, scheme: nil, authority: nil, path: nil))
+            let response = Response(status: raw.head.status, headers: raw.head.headerFields, body: Data(excerpt), request: request)
             throw NetworkError.decoding(DecodingFailure(error, type: Model.self, response: response))
         }
     }

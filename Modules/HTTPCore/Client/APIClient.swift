@@ -40,11 +40,12 @@ public final class APIClient: Sendable {
     }
 
     /// Runs one call and hands the validated response to `read`, which turns the streamed body
-    /// into the call's result and says what plugins may see of it.
+    /// into the call's result and says what plugins may see of it. `read` gets the request
+    /// that produced the response (the last redirect hop), for errors that carry the response.
     func perform<Result>(
         _ endpoint: some Endpoint,
         bodyOverride: RequestBody? = nil,
-        read: (TransportResponse) async throws -> (value: Result, bodyForPlugins: Data, bytes: Int)
+        read: (TransportResponse, HTTPRequest) async throws -> (value: Result, bodyForPlugins: Data, bytes: Int)
     ) async throws(NetworkError) -> Response<Result> {
         let started = ContinuousClock.now
         let context = CallContext(endpointName: endpoint.name, scopes: endpoint.scopes, startedAt: started)
@@ -63,10 +64,7 @@ public final class APIClient: Sendable {
                 let metrics = ResponseMetrics(duration: .now - started, attempts: attempts, redirects: hops.count, bytesReceived: excerpt.count)
                 throw StatusClassification.error(for: Response(status: raw.head.status, headers: raw.head.headerFields, body: excerpt, request: finalRequest, metrics: metrics))
             }
-            let result: (value: Result, bodyForPlugins: Data, bytes: Int)
-            do { result = try await read(raw) } catch let error as DecodingError {
-                throw NetworkError.decoding(DecodingFailure(error, type: Result.self, response: nil))
-            }
+            let result = try await read(raw, finalRequest)
             let metrics = ResponseMetrics(duration: .now - started, attempts: attempts, redirects: hops.count, bytesReceived: result.bytes)
             let response = Response(status: raw.head.status, headers: raw.head.headerFields, body: result.value, request: finalRequest, metrics: metrics)
             if !plugins.isEmpty {

@@ -23,24 +23,29 @@ public enum HTTPDate {
         "EEE MMM d HH:mm:ss yyyy",
     ]
 
+    /// One formatter per format, made once: making a `DateFormatter` costs far more than
+    /// parsing with one, and the cache asks for dates on every lookup. `DateFormatter` is not
+    /// safe to use from two threads at once, so they are used under the lock.
+    private static let formatters = LockedBox(formats.map { format in
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = format
+        return formatter
+    })
+
     /// The date `string` names, or `nil`.
     public static func parse(_ string: String) -> Date? {
-        for format in formats {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: string) { return date }
+        formatters.withLock { formatters in
+            for formatter in formatters {
+                if let date = formatter.date(from: string) { return date }
+            }
+            return nil
         }
-        return nil
     }
 
     /// `date` as an IMF-fixdate, such as `Sun, 06 Nov 1994 08:49:37 GMT`.
     public static func format(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = formats[0]
-        return formatter.string(from: date)
+        formatters.withLock { $0[0].string(from: date) }
     }
 }

@@ -71,9 +71,49 @@ public struct ByteStream: AsyncSequence, Sendable {
         return result
     }
 
-    /// Reads and drops the rest of the stream so the connection can be reused.
-    public func discard() async {
-        do { for try await _ in self {} } catch {}
+    /// Reads and drops the stream so the connection can be reused; a body longer than
+    /// `maxBytes` is abandoned instead (the transport then closes its connection).
+    public func discard(upTo maxBytes: Int = .max) async {
+        var read = 0
+        do {
+            for try await chunk in self {
+                read += chunk.count
+                if read > maxBytes { return }
+            }
+        } catch {}
+    }
+
+    /// Reads the start of the stream, until more than `limit` bytes have arrived or it ends,
+    /// without losing the rest: the result's ``BufferedPrefix/stream`` yields the whole body,
+    /// the bytes already read first.
+    ///
+    /// A cache uses it to store bodies that fit; an error handler to read an excerpt while
+    /// the caller still gets every byte.
+    public func buffered(upTo limit: Int) async throws -> BufferedPrefix {
+        let rest = RemainingStream(makeAsyncIterator())
+        var bytes = Data()
+        while bytes.count <= limit {
+            guard let chunk = try await rest.next() else {
+                return BufferedPrefix(bytes: bytes, isComplete: true, stream: ByteStream(data: bytes))
+            }
+            bytes.append(chunk)
+        }
+        let pending = LockedBox<Data?>(bytes)
+        let stream = ByteStream {
+            if let head = pending.withLock({ value -> Data? in defer { value = nil }; return value }) { return head }
+            return try await rest.next()
+        }
+        return BufferedPrefix(bytes: bytes, isComplete: false, stream: stream)
+    }
+
+    /// The start of a stream and the whole stream again; see ``ByteStream/buffered(upTo:)``.
+    public struct BufferedPrefix: Sendable {
+        /// The bytes read: the whole body when ``isComplete``, else more than the limit.
+        public let bytes: Data
+        /// Whether the stream ended within the limit.
+        public let isComplete: Bool
+        /// The whole body: ``bytes``, then whatever was not read yet.
+        public let stream: ByteStream
     }
 
     /// The iterator of a ``ByteStream``.
@@ -97,6 +137,17 @@ public struct ByteStream: AsyncSequence, Sendable {
             return single
         }
     }
+}
+
+/// The rest of a stream whose start ``ByteStream/buffered(upTo:)`` read.
+///
+/// `@unchecked Sendable` is sound: a `ByteStream` has one consumer at a time, so `iterator`
+/// is advanced first by `buffered(upTo:)` and then, strictly after it returns, by whoever
+/// reads the replaying stream; never by two tasks at once.
+private final class RemainingStream: @unchecked Sendable {
+    private var iterator: ByteStream.AsyncIterator
+    init(_ iterator: ByteStream.AsyncIterator) { self.iterator = iterator }
+    func next() async throws -> Data? { try await iterator.next() }
 }
 
 /// Holds a mutable iterator behind a reference so a closure can advance it.

@@ -29,14 +29,10 @@ public final class AuthenticationInterceptor<Auth: Authenticator>: Interceptor {
     }
 
     /// The credential requests carry now.
-    public var credential: Auth.Credential {
-        get async { store.current().credential }
-    }
+    public var credential: Auth.Credential { store.current().credential }
 
     /// How many refreshes have completed.
-    public var refreshCount: Int {
-        get async { store.current().generation }
-    }
+    public var refreshCount: Int { store.current().generation }
 
     public func intercept(_ request: PreparedRequest, context: CallContext, next: InterceptorNext) async throws -> TransportResponse {
         let (credential, generation) = store.current()

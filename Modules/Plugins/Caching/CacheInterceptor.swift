@@ -76,14 +76,9 @@ public struct CacheInterceptor: Interceptor {
             return response
         }
         if let length = fields[.contentLength].flatMap(Int.init), length > maxEntryBytes { return response }
-        var iterator = response.body.makeAsyncIterator()
-        var body = Data()
-        while let chunk = try await iterator.next() {
-            body.append(chunk)
-            if body.count > maxEntryBytes {
-                return TransportResponse(head: response.head, body: Self.resuming(body, iterator))
-            }
-        }
+        let buffered = try await response.body.buffered(upTo: maxEntryBytes)
+        guard buffered.isComplete else { return TransportResponse(head: response.head, body: buffered.stream) }
+        let body = buffered.bytes
         let varyValues = Dictionary(uniqueKeysWithValues: vary.map { ($0, request.headerFields[HTTPField.Name($0)!] ?? "") })
         cache.store(ResponseCache.Entry(status: .ok, headers: fields, body: body, storedAt: now(), varyValues: varyValues), for: key)
         return TransportResponse(head: response.head, body: ByteStream(data: body))
@@ -116,24 +111,4 @@ public struct CacheInterceptor: Interceptor {
     private func matchesVary(_ entry: ResponseCache.Entry, _ fields: HTTPFields) -> Bool {
         entry.varyValues.allSatisfy { name, value in (HTTPField.Name(name).flatMap { fields[$0] } ?? "") == value }
     }
-
-    /// The body read so far followed by the rest of `iterator`.
-    private static func resuming(_ prefix: Data, _ iterator: ByteStream.AsyncIterator) -> ByteStream {
-        let rest = IteratorHolder(iterator)
-        let first = LockedBox<Data?>(prefix)
-        return ByteStream {
-            if let head = first.withLock({ value -> Data? in defer { value = nil }; return value }) { return head }
-            return try await rest.next()
-        }
-    }
-}
-
-/// Lets a `@Sendable` closure advance an iterator.
-///
-/// `@unchecked Sendable` is sound because a ``ByteStream`` has a single consumer that calls
-/// `next()` serially; the holder is never reached from two tasks at once.
-private final class IteratorHolder: @unchecked Sendable {
-    private var iterator: ByteStream.AsyncIterator
-    init(_ iterator: ByteStream.AsyncIterator) { self.iterator = iterator }
-    func next() async throws -> Data? { try await iterator.next() }
 }

@@ -61,7 +61,8 @@ public struct LoggingPlugin: Plugin {
     }
 
     public func didReceive(_ result: Result<Response<Data>, NetworkError>, for request: PreparedRequest, context: CallContext) async {
-        let level = (try? result.get()) == nil ? failureLevel : responseLevel
+        let level: Logger.Level
+        if case .failure = result { level = failureLevel } else { level = responseLevel }
         // Building the line and its metadata costs more than the call's own work: skip it
         // when the logger would drop the message anyway.
         guard logger.logLevel <= level else { return }

@@ -66,20 +66,12 @@ final class MetricHandles: Sendable {
         let key = endpoint + "\u{0}" + statusClass
         if let found = cache.withLock({ $0[key] }) { return found }
         let endpointDimension = [("endpoint", endpoint)]
-        let made: Handles
-        if let factory {
-            made = Handles(
-                requests: Counter(label: "\(prefix)_requests_total", dimensions: endpointDimension + [("status_class", statusClass)], factory: factory),
-                duration: Timer(label: "\(prefix)_request_duration", dimensions: endpointDimension, factory: factory),
-                bytes: Recorder(label: "\(prefix)_response_bytes", dimensions: endpointDimension, factory: factory)
-            )
-        } else {
-            made = Handles(
-                requests: Counter(label: "\(prefix)_requests_total", dimensions: endpointDimension + [("status_class", statusClass)]),
-                duration: Timer(label: "\(prefix)_request_duration", dimensions: endpointDimension),
-                bytes: Recorder(label: "\(prefix)_response_bytes", dimensions: endpointDimension)
-            )
-        }
+        let factory = factory ?? MetricsSystem.factory
+        let made = Handles(
+            requests: Counter(label: "\(prefix)_requests_total", dimensions: endpointDimension + [("status_class", statusClass)], factory: factory),
+            duration: Timer(label: "\(prefix)_request_duration", dimensions: endpointDimension, factory: factory),
+            bytes: Recorder(label: "\(prefix)_response_bytes", dimensions: endpointDimension, factory: factory)
+        )
         cache.withLock { $0[key] = made }
         return made
     }
