@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "Plugins", targets: ["Plugins"]),
         .library(name: "Multipart", targets: ["Multipart"]),
         .library(name: "Reachability", targets: ["Reachability"]),
+        .library(name: "OfflineQueue", targets: ["OfflineQueue"]),
         .executable(name: "tour", targets: ["tour"]),
         .executable(name: "reachability-bench", targets: ["reachability-bench"]),
     ],
@@ -46,6 +47,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // Modules
@@ -71,6 +74,12 @@ let package = Package(
         module("Multipart", ["HTTPCore", "Encoding", httpTypes]),
         .target(name: "CNetlink", path: "Modules/CNetlink"),
         module("Reachability", ["HTTPCore", "CNetlink"]),
+        module("OfflineQueue", [
+            "HTTPCore", "Reachability", httpTypes,
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
 
         // Tools
         .executableTarget(
@@ -124,6 +133,11 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         tests("ReachabilityTests", ["Reachability", "HTTPCore", "CNetlink", httpTypes]),
+        tests("OfflineQueueTests", [
+            "OfflineQueue", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "TestSupport", httpTypes,
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

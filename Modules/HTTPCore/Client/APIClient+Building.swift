@@ -2,6 +2,17 @@ import Foundation
 import HTTPTypes
 
 extension APIClient {
+    /// The endpoint as this client builds it, before any plugin or interceptor runs: base URL,
+    /// path, query, default then endpoint headers, body and timeout.
+    ///
+    /// The offline queue stores this form, so that plugins (authentication above all) run
+    /// again, with fresh credentials, when the request is replayed.
+    ///
+    /// - Throws: ``NetworkError/invalidRequest(_:)`` or ``NetworkError/encoding(_:)``.
+    public func request(for endpoint: some Endpoint) throws(NetworkError) -> PreparedRequest {
+        try makeRequest(endpoint, bodyOverride: nil)
+    }
+
     /// The endpoint as a request: URL, query, headers, body and timeout.
     func makeRequest(_ endpoint: some Endpoint, bodyOverride: RequestBody?) throws(NetworkError) -> PreparedRequest {
         var headers = configuration.defaultHeaders

@@ -1,0 +1,275 @@
+public import Foundation
+import HTTPCore
+import HTTPTypes
+import Reachability
+
+/// How long a drain goes on.
+public enum DrainMode: Sendable, Hashable {
+    /// Until nothing is due: entries that fail and come due again during the drain are sent
+    /// again. Entries backing off past that point stay pending.
+    case untilIdle
+    /// Each entry due when the drain starts is tried at most once.
+    case once
+}
+
+/// What one drain did.
+public struct DrainSummary: Sendable, Hashable, Codable {
+    /// Entries the server accepted.
+    public var delivered = 0
+    /// Attempts that failed and were scheduled again.
+    public var failed = 0
+    /// Entries that went to dead letters.
+    public var dead = 0
+    /// Attempts that found the network gone (not counted against budgets).
+    public var waitingForNetwork = 0
+    /// Attempts interrupted by a stop and given back.
+    public var released = 0
+    /// Attempts whose lease lapsed before they ended.
+    public var leasesLost = 0
+    /// Entries still pending when the drain ended (in this file, from every process).
+    public var remaining = 0
+    /// When the next of them is due.
+    public var nextAttemptAt: Date?
+    /// Whether the drain stopped, or did not start, because the network is gone.
+    public var offline = false
+
+    public init() {}
+}
+
+/// Lets a caller stop a drain gracefully: no new claims, in-flight sends run to their end.
+public final class DrainControl: Sendable {
+    private let stopped = LockedBox(false)
+    let wake = WakeSignal()
+
+    public init() {}
+
+    /// Stops claiming new entries; sends under way finish (cancel the drain's task to cut
+    /// them short: their leases are then given back).
+    public func stop() {
+        stopped.withLock { $0 = true }
+        wake.fire()
+    }
+
+    /// Whether ``stop()`` was called.
+    public var isStopped: Bool { stopped.current }
+}
+
+extension OfflineQueue {
+    /// Sends due entries, up to ``QueueConfiguration/concurrency`` at once and one per group,
+    /// until nothing is due (or once each, with `.once`), and returns what happened.
+    ///
+    /// Does nothing when the monitor says the network is gone, and stops claiming when a send
+    /// finds it gone. Cancelling the calling task interrupts sends in flight and gives their
+    /// entries back (pending, nothing counted).
+    public func drain(_ mode: DrainMode = .untilIdle, concurrency: Int? = nil, control: DrainControl? = nil) async throws(QueueError) -> DrainSummary {
+        let limit = max(1, concurrency ?? configuration.concurrency)
+        let control = control ?? DrainControl()
+        let started = Date()
+        let finished = LockedBox<[Finished]>([])
+        var summary = DrainSummary()
+        var failure: QueueError?
+
+        await withDiscardingTaskGroup { group in
+            var running = 0
+            var networkGone = false
+            while true {
+                let batch = finished.withLock { batch in
+                    defer { batch.removeAll(keepingCapacity: true) }
+                    return batch
+                }
+                running -= batch.count
+                if !batch.isEmpty {
+                    do throws(QueueError) {
+                        try await record(batch, into: &summary)
+                    } catch {
+                        failure = failure ?? error
+                    }
+                    if batch.contains(where: { if case .networkGone = $0.outcome { true } else { false } }) { networkGone = true }
+                }
+                let online = monitor?.status.isOnline ?? true
+                if !online || networkGone { summary.offline = true }
+                var free = limit - running
+                if control.isStopped || Task.isCancelled || failure != nil || !online || networkGone { free = 0 }
+                var claimed: [QueueEntry] = []
+                if free > 0 {
+                    let now = Date()
+                    do throws(QueueError) {
+                        claimed = try await store.claim(
+                            limit: free, owner: owner, now: now,
+                            leaseUntil: now.adding(configuration.policy.leaseDuration),
+                            attemptedBefore: mode == .once ? started : nil
+                        )
+                    } catch {
+                        failure = error
+                    }
+                }
+                for entry in claimed {
+                    running += 1
+                    if broadcast.hasSubscribers {
+                        broadcast.publish(.attemptStarted(id: entry.id, attempt: entry.attempts + 1))
+                    }
+                    group.addTask {
+                        let outcome = await self.attempt(entry)
+                        finished.withLock { $0.append(Finished(entry: entry, outcome: outcome)) }
+                        control.wake.fire()
+                    }
+                }
+                if running == 0 && claimed.isEmpty { break }
+                if running > 0 && finished.withLock({ $0.isEmpty }) { await control.wake.wait() }
+            }
+        }
+        if let failure { throw failure }
+        let counts = try await store.counts()
+        summary.remaining = counts.pending
+        summary.nextAttemptAt = counts.nextAttemptAt
+        return summary
+    }
+
+    /// One attempt's entry and outcome, waiting to be recorded.
+    struct Finished: Sendable {
+        var entry: QueueEntry
+        var outcome: AttemptOutcome
+    }
+
+    /// Turns outcomes into transitions, stores them in one transaction, and publishes events.
+    private func record(_ batch: [Finished], into summary: inout DrainSummary) async throws(QueueError) {
+        let now = Date()
+        let policy = configuration.policy
+        var settlements: [QueueStore.Settlement] = []
+        settlements.reserveCapacity(batch.count)
+        for item in batch {
+            let transition: Transition
+            if case .interrupted = item.outcome {
+                transition = .release
+            } else if let expired = EntryLifecycle.admit(budgetStartedAt: item.entry.budgetStartedAt, now: item.entry.lastAttemptAt ?? now, policy: policy) {
+                transition = expired
+            } else {
+                transition = EntryLifecycle.transition(
+                    after: item.outcome, attempts: item.entry.attempts, budgetStartedAt: item.entry.budgetStartedAt,
+                    now: now, policy: policy, unitRandom: Double.random(in: 0..<1)
+                )
+            }
+            settlements.append(QueueStore.Settlement(id: item.entry.id, transition: transition))
+        }
+        let lost: Set<EntryID>
+        if Task.isCancelled {
+            // GRDB refuses work from a cancelled task; give the leases back regardless.
+            let store = self.store, owner = self.owner, pending = settlements
+            let result = await Task { () async -> Result<Set<EntryID>, QueueError> in
+                do throws(QueueError) {
+                    return .success(try await store.settle(pending, owner: owner, now: now))
+                } catch {
+                    return .failure(error)
+                }
+            }.value
+            lost = try result.get()
+        } else {
+            lost = try await store.settle(settlements, owner: owner, now: now)
+        }
+        let publish = broadcast.hasSubscribers
+        for settlement in settlements {
+            let id = settlement.id
+            if lost.contains(id) {
+                summary.leasesLost += 1
+                if publish { broadcast.publish(.leaseLost(id: id)) }
+                continue
+            }
+            switch settlement.transition {
+            case .deliver(let status):
+                summary.delivered += 1
+                if publish { broadcast.publish(.delivered(id: id, status: status)) }
+            case .retry(let at, _, let waiting, _, let error, _):
+                if waiting {
+                    summary.waitingForNetwork += 1
+                    if publish { broadcast.publish(.waitingForNetwork(id: id)) }
+                } else {
+                    summary.failed += 1
+                    if publish { broadcast.publish(.willRetry(id: id, at: at, error: error)) }
+                }
+            case .deadLetter(let reason, _, let error, _):
+                summary.dead += 1
+                if publish { broadcast.publish(.deadLettered(id: id, reason: reason, error: error)) }
+            case .release:
+                summary.released += 1
+                if publish { broadcast.publish(.released(id: id)) }
+            }
+        }
+    }
+
+    /// Sends one claimed entry through the client (its plugins run again) and says how it went.
+    func attempt(_ entry: QueueEntry) async -> AttemptOutcome {
+        if Task.isCancelled { return .interrupted }
+        // An entry too old at its claim is not sent; `record` turns it into an expiry.
+        if EntryLifecycle.admit(budgetStartedAt: entry.budgetStartedAt, now: entry.lastAttemptAt ?? Date(), policy: configuration.policy) != nil {
+            return .invalid(message: "expired")
+        }
+        let endpoint: ReplayEndpoint
+        do {
+            endpoint = try ReplayEndpoint(entry: entry, queue: self)
+        } catch {
+            return .invalid(message: "\(error)")
+        }
+        do {
+            let response = try await client.send(endpoint)
+            return .delivered(status: response.status.code)
+        } catch {
+            return classify(error)
+        }
+    }
+
+    /// A failed send in the lifecycle's terms.
+    func classify(_ error: NetworkError) -> AttemptOutcome {
+        if case .cancelled = error { return .interrupted }
+        if isNetworkGone(error) { return .networkGone(message: error.description) }
+        if let response = error.response {
+            let retryAfter = response.headers[.retryAfter].flatMap { RetryAfter.delay(from: $0, now: Date()) }
+            let excerpt = response.body.isEmpty ? nil : String(decoding: response.body.prefix(configuration.policy.excerptLimit), as: UTF8.self)
+            return .rejected(status: response.status.code, retryAfter: retryAfter, excerpt: excerpt)
+        }
+        switch error {
+        case .invalidRequest, .encoding:
+            return .invalid(message: error.description)
+        case .underlying:
+            // A plugin or interceptor failed (a token refresh, say): worth another try.
+            return .failed(message: error.description, retryable: true)
+        default:
+            return .failed(message: error.description, retryable: error.isRetryable)
+        }
+    }
+}
+
+/// A stored entry as an endpoint, so the client sends it with its plugins, interceptors,
+/// redirects and validation.
+struct ReplayEndpoint: Endpoint {
+    let path: String
+    let method: HTTPRequest.Method
+    let headers: HTTPFields
+    let body: RequestContent
+    let timeout: Duration?
+    let scopes: Set<PluginScope>
+    let name: String
+
+    init(entry: QueueEntry, queue: OfflineQueue) throws {
+        guard let method = HTTPRequest.Method(entry.method) else { throw QueueError.invalidRequest("stored method \(entry.method) is invalid") }
+        var headers = HTTPFields()
+        for header in entry.headers {
+            guard let name = HTTPField.Name(header.name) else { throw QueueError.invalidRequest("stored header \(header.name) is invalid") }
+            headers.append(HTTPField(name: name, value: try queue.configuration.templates.resolve(header.value)))
+        }
+        headers[queue.configuration.idempotencyHeader] = entry.idempotencyKey
+        var requestBody: RequestBody?
+        switch entry.body {
+        case .inline(let data): requestBody = .data(data)
+        case .file(let name, _): requestBody = try RequestBody.file(queue.store.bodies.url(for: name))
+        case nil: requestBody = nil
+        }
+        let body = requestBody
+        self.path = entry.url
+        self.method = method
+        self.headers = headers
+        self.body = RequestContent { draft, _ in draft.body = body }
+        self.timeout = entry.timeout
+        self.scopes = Set(entry.scopes.map { PluginScope($0) })
+        self.name = entry.name
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+public import HTTPCore
+import HTTPTypes
+public import Reachability
+
+/// A durable queue of HTTP requests in one SQLite file: requests made while the network is gone
+/// are stored and sent, with backoff, when it is back; a crash, a kill or a reboot loses none.
+///
+/// ```swift
+/// let queue = try OfflineQueue(
+///     configuration: QueueConfiguration(path: "/var/lib/myapp/queue.db"),
+///     client: client,                  // its plugins run again at every replay
+///     monitor: try NetlinkMonitor()
+/// )
+/// switch try await queue.send(EventsAPI.post(event)) {
+/// case .sent(let response): print("sent:", response.status)
+/// case .queued(let ticket): print("queued as", ticket.id)
+/// }
+/// ```
+///
+/// Delivery is at least once: each attempt carries the entry's idempotency key (header
+/// `Idempotency-Key` unless configured) so the server can apply it exactly once. See
+/// `Docs/OfflineQueue.md` for the policy, the ordering rules and the schema.
+public final class OfflineQueue: Sendable {
+    /// The queue's configuration.
+    public let configuration: QueueConfiguration
+    /// Where the network status comes from; `nil` sends whenever asked.
+    public let monitor: (any NetworkMonitor)?
+    /// The client replays go through: the caller's, without its retry policy (the queue retries).
+    let client: APIClient
+    let store: QueueStore
+    let broadcast = EventBroadcast()
+    /// Fired by every local enqueue, so a running service drains at once.
+    let enqueued = WakeSignal()
+    /// Names this drainer in leases: host, process and a random part.
+    let owner: String
+
+    /// Opens the queue at `configuration.path`, creating it unless told not to.
+    ///
+    /// - Throws: ``QueueError/corruptDatabase(path:reason:)``, ``QueueError/newerSchema(path:found:supported:)``,
+    ///   ``QueueError/cannotCreate(path:reason:)``, ``QueueError/databaseMissing(path:)``.
+    public init(configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil) throws(QueueError) {
+        self.configuration = configuration
+        self.monitor = monitor
+        var clientConfiguration = client.configuration
+        clientConfiguration.retryPolicy = .none
+        self.client = APIClient(configuration: clientConfiguration, transport: client.transport)
+        self.store = try QueueStore(path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability)
+        let host = ProcessInfo.processInfo.hostName
+        self.owner = "\(host):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8).lowercased())"
+    }
+
+    // MARK: - Sending and enqueueing
+
+    /// Sends `endpoint` now when the network is there; stores it when the monitor says the
+    /// network is gone, or when the send fails because it is.
+    ///
+    /// Other failures (a 4xx, a 5xx, a timeout) are thrown as for any call: the caller was
+    /// online and can decide. Use ``enqueue(_:options:)`` to hand a request to the queue
+    /// unconditionally.
+    public func send(_ endpoint: some Endpoint, options: EnqueueOptions = EnqueueOptions()) async throws -> SendOutcome {
+        if let monitor, !monitor.status.isOnline {
+            return .queued(try await enqueue(endpoint, options: options))
+        }
+        do {
+            return .sent(try await client.data(endpoint))
+        } catch let error where isNetworkGone(error) {
+            return .queued(try await enqueue(endpoint, options: options))
+        }
+    }
+
+    /// Stores `endpoint` as the client would build it, before plugins run, to be sent by a
+    /// drain.
+    public func enqueue(_ endpoint: some Endpoint, options: EnqueueOptions = EnqueueOptions()) async throws -> Ticket {
+        let request = try client.request(for: endpoint)
+        return try await enqueue(request, scopes: endpoint.scopes.map(\.name).sorted(), name: endpoint.name, options: options)
+    }
+
+    /// Stores a prepared request.
+    public func enqueue(_ request: PreparedRequest, scopes: [String] = [], name: String? = nil, options: EnqueueOptions = EnqueueOptions()) async throws(QueueError) -> Ticket {
+        try await enqueue([QueuedRequest(request, scopes: scopes, name: name, options: options)])[0]
+    }
+
+    /// Stores a request given as text, as a shell tool receives it.
+    ///
+    /// - Throws: ``QueueError/invalidRequest(_:)`` for an invalid method, URL or header.
+    public func enqueue(
+        method: String,
+        url: String,
+        headers: [(name: String, value: String)] = [],
+        body: RequestBody? = nil,
+        options: EnqueueOptions = EnqueueOptions()
+    ) async throws(QueueError) -> Ticket {
+        try await enqueue([QueuedRequest(method: method, url: url, headers: headers, body: body, options: options)])[0]
+    }
+
+    /// Stores several requests in one transaction: all or none.
+    public func enqueue(_ requests: [QueuedRequest]) async throws(QueueError) -> [Ticket] {
+        var entries: [NewEntry] = []
+        entries.reserveCapacity(requests.count)
+        var files: [String] = []
+        do {
+            for request in requests {
+                var entry = try validate(request)
+                if let body = request.body {
+                    entry.body = try await store(body)
+                    if case .file(let name, _) = entry.body { files.append(name) }
+                }
+                entries.append(entry)
+            }
+            let tickets = try await store.insert(entries, now: Date())
+            // A deduplicated entry's new body file is not referenced by any row.
+            for (ticket, entry) in zip(tickets, entries) where ticket.deduplicated {
+                if case .file(let name, _) = entry.body { store.bodies.remove([name]) }
+            }
+            for ticket in tickets where !ticket.deduplicated { broadcast.publish(.enqueued(ticket)) }
+            enqueued.fire()
+            return tickets
+        } catch {
+            store.bodies.remove(files)
+            throw error
+        }
+    }
+
+    private func store(_ body: RequestBody) async throws(QueueError) -> StoredBody {
+        if case .data(let data) = body.source, data.count <= configuration.inlineBodyLimit {
+            return .inline(data)
+        }
+        if let length = body.length, length <= configuration.inlineBodyLimit {
+            do {
+                return .inline(try await body.collect(upTo: configuration.inlineBodyLimit))
+            } catch {
+                throw .invalidRequest("cannot read the body: \(error)")
+            }
+        }
+        let (name, length) = try await store.bodies.write(body.makeStream())
+        return .file(name: name, length: length)
+    }
+
+    private func validate(_ request: QueuedRequest) throws(QueueError) -> NewEntry {
+        guard HTTPRequest.Method(request.method) != nil else {
+            throw .invalidRequest("\(request.method.debugDescription) is not an HTTP method")
+        }
+        guard let url = URL(string: request.url), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty else {
+            throw .invalidRequest("\(request.url.debugDescription) is not an absolute http or https URL")
+        }
+        var headers: [StoredHeader] = []
+        var key = request.options.idempotencyKey
+        for (name, value) in request.headers {
+            guard let fieldName = HTTPField.Name(name) else { throw .invalidRequest("\(name.debugDescription) is not a header name") }
+            guard HTTPField.isValidValue(value) else { throw .invalidRequest("the value of header \(name) is not valid") }
+            if fieldName == configuration.idempotencyHeader {
+                key = key ?? value
+                continue
+            }
+            if configuration.secretHeaders.contains(fieldName), !HeaderTemplates.containsPlaceholder(value) {
+                switch configuration.secrets {
+                case .drop: continue
+                case .store: break
+                case .reject: throw .secretHeader(name: fieldName.canonicalName)
+                }
+            }
+            headers.append(StoredHeader(name: name, value: value))
+        }
+        return NewEntry(
+            idempotencyKey: key ?? UUID().uuidString.lowercased(),
+            callerKey: key != nil,
+            method: request.method,
+            url: url.absoluteString,
+            headers: headers,
+            body: nil,
+            scopes: request.scopes,
+            name: request.name ?? "\(request.method) \(url.path)",
+            group: request.options.group,
+            priority: request.options.priority,
+            timeout: request.timeout,
+            notBefore: request.options.notBefore
+        )
+    }
+
+    // MARK: - Looking and changing
+
+    /// A stream of what happens in this process's queue from now on. Each call returns a new
+    /// stream; it ends when the caller stops iterating.
+    public func events(bufferingPolicy: AsyncStream<QueueEvent>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<QueueEvent> {
+        broadcast.stream(bufferingPolicy: bufferingPolicy)
+    }
+
+    /// The entry with `id`, or `nil`.
+    public func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? { try await store.entry(id) }
+
+    /// The entry with this idempotency key, or `nil`.
+    public func entry(idempotencyKey: String) async throws(QueueError) -> QueueEntry? {
+        try await store.entry(idempotencyKey: idempotencyKey)
+    }
+
+    /// Entries matching `filter`, oldest first.
+    public func entries(_ filter: EntryFilter = EntryFilter()) async throws(QueueError) -> [QueueEntry] {
+        try await store.entries(filter)
+    }
+
+    /// How many entries are in each state, the oldest pending and the next due time.
+    public func counts() async throws(QueueError) -> QueueCounts { try await store.counts() }
+
+    /// Makes these entries due now with a fresh attempt budget (delivered ones are left alone).
+    ///
+    /// - Throws: ``QueueError/noSuchEntry(_:)`` or ``QueueError/entryInFlight(_:)``; then
+    ///   nothing changed.
+    @discardableResult
+    public func retry(_ ids: [EntryID]) async throws(QueueError) -> [EntryID] {
+        defer { enqueued.fire() }
+        return try await store.retry(ids: ids, now: Date())
+    }
+
+    /// Makes every dead entry due now with a fresh attempt budget.
+    @discardableResult
+    public func retryDead() async throws(QueueError) -> [EntryID] {
+        defer { enqueued.fire() }
+        return try await store.retry(ids: nil, now: Date())
+    }
+
+    /// Deletes entries and their body files; returns how many.
+    @discardableResult
+    public func purge(_ selection: PurgeSelection) async throws(QueueError) -> Int {
+        try await store.purge(selection, now: Date())
+    }
+
+    /// Removes body files left by a crash between writing a body and committing its row.
+    public func sweepOrphanBodies() async throws(QueueError) {
+        store.bodies.sweepOrphans(keeping: try await store.referencedBodyFiles())
+    }
+
+    /// `PRAGMA integrity_check`'s lines: `["ok"]` for a sound file.
+    public func integrityCheck() async throws(QueueError) -> [String] { try await store.integrityCheck() }
+
+    /// Whether `error` only says the network is gone (so nothing reached a server, and the
+    /// attempt should not count). Without a monitor only "not connected" qualifies; with one,
+    /// any failure to connect while the monitor does not say online does.
+    func isNetworkGone(_ error: any Error) -> Bool {
+        let error = NetworkError(error)
+        switch error {
+        case .offline:
+            return true
+        case .transport(let failure) where failure.kind == .notConnected:
+            return true
+        default:
+            guard error.isConnectivityFailure, let monitor else { return false }
+            return !monitor.status.isOnline
+        }
+    }
+}
+
+/// One request for ``OfflineQueue/enqueue(_:)``, in stored form.
+public struct QueuedRequest: Sendable {
+    public var method: String
+    public var url: String
+    public var headers: [(name: String, value: String)]
+    public var body: RequestBody?
+    public var scopes: [String]
+    public var name: String?
+    public var timeout: Duration?
+    public var options: EnqueueOptions
+
+    public init(
+        method: String, url: String, headers: [(name: String, value: String)] = [], body: RequestBody? = nil,
+        scopes: [String] = [], name: String? = nil, timeout: Duration? = nil, options: EnqueueOptions = EnqueueOptions()
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.scopes = scopes
+        self.name = name
+        self.timeout = timeout
+        self.options = options
+    }
+
+    /// A prepared request (from ``HTTPCore/APIClient/request(for:)``) in stored form.
+    public init(_ request: PreparedRequest, scopes: [String] = [], name: String? = nil, options: EnqueueOptions = EnqueueOptions()) {
+        self.init(
+            method: request.head.method.rawValue,
+            url: request.url?.absoluteString ?? "",
+            headers: request.head.headerFields.map { ($0.name.rawName, $0.value) },
+            body: request.body,
+            scopes: scopes,
+            name: name,
+            timeout: request.timeout,
+            options: options
+        )
+    }
+}

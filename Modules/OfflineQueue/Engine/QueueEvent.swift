@@ -1,0 +1,111 @@
+public import Foundation
+import HTTPCore
+
+/// Something that happened to an entry, for apps, logs and metrics.
+///
+/// ```swift
+/// for await event in queue.events() {
+///     if case .deadLettered(let id, let reason, let error) = event { alert(id, reason, error) }
+/// }
+/// ```
+public enum QueueEvent: Sendable, Hashable {
+    /// A request was stored.
+    case enqueued(Ticket)
+    /// A drainer claimed the entry and is sending it; `attempt` counts from 1 and includes
+    /// attempts that did not count against the budget.
+    case attemptStarted(id: EntryID, attempt: Int)
+    /// The server accepted it.
+    case delivered(id: EntryID, status: Int)
+    /// It failed and will be tried again at `at`.
+    case willRetry(id: EntryID, at: Date, error: String)
+    /// The network was gone; it waits for the network to come back (no attempt counted).
+    case waitingForNetwork(id: EntryID)
+    /// It went to dead letters.
+    case deadLettered(id: EntryID, reason: DeadReason, error: String)
+    /// The drainer stopped before the attempt ended; the entry is pending again, nothing counted.
+    case released(id: EntryID)
+    /// The drainer's lease lapsed before it finished, and another drainer has the entry now:
+    /// this attempt's result was not recorded.
+    case leaseLost(id: EntryID)
+}
+
+/// Fans events out to every live subscriber. Publishing without subscribers costs a lock.
+final class EventBroadcast: Sendable {
+    private let subscribers = LockedBox<[UUID: AsyncStream<QueueEvent>.Continuation]>([:])
+
+    var hasSubscribers: Bool { !subscribers.current.isEmpty }
+
+    func publish(_ event: QueueEvent) {
+        subscribers.withLock { subscribers in
+            for continuation in subscribers.values { continuation.yield(event) }
+        }
+    }
+
+    func stream(bufferingPolicy: AsyncStream<QueueEvent>.Continuation.BufferingPolicy) -> AsyncStream<QueueEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: QueueEvent.self, bufferingPolicy: bufferingPolicy)
+        let id = UUID()
+        subscribers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func finish() {
+        let all = subscribers.withLock { subscribers in
+            defer { subscribers = [:] }
+            return Array(subscribers.values)
+        }
+        for continuation in all { continuation.finish() }
+    }
+}
+
+/// A level-triggered wake-up: ``fire()`` wakes the current or the next ``wait(timeout:)``,
+/// once (a wait may also return spuriously, so waiters re-check their condition). Used by the drain loop (a send finished) and the service loop (enqueue, network back).
+final class WakeSignal: Sendable {
+    private struct State {
+        var fired = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = LockedBox(State())
+
+    func fire() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.fired = true
+            return nil
+        }
+        waiter?.resume()
+    }
+
+    /// Returns when fired (at once if fired since the last wait), when `timeout` passes, or
+    /// when the task is cancelled.
+    func wait(timeout: Duration? = nil) async {
+        let timer = timeout.map { timeout in
+            Task { [weak self] in
+                try? await Task.sleep(for: timeout)
+                self?.fire()
+            }
+        }
+        defer { timer?.cancel() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.fired || Task.isCancelled {
+                        state.fired = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            fire()
+        }
+    }
+}

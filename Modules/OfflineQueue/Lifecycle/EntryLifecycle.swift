@@ -1,0 +1,133 @@
+public import Foundation
+import HTTPCore
+
+/// How one attempt to send an entry ended, as the drain engine saw it.
+public enum AttemptOutcome: Sendable, Hashable {
+    /// The server answered with an accepted status.
+    case delivered(status: Int)
+    /// The server answered with a status that is not accepted.
+    case rejected(status: Int, retryAfter: Duration?, excerpt: String?)
+    /// The exchange failed below HTTP (reset, timeout, garbage); `retryable` is false for
+    /// failures that repeating will not cure (an untrusted certificate).
+    case failed(message: String, retryable: Bool)
+    /// The request could not be sent because the network is gone; nothing reached a server.
+    case networkGone(message: String)
+    /// The request could not even be built (a body file vanished, a header template names a
+    /// missing variable). Repeating will not help.
+    case invalid(message: String)
+    /// The drainer stopped (shutdown, cancellation) before the attempt ended.
+    case interrupted
+}
+
+/// What happens to an entry next. Produced by ``EntryLifecycle``; applied by the store.
+public enum Transition: Sendable, Hashable {
+    /// Mark delivered.
+    case deliver(status: Int)
+    /// Back to pending until `at`; `consumesAttempt` says whether the attempt counted.
+    case retry(at: Date, consumesAttempt: Bool, waitingForNetwork: Bool, status: Int?, error: String, excerpt: String?)
+    /// Give up.
+    case deadLetter(DeadReason, status: Int?, error: String, excerpt: String?)
+    /// Back to pending, due now, nothing counted (the drainer stopped).
+    case release
+}
+
+/// Why an entry went to dead letters.
+public enum DeadReason: String, Sendable, Hashable, Codable {
+    /// The server answered with a status that retrying will not change (most 4xx).
+    case rejected
+    /// The attempt budget ran out.
+    case attemptsExhausted
+    /// The entry outlived ``DeliveryPolicy/maxAge``.
+    case expired
+    /// The request could not be sent as stored, or failed in a way retrying will not cure.
+    case unsendable
+}
+
+/// The entry lifecycle as pure functions: no clock, no randomness, no I/O.
+///
+/// ```
+///            enqueue
+///               │
+///               ▼        claim (lease)        ┌──────────────┐
+///   ┌──────► pending ───────────────────► inflight ──2xx──► delivered
+///   │           ▲ ▲                           │
+///   │  release  │ └── retry (backoff, or ─────┤
+///   │  / lease  │     waiting for network)    │
+///   │  expired  │                             └──4xx, budget, age──► dead
+///   └───────────┴──────── manual retry ◄─────────────────────────────┘
+/// ```
+public enum EntryLifecycle {
+    /// Whether a claimed entry may be sent now, or is already too old: checked before sending,
+    /// so an expired entry is never sent.
+    public static func admit(budgetStartedAt: Date, now: Date, policy: DeliveryPolicy) -> Transition? {
+        guard let maxAge = policy.maxAge, now.timeIntervalSince(budgetStartedAt) >= maxAge.seconds else { return nil }
+        return .deadLetter(.expired, status: nil, error: "older than the maximum age of \(Int(maxAge.seconds)) s; not sent", excerpt: nil)
+    }
+
+    /// The next step after an attempt.
+    ///
+    /// - Parameters:
+    ///   - attempts: attempts counted before this one.
+    ///   - unitRandom: a value in `0..<1` for the backoff's jitter.
+    public static func transition(
+        after outcome: AttemptOutcome,
+        attempts: Int,
+        budgetStartedAt: Date,
+        now: Date,
+        policy: DeliveryPolicy,
+        unitRandom: Double
+    ) -> Transition {
+        switch outcome {
+        case .delivered(let status):
+            return .deliver(status: status)
+
+        case .interrupted:
+            return .release
+
+        case .invalid(let message):
+            return .deadLetter(.unsendable, status: nil, error: message, excerpt: nil)
+
+        case .networkGone(let message):
+            if let expired = admit(budgetStartedAt: budgetStartedAt, now: now, policy: policy) { return expired }
+            return .retry(at: now.adding(policy.networkRecheck), consumesAttempt: false, waitingForNetwork: true, status: nil, error: message, excerpt: nil)
+
+        case .rejected(let status, let retryAfter, let excerpt):
+            let error = "HTTP \(status)"
+            guard isRetryable(status: status) else {
+                return .deadLetter(.rejected, status: status, error: error, excerpt: excerpt)
+            }
+            return retryOrGiveUp(attempts: attempts, budgetStartedAt: budgetStartedAt, now: now, policy: policy, unitRandom: unitRandom,
+                                 retryAfter: retryAfter, status: status, error: error, excerpt: excerpt)
+
+        case .failed(let message, let retryable):
+            guard retryable else { return .deadLetter(.unsendable, status: nil, error: message, excerpt: nil) }
+            return retryOrGiveUp(attempts: attempts, budgetStartedAt: budgetStartedAt, now: now, policy: policy, unitRandom: unitRandom,
+                                 retryAfter: nil, status: nil, error: message, excerpt: nil)
+        }
+    }
+
+    /// 408, 429 and every 5xx are worth another try; other statuses are the server's final word.
+    public static func isRetryable(status: Int) -> Bool {
+        status == 408 || status == 429 || (500..<600).contains(status)
+    }
+
+    private static func retryOrGiveUp(
+        attempts: Int, budgetStartedAt: Date, now: Date, policy: DeliveryPolicy, unitRandom: Double,
+        retryAfter: Duration?, status: Int?, error: String, excerpt: String?
+    ) -> Transition {
+        let counted = attempts + 1
+        if counted >= policy.maxAttempts {
+            return .deadLetter(.attemptsExhausted, status: status, error: "\(error); gave up after \(counted) attempts", excerpt: excerpt)
+        }
+        if admit(budgetStartedAt: budgetStartedAt, now: now, policy: policy) != nil {
+            return .deadLetter(.expired, status: status, error: "\(error); \(expiredMessage(policy))", excerpt: excerpt)
+        }
+        let delay = retryAfter.map { min($0, policy.maxRetryAfter) }
+            ?? policy.backoff.delay(forRetry: counted, unitRandom: unitRandom)
+        return .retry(at: now.adding(delay), consumesAttempt: true, waitingForNetwork: false, status: status, error: error, excerpt: excerpt)
+    }
+
+    private static func expiredMessage(_ policy: DeliveryPolicy) -> String {
+        "older than the maximum age of \(Int(policy.maxAge?.seconds ?? 0)) s"
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+public import HTTPTypes
+
+/// Everything an ``OfflineQueue`` needs besides its client and monitor.
+///
+/// ```swift
+/// var configuration = QueueConfiguration(path: "/var/lib/myapp/queue.db")
+/// configuration.policy.maxAttempts = 5
+/// configuration.concurrency = 16
+/// configuration.secretHeaders.insert(HTTPField.Name("X-Api-Key")!)
+/// ```
+public struct QueueConfiguration: Sendable {
+    /// The SQLite file. Its large bodies live in the folder `path + ".bodies"` beside it.
+    public var path: String
+    /// Whether opening creates a missing file (with mode 0600).
+    public var createIfMissing: Bool
+    /// How hard commits work to reach the disk.
+    public var durability: QueueDurability
+    /// Retries, backoff, attempt budget and maximum age.
+    public var policy: DeliveryPolicy
+    /// How many entries are sent at once by one drainer (each group still one at a time).
+    public var concurrency: Int
+    /// The header every attempt carries with the entry's idempotency key.
+    public var idempotencyHeader: HTTPField.Name
+    /// Header fields holding secrets: `Authorization`, `Cookie` and `Proxy-Authorization`
+    /// unless changed.
+    public var secretHeaders: Set<HTTPField.Name>
+    /// What enqueue does with a secret header.
+    public var secrets: SecretHandling
+    /// Bodies up to this many bytes are stored in the row; larger ones in a file.
+    public var inlineBodyLimit: Int
+    /// How `${env:…}` and `${credential:…}` header placeholders are resolved at send time.
+    public var templates: HeaderTemplates
+
+    public init(
+        path: String,
+        createIfMissing: Bool = true,
+        durability: QueueDurability = .full,
+        policy: DeliveryPolicy = DeliveryPolicy(),
+        concurrency: Int = 8,
+        idempotencyHeader: HTTPField.Name = HTTPField.Name("Idempotency-Key")!,
+        secretHeaders: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization],
+        secrets: SecretHandling = .drop,
+        inlineBodyLimit: Int = 64 * 1024,
+        templates: HeaderTemplates = HeaderTemplates()
+    ) {
+        self.path = path
+        self.createIfMissing = createIfMissing
+        self.durability = durability
+        self.policy = policy
+        self.concurrency = max(1, concurrency)
+        self.idempotencyHeader = idempotencyHeader
+        self.secretHeaders = secretHeaders
+        self.secrets = secrets
+        self.inlineBodyLimit = inlineBodyLimit
+        self.templates = templates
+    }
+}
+
+/// What enqueue does with a header listed in ``QueueConfiguration/secretHeaders`` whose value
+/// is not a template.
+public enum SecretHandling: Sendable, Hashable {
+    /// Leave it out of the stored request; the plugins of the request's scopes (an
+    /// authenticator) add a fresh one at replay. The default.
+    case drop
+    /// Store it as is. The database then holds a credential: keep the file private.
+    case store
+    /// Refuse the enqueue with ``QueueError/secretHeader(name:)``.
+    case reject
+}

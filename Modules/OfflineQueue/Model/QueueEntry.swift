@@ -1,0 +1,207 @@
+public import Foundation
+public import HTTPCore
+
+/// Where an entry is in its life. See `Docs/OfflineQueue.md` for the diagram.
+public enum EntryState: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
+    /// Waiting to be sent: due now, backing off, or waiting for the network.
+    case pending
+    /// Claimed by a drainer, under a lease, and being sent.
+    case inflight
+    /// The server accepted it (a 2xx status).
+    case delivered
+    /// Given up on: rejected by the server, out of attempts, or too old. Kept until purged, and
+    /// can be retried.
+    case dead
+
+    public var description: String { rawValue }
+}
+
+/// The stable identity of a queued request.
+public typealias EntryID = Int64
+
+/// One stored request and what became of it so far.
+public struct QueueEntry: Sendable, Hashable, Identifiable {
+    /// The row id; grows with every enqueue, so it also orders entries by age.
+    public var id: EntryID
+    /// The key sent in the idempotency header at every attempt.
+    public var idempotencyKey: String
+    /// The HTTP method.
+    public var method: String
+    /// The absolute URL, query included.
+    public var url: String
+    /// Header fields in order, as stored (secrets only when the caller opted in).
+    public var headers: [StoredHeader]
+    /// Where the body is, if there is one.
+    public var body: StoredBody?
+    /// The plugin scopes the request was made under; plugins of these scopes run at replay.
+    public var scopes: [String]
+    /// The endpoint's name, for logs and metrics.
+    public var name: String
+    /// Entries of one group are delivered in order; `nil` for an entry with no ordering.
+    public var group: String?
+    /// Higher goes first across groups.
+    public var priority: Int
+    /// The limit for one exchange; `nil` uses the client's.
+    public var timeout: Duration?
+    /// Where the entry is in its life.
+    public var state: EntryState
+    /// Attempts that counted against the budget (failures caused by the network being gone
+    /// do not count).
+    public var attempts: Int
+    /// When the entry was enqueued.
+    public var createdAt: Date
+    /// When the current attempt budget started: the enqueue, or the last manual retry.
+    public var budgetStartedAt: Date
+    /// When the entry is due next (meaningful while pending).
+    public var nextAttemptAt: Date
+    /// When the last attempt started.
+    public var lastAttemptAt: Date?
+    /// When the entry was delivered or dead-lettered.
+    public var finishedAt: Date?
+    /// Whether the entry waits for the network to come back rather than for a backoff.
+    public var waitingForNetwork: Bool
+    /// The drainer holding the entry, while in flight.
+    public var leaseOwner: String?
+    /// When that drainer's claim lapses.
+    public var leaseExpiresAt: Date?
+    /// The status of the last response, if any.
+    public var lastStatus: Int?
+    /// The last failure, in words.
+    public var lastError: String?
+    /// The start of the last error response's body (for dead letters above all).
+    public var responseExcerpt: String?
+}
+
+/// One header field as stored.
+public struct StoredHeader: Sendable, Hashable, Codable {
+    /// The field name as given.
+    public var name: String
+    /// The value; may hold `${env:NAME}` or `${credential:NAME}` templates resolved at send time.
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// Where a stored body lives.
+public enum StoredBody: Sendable, Hashable {
+    /// Small bodies, in the row.
+    case inline(Data)
+    /// Large bodies, in a file in the queue's body folder (the name only), streamed at replay.
+    case file(name: String, length: Int)
+
+    /// The body's length in bytes.
+    public var length: Int {
+        switch self {
+        case .inline(let data): data.count
+        case .file(_, let length): length
+        }
+    }
+}
+
+/// How many entries are in each state, and when the queue next has work.
+public struct QueueCounts: Sendable, Hashable, Codable {
+    public var pending: Int
+    public var inflight: Int
+    public var delivered: Int
+    public var dead: Int
+    /// When the oldest pending entry was enqueued.
+    public var oldestPendingCreatedAt: Date?
+    /// The earliest time a pending entry is due.
+    public var nextAttemptAt: Date?
+
+    public init(pending: Int = 0, inflight: Int = 0, delivered: Int = 0, dead: Int = 0, oldestPendingCreatedAt: Date? = nil, nextAttemptAt: Date? = nil) {
+        self.pending = pending
+        self.inflight = inflight
+        self.delivered = delivered
+        self.dead = dead
+        self.oldestPendingCreatedAt = oldestPendingCreatedAt
+        self.nextAttemptAt = nextAttemptAt
+    }
+
+    /// Entries not yet delivered or dead.
+    public var open: Int { pending + inflight }
+    /// Every entry.
+    public var total: Int { pending + inflight + delivered + dead }
+}
+
+/// Which entries a listing shows.
+public struct EntryFilter: Sendable, Hashable {
+    /// Only these states; empty for all.
+    public var states: Set<EntryState>
+    /// Only this group.
+    public var group: String?
+    /// At most this many, oldest first.
+    public var limit: Int
+    /// Only entries with an id above this one, for paging.
+    public var after: EntryID?
+
+    public init(states: Set<EntryState> = [], group: String? = nil, limit: Int = 100, after: EntryID? = nil) {
+        self.states = states
+        self.group = group
+        self.limit = limit
+        self.after = after
+    }
+}
+
+/// What ``OfflineQueue/purge(_:)`` removes.
+public enum PurgeSelection: Sendable, Hashable {
+    /// Entries in these states (never in flight) that finished, or were enqueued when still
+    /// pending, before the date; `nil` for any time.
+    case states(Set<EntryState>, finishedBefore: Date?)
+    /// These entries, whatever their state, unless in flight under a live lease.
+    case ids([EntryID])
+}
+
+/// How an enqueued request is placed in the queue.
+public struct EnqueueOptions: Sendable, Hashable {
+    /// Entries of one group are delivered in enqueue order.
+    public var group: String?
+    /// Higher goes first across groups.
+    public var priority: Int
+    /// A key of the caller's: enqueueing the same key twice stores one entry. `nil` makes a
+    /// fresh UUID.
+    public var idempotencyKey: String?
+    /// The earliest time to send it.
+    public var notBefore: Date?
+
+    public init(group: String? = nil, priority: Int = 0, idempotencyKey: String? = nil, notBefore: Date? = nil) {
+        self.group = group
+        self.priority = priority
+        self.idempotencyKey = idempotencyKey
+        self.notBefore = notBefore
+    }
+}
+
+/// The answer to an enqueue.
+public struct Ticket: Sendable, Hashable {
+    /// The entry's id.
+    public var id: EntryID
+    /// The key its attempts carry.
+    public var idempotencyKey: String
+    /// Whether an entry with the same caller-given key was already stored (nothing new was
+    /// stored).
+    public var deduplicated: Bool
+
+    public init(id: EntryID, idempotencyKey: String, deduplicated: Bool) {
+        self.id = id
+        self.idempotencyKey = idempotencyKey
+        self.deduplicated = deduplicated
+    }
+}
+
+/// The answer to ``OfflineQueue/send(_:options:)``.
+public enum SendOutcome: Sendable {
+    /// Sent at once, with the response.
+    case sent(Response<Data>)
+    /// The network was gone: stored, to be sent when it is back.
+    case queued(Ticket)
+
+    /// The ticket, when the request was queued.
+    public var ticket: Ticket? {
+        if case .queued(let ticket) = self { return ticket }
+        return nil
+    }
+}

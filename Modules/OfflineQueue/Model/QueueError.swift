@@ -1,0 +1,46 @@
+public import Foundation
+
+/// Why the queue refused an operation. Nothing is half-done when one is thrown: a failed
+/// enqueue leaves no row and no body file behind.
+public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The file exists but is not a Courier queue database (or is damaged). It was not
+    /// modified.
+    case corruptDatabase(path: String, reason: String)
+    /// The file was written by a newer Courier, whose schema this one does not know.
+    case newerSchema(path: String, found: Int, supported: Int)
+    /// The database (or its body folder) could not be created or opened for writing.
+    case cannotCreate(path: String, reason: String)
+    /// A read-only command was pointed at a database that does not exist.
+    case databaseMissing(path: String)
+    /// The disk is full; the operation was rolled back.
+    case diskFull(path: String)
+    /// Reading or writing failed for another reason.
+    case io(path: String, reason: String)
+    /// The request cannot be stored: an invalid URL, method or header.
+    case invalidRequest(String)
+    /// A header holds a secret and the queue is set to refuse storing secrets.
+    case secretHeader(name: String)
+    /// No entry has this id.
+    case noSuchEntry(EntryID)
+    /// The entry is in flight under a live lease and cannot be changed now.
+    case entryInFlight(EntryID)
+
+    public var description: String {
+        switch self {
+        case .corruptDatabase(let path, let reason): "\(path) is not a valid queue database (\(reason)); the file was left untouched"
+        case .newerSchema(let path, let found, let supported): "\(path) has schema version \(found), newer than the \(supported) this version understands; upgrade Courier to use it"
+        case .cannotCreate(let path, let reason): "cannot create or open \(path) for writing: \(reason)"
+        case .databaseMissing(let path): "no queue database at \(path)"
+        case .diskFull(let path): "the disk holding \(path) is full; nothing was stored"
+        case .io(let path, let reason): "I/O error on \(path): \(reason)"
+        case .invalidRequest(let reason): "invalid request: \(reason)"
+        case .secretHeader(let name): "header \(name) holds a secret, which is not stored by default"
+        case .noSuchEntry(let id): "no entry with id \(id)"
+        case .entryInFlight(let id): "entry \(id) is being sent by a drainer right now"
+        }
+    }
+}
+
+extension QueueError: LocalizedError {
+    public var errorDescription: String? { description }
+}

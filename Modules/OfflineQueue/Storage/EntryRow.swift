@@ -1,0 +1,92 @@
+import Foundation
+import GRDB
+
+/// A request on its way into the table: everything but what the store assigns.
+struct NewEntry: Sendable {
+    var idempotencyKey: String
+    var callerKey: Bool
+    var method: String
+    var url: String
+    var headers: [StoredHeader]
+    var body: StoredBody?
+    var scopes: [String]
+    var name: String
+    var group: String?
+    var priority: Int
+    var timeout: Duration?
+    var notBefore: Date?
+}
+
+/// Header fields and scopes are stored as text, one per line: readable in `sqlite3`, and far
+/// cheaper to write than JSON. Names and values cannot hold line breaks (checked at enqueue).
+enum LineCoding {
+    static func encode(_ headers: [StoredHeader]) -> String {
+        var text = ""
+        for header in headers {
+            text += header.name
+            text += ": "
+            text += header.value
+            text += "\n"
+        }
+        return text
+    }
+
+    static func decodeHeaders(_ text: String) -> [StoredHeader] {
+        text.split(separator: "\n").compactMap { line in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            var value = line[line.index(after: colon)...]
+            if value.first == " " { value = value.dropFirst() }
+            return StoredHeader(name: String(line[..<colon]), value: String(value))
+        }
+    }
+
+    static func encode(_ scopes: [String]) -> String { scopes.joined(separator: "\n") }
+
+    static func decodeScopes(_ text: String) -> [String] {
+        text.split(separator: "\n").map(String.init)
+    }
+}
+
+extension QueueEntry {
+    /// An entry from a row selected with ``Schema/entryColumns``.
+    init(row: Row) {
+        let bodyFile: String? = row[6]
+        let bodyLength: Int? = row[7]
+        let inline: Data? = row[5]
+        let body: StoredBody? = if let bodyFile {
+            .file(name: bodyFile, length: bodyLength ?? 0)
+        } else if let inline {
+            .inline(inline)
+        } else {
+            nil
+        }
+        let timeoutMilliseconds: Int64? = row[12]
+        let stateText: String = row[13]
+        self.init(
+            id: row[0],
+            idempotencyKey: row[1],
+            method: row[2],
+            url: row[3],
+            headers: LineCoding.decodeHeaders(row[4]),
+            body: body,
+            scopes: LineCoding.decodeScopes(row[8]),
+            name: row[9],
+            group: row[10],
+            priority: row[11],
+            timeout: timeoutMilliseconds.map { .milliseconds($0) },
+            state: EntryState(rawValue: stateText) ?? .pending,
+            attempts: row[14],
+            createdAt: Date(timeIntervalSince1970: row[15]),
+            budgetStartedAt: Date(timeIntervalSince1970: row[16]),
+            nextAttemptAt: Date(timeIntervalSince1970: row[17]),
+            lastAttemptAt: (row[18] as Double?).map(Date.init(timeIntervalSince1970:)),
+            finishedAt: (row[19] as Double?).map(Date.init(timeIntervalSince1970:)),
+            waitingForNetwork: row[20],
+            leaseOwner: row[21],
+            leaseExpiresAt: (row[22] as Double?).map(Date.init(timeIntervalSince1970:)),
+            lastStatus: row[23],
+            lastError: row[24],
+            responseExcerpt: row[25]
+        )
+    }
+}

@@ -1,0 +1,66 @@
+import GRDB
+
+/// The queue's schema, as named, append-only migrations.
+///
+/// Never edit a registered migration: add a new one and raise ``version``. A file whose
+/// `user_version` is above ``version`` was written by a newer Courier and is refused.
+enum Schema {
+    /// The schema version this code writes and understands (`PRAGMA user_version`).
+    static let version = 1
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-entries") { db in
+            try db.execute(sql: """
+                CREATE TABLE entry (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    idempotency_key TEXT NOT NULL UNIQUE,
+                    method TEXT NOT NULL,
+                    url TEXT NOT NULL,
+                    headers TEXT NOT NULL,
+                    body BLOB,
+                    body_file TEXT,
+                    body_length INTEGER,
+                    scopes TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    group_key TEXT,
+                    priority INTEGER NOT NULL DEFAULT 0,
+                    timeout_ms INTEGER,
+                    state TEXT NOT NULL CHECK (state IN ('pending', 'inflight', 'delivered', 'dead')),
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    created_at REAL NOT NULL,
+                    budget_from REAL NOT NULL,
+                    next_attempt_at REAL NOT NULL,
+                    last_attempt_at REAL,
+                    finished_at REAL,
+                    waiting_network INTEGER NOT NULL DEFAULT 0,
+                    lease_owner TEXT,
+                    lease_expires_at REAL,
+                    last_status INTEGER,
+                    last_error TEXT,
+                    response_excerpt TEXT
+                );
+                -- Claim order: priority first, then age, among pending entries only.
+                CREATE INDEX entry_pending ON entry(priority DESC, id) WHERE state = 'pending';
+                -- "Is an earlier entry of this group still open?" for FIFO per group.
+                CREATE INDEX entry_group_open ON entry(group_key, id)
+                    WHERE group_key IS NOT NULL AND state IN ('pending', 'inflight');
+                -- Leases that lapsed.
+                CREATE INDEX entry_lease ON entry(lease_expires_at) WHERE state = 'inflight';
+                -- The next due time.
+                CREATE INDEX entry_due ON entry(next_attempt_at) WHERE state = 'pending';
+                -- Counts, listings and purges by state.
+                CREATE INDEX entry_state ON entry(state, id);
+                """)
+            try db.execute(sql: "PRAGMA user_version = 1")
+        }
+        return migrator
+    }
+
+    /// The columns read into a ``QueueEntry``, in the order `QueueEntry.init(row:)` expects.
+    static let entryColumns = """
+        id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
+        priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, last_attempt_at,
+        finished_at, waiting_network, lease_owner, lease_expires_at, last_status, last_error, response_excerpt
+        """
+}
