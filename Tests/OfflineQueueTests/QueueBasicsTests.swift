@@ -66,7 +66,7 @@ struct QueueBasicsTests {
         _ = try makeQueue(path: folder.databasePath, server: server)
         let attributes = try FileManager.default.attributesOfItem(atPath: folder.databasePath)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-        let journal = try DatabaseQueue(path: folder.databasePath).read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
+        let journal = try await DatabaseQueue(path: folder.databasePath).read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
         #expect(journal == "wal")
         await server.shutdown()
     }
