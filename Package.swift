@@ -95,6 +95,14 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // A drainer in its own process, for the queue's kill and multi-process tests.
+        .executableTarget(
+            name: "queue-agent",
+            dependencies: ["OfflineQueue", "HTTPCore", "AsyncHTTPClientTransport"],
+            path: "Tests/QueueAgent",
+            swiftSettings: strictSettings
+        ),
+
         // Shared fixtures for tests and tools: a regular library target (not a test target) so
         // test targets and executables can both depend on it. It is not a product.
         .target(
@@ -132,7 +140,7 @@ let package = Package(
             .product(name: "MultipartKit", package: "multipart-kit"),
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        tests("ReachabilityTests", ["Reachability", "HTTPCore", "CNetlink", httpTypes]),
+        tests("ReachabilityTests", ["Reachability", "HTTPCore", "CNetlink", "TestSupport", httpTypes]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "TestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),

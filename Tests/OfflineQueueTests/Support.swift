@@ -29,12 +29,13 @@ func makeQueue(
     monitor: (any NetworkMonitor)? = nil,
     policy: DeliveryPolicy = DeliveryPolicy(backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(100))),
     concurrency: Int = 8,
+    timeout: Duration = .seconds(5),
     plugins: [any Plugin] = [],
     tweak: (inout QueueConfiguration) -> Void = { _ in }
 ) throws -> OfflineQueue {
     var configuration = QueueConfiguration(path: path, durability: .normal, policy: policy, concurrency: concurrency)
     tweak(&configuration)
-    var clientConfiguration = ClientConfiguration(baseURL: server.baseURL, timeout: .seconds(5))
+    var clientConfiguration = ClientConfiguration(baseURL: server.baseURL, timeout: timeout)
     clientConfiguration.plugins = plugins
     let client = APIClient(configuration: clientConfiguration, transport: sharedTransport)
     return try OfflineQueue(configuration: configuration, client: client, monitor: monitor)
@@ -53,4 +54,46 @@ func eventually(_ limit: Duration = .seconds(10), _ condition: () async throws -
         try? await Task.sleep(for: .milliseconds(10))
     }
     return try await condition()
+}
+
+/// Drains until nothing is open, sleeping until the next due time in between, at most
+/// `rounds` drains. Returns the summaries added up.
+@discardableResult
+func drainUntilSettled(_ queue: OfflineQueue, rounds: Int = 50) async throws -> DrainSummary {
+    var total = DrainSummary()
+    for _ in 0..<rounds {
+        let summary = try await queue.drain()
+        total.delivered += summary.delivered
+        total.failed += summary.failed
+        total.dead += summary.dead
+        total.waitingForNetwork += summary.waitingForNetwork
+        total.leasesLost += summary.leasesLost
+        total.remaining = summary.remaining
+        total.nextAttemptAt = summary.nextAttemptAt
+        if try await queue.counts().open == 0 { break }
+        let wait = max(0.005, min(2, (summary.nextAttemptAt ?? Date()).timeIntervalSinceNow))
+        try await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1))
+    }
+    return total
+}
+
+/// A route answering `failures` in turn for its first calls, then 200. Each failure is a
+/// status with headers, or `nil` for "close the connection without answering".
+func scriptFailures(_ server: TestHTTPServer, _ path: String, _ failures: [(status: Int, headers: [HeaderField])?]) {
+    let calls = LockedBox(0)
+    server.route(path) { request, writer in
+        let call = calls.withLock { count -> Int in
+            count += 1
+            return count
+        }
+        guard call <= failures.count else {
+            try await writer.respond(status: 200, body: Data("ok".utf8))
+            return
+        }
+        guard let failure = failures[call - 1] else {
+            writer.closeConnection()
+            return
+        }
+        try await writer.respond(status: failure.status, headers: failure.headers, body: Data("{\"error\":\"status \(failure.status)\"}".utf8))
+    }
 }

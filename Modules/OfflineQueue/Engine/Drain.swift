@@ -232,6 +232,10 @@ extension OfflineQueue {
         case .underlying:
             // A plugin or interceptor failed (a token refresh, say): worth another try.
             return .failed(message: error.description, retryable: true)
+        case .transport(let failure):
+            // A garbled or cut-off answer may be a passing fault of a proxy or a restarting
+            // server: retried within the budget. A TLS failure needs a person: dead at once.
+            return .failed(message: error.description, retryable: failure.kind != .tls)
         default:
             return .failed(message: error.description, retryable: error.isRetryable)
         }

@@ -1,5 +1,6 @@
 #if os(Linux)
 @testable import Reachability
+import TestSupport
 import Testing
 
 /// ENOBUFS: when the kernel overruns the socket, the monitor re-reads everything.

@@ -1,4 +1,5 @@
 #if os(Linux)
+import TestSupport
 import Foundation
 import HTTPCore
 import Reachability

@@ -1,0 +1,131 @@
+import Foundation
+import HTTPCore
+import OfflineQueue
+import Testing
+import TestSupport
+
+/// Each kind of server fault, against the loopback server, ending in the state the policy says.
+@Suite("Server faults end in the right state")
+struct ServerFaultTests {
+    /// Enqueues one POST to `path`, drains until settled, and returns the entry and the keys
+    /// the server saw for it.
+    func run(_ path: String, policy: DeliveryPolicy? = nil, timeout: Duration = .seconds(5), setUp: (TestHTTPServer) -> Void) async throws -> (QueueEntry, [String]) {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        setUp(server)
+        let queue = try makeQueue(
+            path: folder.databasePath, server: server,
+            policy: policy ?? DeliveryPolicy(backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(50)), maxAttempts: 5),
+            timeout: timeout
+        )
+        let ticket = try await queue.enqueue(method: "POST", url: server.url(path).absoluteString, body: .data(Data("{}".utf8)))
+        try await drainUntilSettled(queue)
+        let entry = try #require(try await queue.entry(ticket.id))
+        let keys = idempotencyKeys(server, path: path)
+        #expect(Set(keys) == [ticket.idempotencyKey], "every attempt carries the same key")
+        await server.shutdown()
+        return (entry, keys)
+    }
+
+    @Test("500 twice, then 200: delivered on the third attempt")
+    func serverErrors() async throws {
+        let (entry, keys) = try await run("/flaky") { scriptFailures($0, "/flaky", [(500, []), (500, [])]) }
+        #expect(entry.state == .delivered)
+        #expect(entry.attempts == 3)
+        #expect(keys.count == 3)
+    }
+
+    @Test("503 with Retry-After waits as long as the server asks")
+    func retryAfter() async throws {
+        let started = Date()
+        let (entry, keys) = try await run("/busy") { scriptFailures($0, "/busy", [(503, [HeaderField(name: "Retry-After", value: "1")])]) }
+        #expect(entry.state == .delivered)
+        #expect(keys.count == 2)
+        #expect(try #require(entry.finishedAt).timeIntervalSince(started) >= 0.95)
+    }
+
+    @Test("429 is retried")
+    func tooManyRequests() async throws {
+        let (entry, keys) = try await run("/limited") { scriptFailures($0, "/limited", [(429, [])]) }
+        #expect(entry.state == .delivered)
+        #expect(keys.count == 2)
+    }
+
+    @Test("a connection closed without an answer is retried")
+    func connectionReset() async throws {
+        let (entry, keys) = try await run("/reset") { scriptFailures($0, "/reset", [nil, nil]) }
+        #expect(entry.state == .delivered)
+        #expect(entry.attempts == 3)
+        #expect(keys.count == 3)
+    }
+
+    @Test("a timeout is retried")
+    func timeout() async throws {
+        let (entry, keys) = try await run("/slow", timeout: .milliseconds(300)) { server in
+            let calls = LockedBox(0)
+            server.route("/slow") { _, writer in
+                let call = calls.withLock { count -> Int in
+                    count += 1
+                    return count
+                }
+                if call == 1 { try await Task.sleep(for: .seconds(2)) }
+                try await writer.respond(status: 200)
+            }
+        }
+        #expect(entry.state == .delivered)
+        #expect(entry.attempts == 2)
+        #expect(keys.count == 2)
+    }
+
+    @Test("a garbage answer is retried within the budget, then dead-lettered")
+    func garbage() async throws {
+        let (entry, keys) = try await run("/garbage", policy: DeliveryPolicy(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(10)), maxAttempts: 3)) { _ in }
+        #expect(entry.state == .dead)
+        #expect(entry.attempts == 3)
+        #expect(keys.count == 3)
+        #expect(entry.lastError?.contains("attemptsExhausted") == true)
+    }
+
+    @Test("400, 404 and 422 go to dead letters at once, with status and body excerpt", arguments: [400, 404, 422])
+    func deadLetters(status: Int) async throws {
+        let (entry, keys) = try await run("/reject") { scriptFailures($0, "/reject", Array(repeating: (status, []), count: 5)) }
+        #expect(entry.state == .dead)
+        #expect(entry.attempts == 1)
+        #expect(keys.count == 1)
+        #expect(entry.lastStatus == status)
+        #expect(entry.responseExcerpt == "{\"error\":\"status \(status)\"}")
+    }
+
+    @Test("5xx until the budget runs out ends in dead letters")
+    func budget() async throws {
+        let (entry, keys) = try await run("/down", policy: DeliveryPolicy(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(10)), maxAttempts: 4)) {
+            scriptFailures($0, "/down", Array(repeating: (503, []), count: 10))
+        }
+        #expect(entry.state == .dead)
+        #expect(entry.attempts == 4)
+        #expect(keys.count == 4)
+        #expect(entry.lastStatus == 503)
+    }
+
+    @Test("a dead entry retried by hand gets a fresh budget and is delivered")
+    func manualRetry() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        scriptFailures(server, "/later", [(404, [])])
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let ticket = try await queue.enqueue(method: "POST", url: server.url("/later").absoluteString)
+        try await drainUntilSettled(queue)
+        #expect(try await queue.entry(ticket.id)?.state == .dead)
+        #expect(try await queue.retryDead() == [ticket.id])
+        let retried = try #require(try await queue.entry(ticket.id))
+        #expect(retried.state == .pending)
+        #expect(retried.attempts == 0)
+        try await drainUntilSettled(queue)
+        #expect(try await queue.entry(ticket.id)?.state == .delivered)
+        #expect(try await queue.purge(.states([.delivered], finishedBefore: Date().addingTimeInterval(-3600))) == 0)
+        #expect(try await queue.purge(.states([.delivered], finishedBefore: nil)) == 1)
+        await server.shutdown()
+    }
+}

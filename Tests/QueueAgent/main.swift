@@ -1,0 +1,60 @@
+// A queue drainer in its own process, for tests that kill it (SIGKILL) or run several at once
+// on one file. Not a product.
+//
+//     queue-agent DB_PATH [--concurrency N] [--lease-ms N] [--limit-seconds N]
+//
+// Drains until no entry is open (pending or in flight), sleeping until the next due time
+// between drains, for at most `--limit-seconds` (default 60). Prints one summary line:
+// `delivered=N failed=N dead=N lost=N open=N`. Exit 0 when nothing is open, 75 otherwise.
+import AsyncHTTPClientTransport
+import Foundation
+import HTTPCore
+import OfflineQueue
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else {
+    FileHandle.standardError.write(Data("usage: queue-agent DB_PATH [--concurrency N] [--lease-ms N] [--limit-seconds N]\n".utf8))
+    exit(64)
+}
+
+func option(_ name: String, default value: Int) -> Int {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let number = Int(arguments[index + 1]) else { return value }
+    return number
+}
+
+let path = arguments[1]
+let concurrency = option("--concurrency", default: 16)
+let leaseMilliseconds = option("--lease-ms", default: 60_000)
+let limit = Duration.seconds(option("--limit-seconds", default: 60))
+
+var policy = DeliveryPolicy(backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(200)), maxAttempts: 50)
+policy.leaseDuration = .milliseconds(leaseMilliseconds)
+let configuration = QueueConfiguration(path: path, createIfMissing: false, durability: .normal, policy: policy, concurrency: concurrency)
+let transport = AsyncHTTPClientTransport()
+let client = APIClient(configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1")!, timeout: .seconds(10)), transport: transport)
+
+do {
+    let queue = try OfflineQueue(configuration: configuration, client: client)
+    var total = DrainSummary()
+    let deadline = ContinuousClock.now + limit
+    var open = 0
+    while ContinuousClock.now < deadline {
+        let summary = try await queue.drain()
+        total.delivered += summary.delivered
+        total.failed += summary.failed
+        total.dead += summary.dead
+        total.leasesLost += summary.leasesLost
+        let counts = try await queue.counts()
+        open = counts.open
+        if open == 0 { break }
+        // Entries in flight elsewhere, or backing off: wait for the next due time, briefly.
+        let wait = max(0.01, min(0.2, (counts.nextAttemptAt ?? Date()).timeIntervalSinceNow))
+        try await Task.sleep(for: .milliseconds(Int(wait * 1000)))
+    }
+    print("delivered=\(total.delivered) failed=\(total.failed) dead=\(total.dead) lost=\(total.leasesLost) open=\(open)")
+    try? await transport.shutdown()
+    exit(open == 0 ? 0 : 75)
+} catch {
+    FileHandle.standardError.write(Data("queue-agent: \(error)\n".utf8))
+    exit(74)
+}
