@@ -158,7 +158,7 @@ public final class OfflineQueue: Sendable {
                 switch configuration.secrets {
                 case .drop: continue
                 case .store: break
-                case .reject: throw .secretHeader(name: fieldName.canonicalName)
+                case .reject: throw .secretHeader(name: name)
                 }
             }
             headers.append(StoredHeader(name: name, value: value))

@@ -1,0 +1,180 @@
+import Foundation
+import HTTPCore
+import HTTPTypes
+import OfflineQueue
+import Reachability
+import Testing
+import TestSupport
+
+/// What is stored, what is not, and how a stored request comes back.
+@Suite("Enqueue: keys, secrets, templates, send-through and events")
+struct EnqueueTests {
+    struct Event: Endpoint {
+        var path: String { "/echo" }
+        var method: HTTPRequest.Method { .post }
+        var headers: HTTPFields { [.authorization: "Bearer at-enqueue", .cookie: "session=1"] }
+        var body: RequestContent { .json(["kind": "click"]) }
+        var scopes: Set<PluginScope> { ["auth"] }
+    }
+
+    /// Adds a fresh token each time it runs, counting the runs.
+    struct FreshToken: Plugin {
+        let runs = LockedBox(0)
+        var scope: PluginScope { "auth" }
+        func prepare(_ request: PreparedRequest, context: CallContext) async throws -> PreparedRequest {
+            let run = runs.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            var request = request
+            request.headers[.authorization] = "Bearer fresh-\(run)"
+            return request
+        }
+    }
+
+    @Test("a caller-given key deduplicates; a generated key is stable across attempts")
+    func idempotency() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let first = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString, options: EnqueueOptions(idempotencyKey: "order-17"))
+        let second = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString, options: EnqueueOptions(idempotencyKey: "order-17"))
+        #expect(!first.deduplicated)
+        #expect(second.deduplicated)
+        #expect(second.id == first.id)
+        let viaHeader = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString, headers: [("Idempotency-Key", "order-18")])
+        #expect(viaHeader.idempotencyKey == "order-18")
+        #expect(try await queue.counts().pending == 2)
+        try await drainUntilSettled(queue)
+        #expect(Set(idempotencyKeys(server)) == ["order-17", "order-18"])
+        await server.shutdown()
+    }
+
+    @Test("secret headers are not stored; the scoped plugin adds a fresh token at replay")
+    func secretsDroppedAndRefreshed() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let token = FreshToken()
+        let queue = try makeQueue(path: folder.databasePath, server: server, plugins: [token])
+        let ticket = try await queue.enqueue(Event())
+        let stored = try #require(try await queue.entry(ticket.id))
+        #expect(!stored.headers.contains { $0.name.lowercased() == "authorization" || $0.name.lowercased() == "cookie" })
+        #expect(stored.scopes == ["auth"])
+        #expect(token.runs.current == 0, "plugins do not run at enqueue")
+        let files = [folder.databasePath, folder.databasePath + "-wal"].compactMap { FileManager.default.contents(atPath: $0) }
+        let raw = files.map { String(decoding: $0, as: UTF8.self) }.joined()
+        #expect(!raw.contains("at-enqueue"), "the token is nowhere in the file")
+        try await drainUntilSettled(queue)
+        let seen = try #require(server.requests.last)
+        #expect(seen.values(of: "Authorization") == ["Bearer fresh-1"])
+        #expect(seen.values(of: "Cookie").isEmpty)
+        await server.shutdown()
+    }
+
+    @Test("secrets are refused with .reject, kept with .store, and templates pass and resolve at send time")
+    func secretHandling() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let credentials = folder.url.appendingPathComponent("creds")
+        try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+        try "s3cr3t\n".write(to: credentials.appendingPathComponent("api-token"), atomically: true, encoding: .utf8)
+        let rejecting = try makeQueue(path: folder.databasePath, server: server) { configuration in
+            configuration.secrets = .reject
+            configuration.secretHeaders.insert(HTTPField.Name("X-Api-Key")!)
+            configuration.templates = HeaderTemplates(environment: ["API_TOKEN": "from-env"], credentialsDirectory: credentials)
+        }
+        let url = server.url("/echo").absoluteString
+        await #expect(throws: QueueError.secretHeader(name: "Authorization")) {
+            try await rejecting.enqueue(method: "POST", url: url, headers: [("Authorization", "Bearer raw")])
+        }
+        await #expect(throws: QueueError.secretHeader(name: "X-Api-Key")) {
+            try await rejecting.enqueue(method: "POST", url: url, headers: [("X-Api-Key", "raw")])
+        }
+        #expect(try await rejecting.counts().total == 0, "nothing stored by a refused enqueue")
+        _ = try await rejecting.enqueue(method: "POST", url: url, headers: [("Authorization", "Bearer ${env:API_TOKEN}"), ("X-Api-Key", "${credential:api-token}")])
+        try await drainUntilSettled(rejecting)
+        let seen = try #require(server.requests.last)
+        #expect(seen.values(of: "Authorization") == ["Bearer from-env"])
+        #expect(seen.values(of: "X-Api-Key") == ["s3cr3t"])
+
+        let missing = try await rejecting.enqueue(method: "POST", url: url, headers: [("Authorization", "Bearer ${env:NOT_SET}")])
+        try await drainUntilSettled(rejecting)
+        let dead = try #require(try await rejecting.entry(missing.id))
+        #expect(dead.state == .dead)
+        #expect(dead.lastError?.contains("NOT_SET") == true)
+
+        let storing = try makeQueue(path: folder.url.appendingPathComponent("other.db").path, server: server) { $0.secrets = .store }
+        let kept = try await storing.enqueue(method: "POST", url: url, headers: [("Authorization", "Bearer kept")])
+        #expect(try await storing.entry(kept.id)?.headers == [StoredHeader(name: "Authorization", value: "Bearer kept")])
+        await server.shutdown()
+    }
+
+    @Test("send: online sends now; offline (monitor) or a not-connected failure stores")
+    func sendThrough() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let monitor = ManualMonitor(.online(interface: "lo", family: .ipv4))
+        let queue = try makeQueue(path: folder.databasePath, server: server, monitor: monitor)
+        guard case .sent(let response) = try await queue.send(Event()) else { Issue.record("expected a send"); return }
+        #expect(response.status == .ok)
+        monitor.status = .offline(.noCarrier)
+        let before = server.requests.count
+        guard case .queued(let ticket) = try await queue.send(Event()) else { Issue.record("expected a ticket"); return }
+        #expect(server.requests.count == before, "nothing went on the wire")
+        #expect(try await queue.entry(ticket.id)?.state == .pending)
+
+        // No monitor, and a transport that says the network is gone: stored too.
+        let stub = StubTransport(fallback: .failure(.transport(TransportFailure(.notConnected, "network is unreachable"))))
+        let offlineClient = APIClient(baseURL: server.baseURL, transport: stub)
+        let stubQueue = try OfflineQueue(configuration: QueueConfiguration(path: folder.url.appendingPathComponent("stub.db").path), client: offlineClient)
+        #expect(try await stubQueue.send(Event()).ticket != nil)
+        // Online again, other failures are the caller's to handle.
+        monitor.status = .online(interface: "lo", family: .ipv4)
+        await #expect(throws: NetworkError.self) {
+            _ = try await queue.send(Request<Data>.get(server.url("/status/404").absoluteString)).ticket
+        }
+        await server.shutdown()
+    }
+
+    @Test("events tell the story of an entry")
+    func events() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        scriptFailures(server, "/story", [(503, [])])
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let events = queue.events()
+        let ticket = try await queue.enqueue(method: "POST", url: server.url("/story").absoluteString)
+        let dead = try await queue.enqueue(method: "POST", url: server.url("/status/410").absoluteString)
+        try await drainUntilSettled(queue)
+        var seen: [QueueEvent] = []
+        for await event in events {
+            seen.append(event)
+            if seen.contains(.delivered(id: ticket.id, status: 200)) && seen.contains(where: { if case .deadLettered(dead.id, .rejected, _) = $0 { true } else { false } }) { break }
+        }
+        #expect(seen.first == .enqueued(ticket))
+        #expect(seen.contains(.attemptStarted(id: ticket.id, attempt: 1)))
+        #expect(seen.contains(.attemptStarted(id: ticket.id, attempt: 2)))
+        #expect(seen.contains { if case .willRetry(ticket.id, _, "HTTP 503") = $0 { true } else { false } })
+        await server.shutdown()
+    }
+
+    @Test("bad requests are refused at enqueue and store nothing")
+    func invalidRequests() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        for (method, url) in [("POST", "not a url"), ("POST", "ftp://example.invalid/x"), ("POST", "http://"), ("POST", "/relative/path"), ("GE T", "http://127.0.0.1/x")] {
+            await #expect(throws: QueueError.self) { try await queue.enqueue(method: method, url: url) }
+        }
+        await #expect(throws: QueueError.self) { try await queue.enqueue(method: "POST", url: "http://127.0.0.1/x", headers: [("Bad Name", "v")]) }
+        await #expect(throws: QueueError.self) { try await queue.enqueue(method: "POST", url: "http://127.0.0.1/x", headers: [("X-Split", "a\r\nInjected: 1")]) }
+        #expect(try await queue.counts().total == 0)
+        await server.shutdown()
+    }
+}
