@@ -145,6 +145,7 @@ let package = Package(
             "OfflineQueue", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "TestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
     ],
     swiftLanguageModes: [.v6]

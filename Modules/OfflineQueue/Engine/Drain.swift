@@ -59,7 +59,8 @@ extension OfflineQueue {
     /// until nothing is due (or once each, with `.once`), and returns what happened.
     ///
     /// Does nothing when the monitor says the network is gone, and stops claiming when a send
-    /// finds it gone. Cancelling the calling task interrupts sends in flight and gives their
+    /// finds it gone. When the network is there (or there is no monitor), entries that waited
+    /// for it are due at once. Cancelling the calling task interrupts sends in flight and gives their
     /// entries back (pending, nothing counted).
     public func drain(_ mode: DrainMode = .untilIdle, concurrency: Int? = nil, control: DrainControl? = nil) async throws(QueueError) -> DrainSummary {
         let limit = max(1, concurrency ?? configuration.concurrency)
@@ -68,6 +69,10 @@ extension OfflineQueue {
         let finished = LockedBox<[Finished]>([])
         var summary = DrainSummary()
         var failure: QueueError?
+        if monitor?.status.isOnline ?? true {
+            // The network is there now: entries that found it gone are due again.
+            try await store.wakeNetworkWaiters(now: started)
+        }
 
         await withDiscardingTaskGroup { group in
             var running = 0

@@ -221,9 +221,9 @@ final class QueueStore: Sendable {
     func wakeNetworkWaiters(now: Date) async throws(QueueError) -> Int {
         try await write { db in
             try db.execute(sql: """
-                UPDATE entry SET next_attempt_at = ?, waiting_network = 0
-                WHERE state = 'pending' AND waiting_network = 1 AND next_attempt_at > ?
-                """, arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970])
+                UPDATE entry INDEXED BY entry_network_wait SET next_attempt_at = ?, waiting_network = 0
+                WHERE state = 'pending' AND waiting_network = 1
+                """, arguments: [now.timeIntervalSince1970])
             return db.changesCount
         }
     }

@@ -47,6 +47,8 @@ enum Schema {
                     WHERE group_key IS NOT NULL AND state IN ('pending', 'inflight');
                 -- Leases that lapsed.
                 CREATE INDEX entry_lease ON entry(lease_expires_at) WHERE state = 'inflight';
+                -- Entries waiting only for the network, woken when it is back.
+                CREATE INDEX entry_network_wait ON entry(id) WHERE state = 'pending' AND waiting_network = 1;
                 -- The next due time.
                 CREATE INDEX entry_due ON entry(next_attempt_at) WHERE state = 'pending';
                 -- Counts, listings and purges by state.
