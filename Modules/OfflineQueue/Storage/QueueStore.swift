@@ -37,6 +37,7 @@ final class QueueStore: Sendable {
             if fd < 0 && errno != EEXIST { throw BodyStore.error(errno, path: path) }
             if fd >= 0 { close(fd) }
         }
+        try Self.inspect(path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
         configuration.label = "courier.queue"
@@ -52,10 +53,16 @@ final class QueueStore: Sendable {
         try checkSchemaAndMigrate()
     }
 
-    private func checkSchemaAndMigrate() throws(QueueError) {
-        let path = self.path
+    /// Reads an existing file through a read-only connection, which cannot change it (not
+    /// even its journal mode), and refuses it when it is damaged, foreign or newer.
+    private static func inspect(_ path: String) throws(QueueError) {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        guard size > 0 else { return }
         do {
-            let (version, foreignTables) = try pool.read { db -> (Int, [String]) in
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.busyMode = .timeout(30)
+            let (version, foreignTables) = try DatabaseQueue(path: path, configuration: configuration).read { db -> (Int, [String]) in
                 let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
                 let tables = try String.fetchAll(db, sql: """
                     SELECT name FROM sqlite_master WHERE type = 'table'
@@ -68,6 +75,18 @@ final class QueueStore: Sendable {
             }
             if version == 0 && !foreignTables.isEmpty {
                 throw QueueError.corruptDatabase(path: path, reason: "a SQLite database of another application (tables: \(foreignTables.prefix(3).joined(separator: ", ")))")
+            }
+        } catch {
+            throw map(error, path: path, opening: true)
+        }
+    }
+
+    private func checkSchemaAndMigrate() throws(QueueError) {
+        let path = self.path
+        do {
+            let version = try pool.read { try Int.fetchOne($0, sql: "PRAGMA user_version") ?? 0 }
+            if version > Schema.version {
+                throw QueueError.newerSchema(path: path, found: version, supported: Schema.version)
             }
             let migrator = Schema.migrator
             if try pool.read({ try migrator.hasBeenSuperseded($0) }) {

@@ -1,0 +1,188 @@
+import Foundation
+import GRDB
+import HTTPCore
+import OfflineQueue
+import Testing
+import TestSupport
+
+/// Damaged, foreign, newer, unwritable and full storage: a clear error, nothing lost, nothing
+/// half-written.
+@Suite("Bad storage: corrupt, foreign, newer, read-only, full", .serialized)
+struct BadInputTests {
+    func open(_ path: String, server: TestHTTPServer, create: Bool = true) throws -> OfflineQueue {
+        try makeQueue(path: path, server: server) { $0.createIfMissing = create }
+    }
+
+    @Test("a corrupt file is refused with a clear error and left untouched")
+    func corrupt() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        var generator = SeededGenerator(seed: 7)
+        let garbage = Data((0..<16_384).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        try garbage.write(to: URL(fileURLWithPath: folder.databasePath))
+        #expect {
+            _ = try open(folder.databasePath, server: server)
+        } throws: { error in
+            guard case .corruptDatabase(let path, _) = error as? QueueError else { return false }
+            return path == folder.databasePath
+        }
+        #expect(FileManager.default.contents(atPath: folder.databasePath) == garbage)
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: folder.databasePath + "-wal"))?[.size] as? NSNumber
+        #expect(walSize == nil || walSize == 0, "no journal written next to it")
+
+        // A real queue file with a damaged page: the first read that meets it fails clearly.
+        let damaged = folder.url.appendingPathComponent("damaged.db").path
+        do {
+            let queue = try open(damaged, server: server)
+            let requests = (0..<500).map { QueuedRequest(method: "POST", url: "http://127.0.0.1:1/x/\($0)", body: .data(Data(repeating: 1, count: 900))) }
+            _ = try await queue.enqueue(requests)
+        }
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: damaged))
+        try handle.seek(toOffset: 4096 * 3)
+        handle.write(Data(repeating: 0xFF, count: 4096 * 4))
+        try handle.close()
+        let reopened = Result { try open(damaged, server: server) }
+        switch reopened {
+        case .failure(let error):
+            #expect(error is QueueError)
+        case .success(let queue):
+            await #expect(throws: QueueError.self) {
+                _ = try await queue.entries(EntryFilter(limit: 1000))
+                let check = try await queue.integrityCheck()
+                if check != ["ok"] { throw QueueError.corruptDatabase(path: damaged, reason: check.joined()) }
+            }
+        }
+        await server.shutdown()
+    }
+
+    @Test("a SQLite file of another application is refused, not migrated")
+    func foreign() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        try await DatabaseQueue(path: folder.databasePath).write { db in
+            try db.execute(sql: "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada')")
+        }
+        let before = FileManager.default.contents(atPath: folder.databasePath)
+        #expect {
+            _ = try open(folder.databasePath, server: server)
+        } throws: { error in
+            guard case .corruptDatabase(_, let reason) = error as? QueueError else { return false }
+            return reason.contains("users")
+        }
+        #expect(FileManager.default.contents(atPath: folder.databasePath) == before)
+        await server.shutdown()
+    }
+
+    @Test("a file from a newer schema is refused, and keeps its version")
+    func newerSchema() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        do {
+            let queue = try open(folder.databasePath, server: server)
+            _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        }
+        try await DatabaseQueue(path: folder.databasePath).write { try $0.execute(sql: "PRAGMA user_version = 99") }
+        let before = FileManager.default.contents(atPath: folder.databasePath)
+        #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 99, supported: 1)) {
+            _ = try open(folder.databasePath, server: server)
+        }
+        #expect(FileManager.default.contents(atPath: folder.databasePath) == before, "not a byte changed")
+        let version = try await DatabaseQueue(path: folder.databasePath).read { try Int.fetchOne($0, sql: "PRAGMA user_version") }
+        #expect(version == 99)
+        let rows = try await DatabaseQueue(path: folder.databasePath).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM entry") }
+        #expect(rows == 1, "the newer file's rows are untouched")
+        await server.shutdown()
+    }
+
+    @Test("a missing file is created only when asked")
+    func missing() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        #expect(throws: QueueError.databaseMissing(path: folder.databasePath)) {
+            _ = try open(folder.databasePath, server: server, create: false)
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.databasePath))
+        await server.shutdown()
+    }
+
+    @Test("a read-only folder gives a clear cannot-create error")
+    func readOnlyFolder() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let mountPoint = folder.url.appendingPathComponent("ro").path
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        try run("/bin/mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", mountPoint)
+        defer { try? run("/bin/umount", mountPoint) }
+        let server = try await TestHTTPServer.start()
+        let path = mountPoint + "/queue.db"
+        #expect {
+            _ = try open(path, server: server)
+        } throws: { error in
+            guard case .cannotCreate(let failed, let reason) = error as? QueueError else { return false }
+            return failed == path && reason.lowercased().contains("read-only")
+        }
+        await server.shutdown()
+    }
+
+    @Test("a full disk: the enqueue throws, leaves no row or body file, and works again once space is freed")
+    func fullDisk() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let mountPoint = folder.url.appendingPathComponent("small").path
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        try run("/bin/mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint)
+        defer { try? run("/bin/umount", mountPoint) }
+        let server = try await TestHTTPServer.start()
+        let path = mountPoint + "/queue.db"
+        let queue = try makeQueue(path: path, server: server) { $0.inlineBodyLimit = 16 * 1024 }
+        let url = server.url("/upload").absoluteString
+        let first = try await queue.enqueue(method: "POST", url: url, body: .data(Data(repeating: 7, count: 1000)))
+
+        // Fill what is left with a file of our own.
+        let filler = mountPoint + "/filler"
+        _ = FileManager.default.createFile(atPath: filler, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: filler))
+        let block = Data(repeating: 0, count: 4096)
+        while (try? handle.write(contentsOf: block)) != nil {}
+        try? handle.close()
+
+        for size in [8 * 1024, 200 * 1024] {   // inline, then a body file
+            await #expect {
+                try await queue.enqueue(method: "POST", url: url, body: .data(Data(repeating: 9, count: size)))
+            } throws: { error in
+                if case .diskFull = error as? QueueError { return true }
+                return false
+            }
+        }
+        let counts = try await queue.counts()
+        #expect(counts.total == 1, "no partial row")
+        let bodies = (try? FileManager.default.contentsOfDirectory(atPath: path + ".bodies")) ?? []
+        #expect(bodies.isEmpty, "no partial body file")
+
+        try FileManager.default.removeItem(atPath: filler)
+        let second = try await queue.enqueue(method: "POST", url: url, body: .data(Data(repeating: 9, count: 200 * 1024)))
+        try await drainUntilSettled(queue)
+        #expect(try await queue.entry(first.id)?.state == .delivered)
+        #expect(try await queue.entry(second.id)?.state == .delivered)
+        #expect(try await queue.integrityCheck() == ["ok"])
+        await server.shutdown()
+    }
+
+    private func run(_ tool: String, _ arguments: String...) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            throw TestServerError("\(tool) \(arguments.joined(separator: " ")) failed (these tests need root): \(message)")
+        }
+    }
+}
