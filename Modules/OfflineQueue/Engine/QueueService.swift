@@ -67,6 +67,11 @@ public struct QueueService: Service {
         }
         defer { watcher.cancel() }
         logger.info("queue service started", metadata: ["db": "\(queue.configuration.path)"])
+        do {
+            try await queue.sweepOrphanBodies()
+        } catch {
+            logger.warning("could not sweep orphan body files", metadata: ["error": "\(error)"])
+        }
 
         while !control.isStopping && !Task.isCancelled {
             let online = queue.monitor?.status.isOnline ?? true

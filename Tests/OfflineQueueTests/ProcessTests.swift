@@ -1,0 +1,153 @@
+import Foundation
+import GRDB
+import HTTPCore
+import OfflineQueue
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Drainers in other processes: killed with SIGKILL at random moments, or three at once on one
+/// file. The server (this process) records every idempotency key it receives.
+@Suite("Other processes: SIGKILL and concurrent drainers", .serialized)
+struct ProcessTests {
+    /// The `queue-agent` executable built beside this test bundle.
+    static func agentURL() throws -> URL {
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent("queue-agent")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            folder.deleteLastPathComponent()
+        }
+        let fallback = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/queue-agent")
+        guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
+            throw TestServerError("queue-agent is not built; run `swift build --build-tests` first")
+        }
+        return fallback
+    }
+
+    static func startAgent(_ path: String, leaseMilliseconds: Int, concurrency: Int = 16) throws -> Process {
+        let process = Process()
+        process.executableURL = try agentURL()
+        process.arguments = [path, "--concurrency", String(concurrency), "--lease-ms", String(leaseMilliseconds), "--limit-seconds", "60"]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// A route that holds each request for `hold` and counts keys.
+    static func countingRoute(_ server: TestHTTPServer, _ path: String, hold: Duration) -> LockedBox<[String: Int]> {
+        let counts = LockedBox<[String: Int]>([:])
+        server.route(path) { request, writer in
+            try await Task.sleep(for: hold)
+            if let key = request.values(of: "Idempotency-Key").first {
+                counts.withLock { $0[key, default: 0] += 1 }
+            }
+            try await writer.respond(status: 200)
+        }
+        return counts
+    }
+
+    static func fill(_ queue: OfflineQueue, count: Int, url: (Int) -> String) async throws -> [Ticket] {
+        var tickets: [Ticket] = []
+        for start in stride(from: 0, to: count, by: 500) {
+            let batch = (start..<min(count, start + 500)).map { QueuedRequest(method: "POST", url: url($0), body: .data(Data("{\"n\":\($0)}".utf8))) }
+            tickets += try await queue.enqueue(batch)
+        }
+        return tickets
+    }
+
+    @Test("a drainer killed with SIGKILL at random moments, 20 rounds: every entry arrives, none is lost, the file is sound")
+    func killTest() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let keys = Self.countingRoute(server, "/kill", hold: .milliseconds(5))
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let total = 3000
+        let tickets = try await Self.fill(queue, count: total) { server.url("/kill?n=\($0)").absoluteString }
+
+        var generator = SeededGenerator(seed: 20261123)
+        var progress: [Int] = []
+        for _ in 0..<20 {
+            let agent = try Self.startAgent(folder.databasePath, leaseMilliseconds: 700)
+            try await Task.sleep(for: .milliseconds(Int.random(in: 60...220, using: &generator)))
+            kill(agent.processIdentifier, SIGKILL)
+            agent.waitUntilExit()
+            #expect(agent.terminationReason == .uncaughtSignal)
+            progress.append(try await queue.counts().delivered)
+        }
+        print("delivered after each kill: \(progress)")
+        #expect(progress.filter { $0 < total }.count >= 10, "most kills landed mid-drain")
+
+        // Leases of the killed drainers lapse; a final drain delivers the rest.
+        try await Task.sleep(for: .milliseconds(800))
+        try await drainUntilSettled(queue, rounds: 200)
+        let counts = try await queue.counts()
+        #expect(counts.delivered == total)
+        #expect(counts.open == 0)
+        let seen = keys.current
+        #expect(seen.count == total, "the server's deduplicated count equals the number enqueued")
+        #expect(Set(seen.keys) == Set(tickets.map(\.idempotencyKey)), "every entry reached the server at least once")
+        let duplicates = seen.values.reduce(0) { $0 + $1 - 1 }
+        print("sent more than once (at-least-once after kills): \(duplicates)")
+        #expect(try await queue.integrityCheck() == ["ok"])
+        await server.shutdown()
+    }
+
+    @Test("three processes draining one file: every entry delivered, none sent twice under a valid lease")
+    func threeDrainers() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let keys = Self.countingRoute(server, "/shared", hold: .milliseconds(2))
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let total = 1500
+        let tickets = try await Self.fill(queue, count: total) { server.url("/shared?n=\($0)").absoluteString }
+        let agents = try (0..<3).map { _ in try Self.startAgent(folder.databasePath, leaseMilliseconds: 60_000, concurrency: 8) }
+        for agent in agents {
+            agent.waitUntilExit()
+            #expect(agent.terminationStatus == 0)
+        }
+        let seen = keys.current
+        #expect(seen.count == total)
+        #expect(seen.values.allSatisfy { $0 == 1 }, "no entry sent twice while its lease was valid")
+        #expect(Set(seen.keys) == Set(tickets.map(\.idempotencyKey)))
+        #expect(try await queue.counts().delivered == total)
+        #expect(try await queue.integrityCheck() == ["ok"])
+        await server.shutdown()
+    }
+
+    @Test("an expired lease returns the entry: another drainer takes it, and the first one's late result is not recorded")
+    func leaseExpiry() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let calls = LockedBox(0)
+        server.route("/slow-once") { _, writer in
+            let call = calls.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            if call == 1 { try await Task.sleep(for: .milliseconds(900)) }
+            try await writer.respond(status: 200)
+        }
+        let short = DeliveryPolicy(leaseDuration: .milliseconds(300))
+        let first = try makeQueue(path: folder.databasePath, server: server, policy: short)
+        let second = try makeQueue(path: folder.databasePath, server: server, policy: short)
+        let ticket = try await first.enqueue(method: "POST", url: server.url("/slow-once").absoluteString)
+        let slow = Task { try await first.drain() }
+        try await Task.sleep(for: .milliseconds(500))
+        let fast = try await second.drain()
+        #expect(fast.delivered == 1)
+        let late = try await slow.value
+        #expect(late.leasesLost == 1)
+        #expect(late.delivered == 0)
+        #expect(idempotencyKeys(server) == [ticket.idempotencyKey, ticket.idempotencyKey])
+        let entry = try #require(try await first.entry(ticket.id))
+        #expect(entry.state == .delivered)
+        #expect(entry.attempts == 1)
+        await server.shutdown()
+    }
+}
