@@ -67,7 +67,7 @@ struct OrderingTests {
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
         let recorder = Recorder()
-        recorder.install(on: server, path: "/parallel", hold: .milliseconds(60))
+        recorder.install(on: server, path: "/parallel", hold: .milliseconds(200))
         let queue = try makeQueue(path: folder.databasePath, server: server, concurrency: 3)
         var requests: [QueuedRequest] = []
         for group in ["a", "b", "c", "d", "e"] {

@@ -74,7 +74,7 @@ struct ProcessTests {
             let agent = try Self.startAgent(folder.databasePath, leaseMilliseconds: 700)
             try await Task.sleep(for: .milliseconds(Int.random(in: 60...220, using: &generator)))
             kill(agent.processIdentifier, SIGKILL)
-            agent.waitUntilExit()
+            await agent.exited()
             #expect(agent.terminationReason == .uncaughtSignal)
             progress.append(try await queue.counts().delivered)
         }
@@ -107,7 +107,7 @@ struct ProcessTests {
         let tickets = try await Self.fill(queue, count: total) { server.url("/shared?n=\($0)").absoluteString }
         let agents = try (0..<3).map { _ in try Self.startAgent(folder.databasePath, leaseMilliseconds: 60_000, concurrency: 8) }
         for agent in agents {
-            agent.waitUntilExit()
+            await agent.exited()
             #expect(agent.terminationStatus == 0)
         }
         let seen = keys.current
@@ -130,7 +130,7 @@ struct ProcessTests {
                 count += 1
                 return count
             }
-            if call == 1 { try await Task.sleep(for: .milliseconds(900)) }
+            if call == 1 { try await Task.sleep(for: .seconds(2)) }
             try await writer.respond(status: 200)
         }
         let short = DeliveryPolicy(leaseDuration: .milliseconds(300))

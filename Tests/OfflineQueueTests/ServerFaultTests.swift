@@ -9,7 +9,7 @@ import TestSupport
 struct ServerFaultTests {
     /// Enqueues one POST to `path`, drains until settled, and returns the entry and the keys
     /// the server saw for it.
-    func run(_ path: String, policy: DeliveryPolicy? = nil, timeout: Duration = .seconds(5), setUp: (TestHTTPServer) -> Void) async throws -> (QueueEntry, [String]) {
+    func run(_ path: String, policy: DeliveryPolicy? = nil, timeout: Duration = .seconds(30), setUp: (TestHTTPServer) -> Void) async throws -> (QueueEntry, [String]) {
         let folder = try TempFolder()
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
@@ -62,20 +62,21 @@ struct ServerFaultTests {
 
     @Test("a timeout is retried")
     func timeout() async throws {
-        let (entry, keys) = try await run("/slow", timeout: .milliseconds(300)) { server in
+        let (entry, keys) = try await run("/slow", timeout: .seconds(1)) { server in
             let calls = LockedBox(0)
             server.route("/slow") { _, writer in
                 let call = calls.withLock { count -> Int in
                     count += 1
                     return count
                 }
-                if call == 1 { try await Task.sleep(for: .seconds(2)) }
+                if call == 1 { try await Task.sleep(for: .seconds(4)) }
                 try await writer.respond(status: 200)
             }
         }
         #expect(entry.state == .delivered)
-        #expect(entry.attempts == 2)
-        #expect(keys.count == 2)
+        // 2 unless a loaded machine makes a later answer miss the 1 s deadline too.
+        #expect(entry.attempts >= 2)
+        #expect(keys.count == entry.attempts)
     }
 
     @Test("a garbage answer is retried within the budget, then dead-lettered")

@@ -29,7 +29,7 @@ func makeQueue(
     monitor: (any NetworkMonitor)? = nil,
     policy: DeliveryPolicy = DeliveryPolicy(backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(100))),
     concurrency: Int = 8,
-    timeout: Duration = .seconds(5),
+    timeout: Duration = .seconds(30),
     plugins: [any Plugin] = [],
     tweak: (inout QueueConfiguration) -> Void = { _ in }
 ) throws -> OfflineQueue {
@@ -95,5 +95,13 @@ func scriptFailures(_ server: TestHTTPServer, _ path: String, _ failures: [(stat
             return
         }
         try await writer.respond(status: failure.status, headers: failure.headers, body: Data("{\"error\":\"status \(failure.status)\"}".utf8))
+    }
+}
+
+extension Process {
+    /// Waits for the process to end without blocking a thread of the cooperative pool (the
+    /// loopback server's handlers need those threads while children talk to it).
+    func exited() async {
+        while isRunning { try? await Task.sleep(for: .milliseconds(5)) }
     }
 }
