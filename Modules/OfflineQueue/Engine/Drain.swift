@@ -83,30 +83,25 @@ extension OfflineQueue {
                     return batch
                 }
                 running -= batch.count
-                if !batch.isEmpty {
-                    do throws(QueueError) {
-                        try await record(batch, into: &summary)
-                    } catch {
-                        failure = failure ?? error
-                    }
-                    if batch.contains(where: { if case .networkGone = $0.outcome { true } else { false } }) { networkGone = true }
-                }
+                if batch.contains(where: { if case .networkGone = $0.outcome { true } else { false } }) { networkGone = true }
                 let online = monitor?.status.isOnline ?? true
                 if !online || networkGone { summary.offline = true }
                 var free = limit - running
                 if control.isStopped || Task.isCancelled || failure != nil || !online || networkGone { free = 0 }
+
+                // One transaction per turn: record what finished, claim what fits.
+                let now = Date()
+                let settlements = settlements(for: batch, now: now)
                 var claimed: [QueueEntry] = []
-                if free > 0 {
-                    let now = Date()
-                    do throws(QueueError) {
-                        claimed = try await store.claim(
-                            limit: free, owner: owner, now: now,
-                            leaseUntil: now.adding(configuration.policy.leaseDuration),
-                            attemptedBefore: mode == .once ? started : nil
-                        )
-                    } catch {
-                        failure = error
-                    }
+                do throws(QueueError) {
+                    let (lost, fresh) = try await settleAndClaim(
+                        settlements, now: now, claimLimit: free,
+                        attemptedBefore: mode == .once ? started : nil
+                    )
+                    claimed = fresh
+                    publish(settlements, lost: lost, into: &summary)
+                } catch {
+                    failure = failure ?? error
                 }
                 for entry in claimed {
                     running += 1
@@ -136,13 +131,10 @@ extension OfflineQueue {
         var outcome: AttemptOutcome
     }
 
-    /// Turns outcomes into transitions, stores them in one transaction, and publishes events.
-    private func record(_ batch: [Finished], into summary: inout DrainSummary) async throws(QueueError) {
-        let now = Date()
+    /// The lifecycle's transitions for finished attempts.
+    private func settlements(for batch: [Finished], now: Date) -> [QueueStore.Settlement] {
         let policy = configuration.policy
-        var settlements: [QueueStore.Settlement] = []
-        settlements.reserveCapacity(batch.count)
-        for item in batch {
+        return batch.map { item in
             let transition: Transition
             if case .interrupted = item.outcome {
                 transition = .release
@@ -154,23 +146,32 @@ extension OfflineQueue {
                     now: now, policy: policy, unitRandom: Double.random(in: 0..<1)
                 )
             }
-            settlements.append(QueueStore.Settlement(id: item.entry.id, transition: transition))
+            return QueueStore.Settlement(id: item.entry.id, transition: transition)
         }
-        let lost: Set<EntryID>
-        if Task.isCancelled {
-            // GRDB refuses work from a cancelled task; give the leases back regardless.
-            let store = self.store, owner = self.owner, pending = settlements
-            let result = await Task { () async -> Result<Set<EntryID>, QueueError> in
-                do throws(QueueError) {
-                    return .success(try await store.settle(pending, owner: owner, now: now))
-                } catch {
-                    return .failure(error)
-                }
-            }.value
-            lost = try result.get()
-        } else {
-            lost = try await store.settle(settlements, owner: owner, now: now)
+    }
+
+    /// The store's `settleAndClaim`, which still runs when the drain's task is cancelled (GRDB
+    /// refuses work from a cancelled task), so interrupted entries are always given back.
+    private func settleAndClaim(
+        _ settlements: [QueueStore.Settlement], now: Date, claimLimit: Int, attemptedBefore: Date?
+    ) async throws(QueueError) -> (lost: Set<EntryID>, claimed: [QueueEntry]) {
+        let leaseUntil = now.adding(configuration.policy.leaseDuration)
+        guard Task.isCancelled else {
+            return try await store.settleAndClaim(settlements, owner: owner, now: now, claimLimit: claimLimit, leaseUntil: leaseUntil, attemptedBefore: attemptedBefore)
         }
+        let store = self.store, owner = self.owner
+        let result = await Task { () async -> Result<Set<EntryID>, QueueError> in
+            do throws(QueueError) {
+                return .success(try await store.settle(settlements, owner: owner, now: now))
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        return (try result.get(), [])
+    }
+
+    /// Counts what was recorded and tells subscribers.
+    private func publish(_ settlements: [QueueStore.Settlement], lost: Set<EntryID>, into summary: inout DrainSummary) {
         let publish = broadcast.hasSubscribers
         for settlement in settlements {
             let id = settlement.id

@@ -147,37 +147,57 @@ final class QueueStore: Sendable {
     func claim(limit: Int, owner: String, now: Date, leaseUntil: Date, attemptedBefore: Date?) async throws(QueueError) -> [QueueEntry] {
         guard limit > 0 else { return [] }
         return try await write { db in
-            try db.execute(sql: """
-                UPDATE entry SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL
-                WHERE state = 'inflight' AND lease_expires_at < ?
-                """, arguments: [now.timeIntervalSince1970])
-            let onceClause = attemptedBefore == nil ? "" : "AND (e.last_attempt_at IS NULL OR e.last_attempt_at < :cutoff)"
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT \(Schema.entryColumns) FROM entry AS e INDEXED BY entry_pending
-                WHERE e.state = 'pending' AND e.next_attempt_at <= :now \(onceClause)
-                AND (e.group_key IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM entry AS p INDEXED BY entry_group_open
-                    WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN ('pending', 'inflight')))
-                ORDER BY e.priority DESC, e.id
-                LIMIT :limit
-                """, arguments: ["now": now.timeIntervalSince1970, "cutoff": attemptedBefore?.timeIntervalSince1970, "limit": limit])
-            let update = try db.cachedStatement(sql: """
-                UPDATE entry SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, last_attempt_at = ?
-                WHERE id = ?
-                """)
-            var claimed: [QueueEntry] = []
-            claimed.reserveCapacity(rows.count)
-            for row in rows {
-                var entry = QueueEntry(row: row)
-                try update.execute(arguments: [owner, leaseUntil.timeIntervalSince1970, now.timeIntervalSince1970, entry.id])
-                entry.state = .inflight
-                entry.leaseOwner = owner
-                entry.leaseExpiresAt = leaseUntil
-                entry.lastAttemptAt = now
-                claimed.append(entry)
-            }
-            return claimed
+            try Self.claim(db, limit: limit, owner: owner, now: now, leaseUntil: leaseUntil, attemptedBefore: attemptedBefore)
         }
+    }
+
+    /// Records `settlements` and claims up to `claimLimit` entries, in one transaction: the
+    /// drain loop's single commit per turn.
+    func settleAndClaim(
+        _ settlements: [Settlement], owner: String, now: Date,
+        claimLimit: Int, leaseUntil: Date, attemptedBefore: Date?
+    ) async throws(QueueError) -> (lost: Set<EntryID>, claimed: [QueueEntry]) {
+        guard !settlements.isEmpty || claimLimit > 0 else { return ([], []) }
+        return try await write { db in
+            let lost = try Self.settle(db, settlements, owner: owner, now: now)
+            let claimed = claimLimit > 0
+                ? try Self.claim(db, limit: claimLimit, owner: owner, now: now, leaseUntil: leaseUntil, attemptedBefore: attemptedBefore)
+                : []
+            return (lost, claimed)
+        }
+    }
+
+    private static func claim(_ db: Database, limit: Int, owner: String, now: Date, leaseUntil: Date, attemptedBefore: Date?) throws -> [QueueEntry] {
+        try db.execute(sql: """
+            UPDATE entry SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL
+            WHERE state = 'inflight' AND lease_expires_at < ?
+            """, arguments: [now.timeIntervalSince1970])
+        let onceClause = attemptedBefore == nil ? "" : "AND (e.last_attempt_at IS NULL OR e.last_attempt_at < :cutoff)"
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT \(Schema.entryColumns) FROM entry AS e INDEXED BY entry_pending
+            WHERE e.state = 'pending' AND e.next_attempt_at <= :now \(onceClause)
+            AND (e.group_key IS NULL OR NOT EXISTS (
+                SELECT 1 FROM entry AS p INDEXED BY entry_group_open
+                WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN ('pending', 'inflight')))
+            ORDER BY e.priority DESC, e.id
+            LIMIT :limit
+            """, arguments: ["now": now.timeIntervalSince1970, "cutoff": attemptedBefore?.timeIntervalSince1970, "limit": limit])
+        let update = try db.cachedStatement(sql: """
+            UPDATE entry SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, last_attempt_at = ?
+            WHERE id = ?
+            """)
+        var claimed: [QueueEntry] = []
+        claimed.reserveCapacity(rows.count)
+        for row in rows {
+            var entry = QueueEntry(row: row)
+            try update.execute(arguments: [owner, leaseUntil.timeIntervalSince1970, now.timeIntervalSince1970, entry.id])
+            entry.state = .inflight
+            entry.leaseOwner = owner
+            entry.leaseExpiresAt = leaseUntil
+            entry.lastAttemptAt = now
+            claimed.append(entry)
+        }
+        return claimed
     }
 
     /// One finished attempt, to record.
@@ -192,47 +212,49 @@ final class QueueStore: Sendable {
     @discardableResult
     func settle(_ settlements: [Settlement], owner: String, now: Date) async throws(QueueError) -> Set<EntryID> {
         guard !settlements.isEmpty else { return [] }
-        return try await write { db in
-            var lost: Set<EntryID> = []
-            let stamp = now.timeIntervalSince1970
-            for settlement in settlements {
-                let arguments: StatementArguments
-                let sql: String
-                switch settlement.transition {
-                case .deliver(let status):
-                    sql = """
-                        UPDATE entry SET state = 'delivered', attempts = attempts + 1, finished_at = ?, last_status = ?,
-                            last_error = NULL, waiting_network = 0, lease_owner = NULL, lease_expires_at = NULL
-                        WHERE id = ? AND state = 'inflight' AND lease_owner = ?
-                        """
-                    arguments = [stamp, status, settlement.id, owner]
-                case .retry(let at, let consumes, let waiting, let status, let error, let excerpt):
-                    sql = """
-                        UPDATE entry SET state = 'pending', attempts = attempts + ?, next_attempt_at = ?, waiting_network = ?,
-                            last_status = ?, last_error = ?, response_excerpt = ?, lease_owner = NULL, lease_expires_at = NULL
-                        WHERE id = ? AND state = 'inflight' AND lease_owner = ?
-                        """
-                    arguments = [consumes ? 1 : 0, at.timeIntervalSince1970, waiting, status, error, excerpt, settlement.id, owner]
-                case .deadLetter(let reason, let status, let error, let excerpt):
-                    sql = """
-                        UPDATE entry SET state = 'dead', attempts = attempts + ?, finished_at = ?, last_status = ?,
-                            last_error = ?, response_excerpt = ?, waiting_network = 0, lease_owner = NULL, lease_expires_at = NULL
-                        WHERE id = ? AND state = 'inflight' AND lease_owner = ?
-                        """
-                    let counted = reason == .expired && status == nil ? 0 : 1
-                    arguments = [counted, stamp, status, "\(reason.rawValue): \(error)", excerpt, settlement.id, owner]
-                case .release:
-                    sql = """
-                        UPDATE entry SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL
-                        WHERE id = ? AND state = 'inflight' AND lease_owner = ?
-                        """
-                    arguments = [settlement.id, owner]
-                }
-                try db.cachedStatement(sql: sql).execute(arguments: arguments)
-                if db.changesCount == 0 { lost.insert(settlement.id) }
+        return try await write { db in try Self.settle(db, settlements, owner: owner, now: now) }
+    }
+
+    private static func settle(_ db: Database, _ settlements: [Settlement], owner: String, now: Date) throws -> Set<EntryID> {
+        var lost: Set<EntryID> = []
+        let stamp = now.timeIntervalSince1970
+        for settlement in settlements {
+            let arguments: StatementArguments
+            let sql: String
+            switch settlement.transition {
+            case .deliver(let status):
+                sql = """
+                    UPDATE entry SET state = 'delivered', attempts = attempts + 1, finished_at = ?, last_status = ?,
+                        last_error = NULL, waiting_network = 0, lease_owner = NULL, lease_expires_at = NULL
+                    WHERE id = ? AND state = 'inflight' AND lease_owner = ?
+                    """
+                arguments = [stamp, status, settlement.id, owner]
+            case .retry(let at, let consumes, let waiting, let status, let error, let excerpt):
+                sql = """
+                    UPDATE entry SET state = 'pending', attempts = attempts + ?, next_attempt_at = ?, waiting_network = ?,
+                        last_status = ?, last_error = ?, response_excerpt = ?, lease_owner = NULL, lease_expires_at = NULL
+                    WHERE id = ? AND state = 'inflight' AND lease_owner = ?
+                    """
+                arguments = [consumes ? 1 : 0, at.timeIntervalSince1970, waiting, status, error, excerpt, settlement.id, owner]
+            case .deadLetter(let reason, let status, let error, let excerpt):
+                sql = """
+                    UPDATE entry SET state = 'dead', attempts = attempts + ?, finished_at = ?, last_status = ?,
+                        last_error = ?, response_excerpt = ?, waiting_network = 0, lease_owner = NULL, lease_expires_at = NULL
+                    WHERE id = ? AND state = 'inflight' AND lease_owner = ?
+                    """
+                let counted = reason == .expired && status == nil ? 0 : 1
+                arguments = [counted, stamp, status, "\(reason.rawValue): \(error)", excerpt, settlement.id, owner]
+            case .release:
+                sql = """
+                    UPDATE entry SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL
+                    WHERE id = ? AND state = 'inflight' AND lease_owner = ?
+                    """
+                arguments = [settlement.id, owner]
             }
-            return lost
+            try db.cachedStatement(sql: sql).execute(arguments: arguments)
+            if db.changesCount == 0 { lost.insert(settlement.id) }
         }
+        return lost
     }
 
     /// Entries waiting only for the network become due at `now`. Returns how many.

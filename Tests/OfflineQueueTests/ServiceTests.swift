@@ -1,0 +1,53 @@
+import Foundation
+import HTTPCore
+import Logging
+import OfflineQueue
+import ServiceLifecycle
+import Testing
+import TestSupport
+
+/// The queue as a swift-service-lifecycle service.
+@Suite("QueueService: background drain and graceful shutdown")
+struct ServiceTests {
+    @Test("graceful shutdown mid-send: sends past the grace period are cancelled and their entries given back")
+    func shutdownReleasesLeases() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        server.route("/hang") { _, writer in
+            try await Task.sleep(for: .seconds(30))
+            try await writer.respond(status: 200)
+        }
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        for index in 0..<4 {
+            _ = try await queue.enqueue(method: "POST", url: server.url("/hang?n=\(index)").absoluteString)
+        }
+        let service = queue.service(pollInterval: .seconds(3600), shutdownGrace: .milliseconds(200), logger: Logger(label: "test"))
+        let group = ServiceGroup(services: [service], logger: Logger(label: "test"))
+        let running = Task { try await group.run() }
+        #expect(try await eventually(.seconds(30)) { try await queue.counts().inflight == 4 })
+        await group.triggerGracefulShutdown()
+        try await running.value
+        let counts = try await queue.counts()
+        #expect(counts.inflight == 0, "no lease left behind")
+        #expect(counts.pending == 4)
+        #expect(try await queue.entries().allSatisfy { $0.attempts == 0 && $0.leaseOwner == nil }, "an interrupted send does not count")
+        await server.shutdown()
+    }
+
+    @Test("the service drains what this process enqueues while it runs, at once")
+    func drainsNewWork() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let service = queue.service(pollInterval: .seconds(3600), logger: Logger(label: "test"))
+        let running = Task { try await service.run() }
+        try await Task.sleep(for: .milliseconds(50))
+        let ticket = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        #expect(await eventually(.seconds(30)) { (try? await queue.entry(ticket.id))?.state == .delivered })
+        service.shutDown()
+        try await running.value
+        await server.shutdown()
+    }
+}
