@@ -28,6 +28,8 @@ public final class OfflineQueue: Sendable {
     public let monitor: (any NetworkMonitor)?
     /// The client replays go through: the caller's, without its retry policy (the queue retries).
     let client: APIClient
+    /// The caller's client as given, for sends made online through ``send(_:options:)``.
+    let callerClient: APIClient
     let store: QueueStore
     let broadcast = EventBroadcast()
     /// Fired by every local enqueue, so a running service drains at once.
@@ -45,6 +47,7 @@ public final class OfflineQueue: Sendable {
         var clientConfiguration = client.configuration
         clientConfiguration.retryPolicy = .none
         self.client = APIClient(configuration: clientConfiguration, transport: client.transport)
+        self.callerClient = client
         self.store = try QueueStore(path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability)
         let host = ProcessInfo.processInfo.hostName
         self.owner = "\(host):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8).lowercased())"
@@ -55,15 +58,15 @@ public final class OfflineQueue: Sendable {
     /// Sends `endpoint` now when the network is there; stores it when the monitor says the
     /// network is gone, or when the send fails because it is.
     ///
-    /// Other failures (a 4xx, a 5xx, a timeout) are thrown as for any call: the caller was
-    /// online and can decide. Use ``enqueue(_:options:)`` to hand a request to the queue
+    /// The send goes through the client as given, with its retry policy. Other failures (a
+    /// 4xx, a 5xx, a timeout) are thrown as for any call: the caller was online and can decide. Use ``enqueue(_:options:)`` to hand a request to the queue
     /// unconditionally.
     public func send(_ endpoint: some Endpoint, options: EnqueueOptions = EnqueueOptions()) async throws -> SendOutcome {
         if let monitor, !monitor.status.isOnline {
             return .queued(try await enqueue(endpoint, options: options))
         }
         do {
-            return .sent(try await client.data(endpoint))
+            return .sent(try await callerClient.data(endpoint))
         } catch let error where isNetworkGone(error) {
             return .queued(try await enqueue(endpoint, options: options))
         }
