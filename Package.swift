@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "Multipart", targets: ["Multipart"]),
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "OfflineQueue", targets: ["OfflineQueue"]),
+        .executable(name: "sync", targets: ["sync"]),
         .executable(name: "tour", targets: ["tour"]),
         .executable(name: "reachability-bench", targets: ["reachability-bench"]),
     ],
@@ -49,6 +50,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         // Modules
@@ -82,6 +84,18 @@ let package = Package(
         ]),
 
         // Tools
+        .executableTarget(
+            name: "sync",
+            dependencies: [
+                "OfflineQueue", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins", "TestSupport", httpTypes,
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            path: "Tools/sync",
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "tour",
             dependencies: ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes],
@@ -141,6 +155,7 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         tests("ReachabilityTests", ["Reachability", "HTTPCore", "CNetlink", "TestSupport", httpTypes]),
+        tests("SyncTests", ["OfflineQueue", "HTTPCore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "TestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,0 +1,129 @@
+import ArgumentParser
+import AsyncHTTPClientTransport
+import Foundation
+import OfflineQueue
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Drain: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send what is due until nothing more is due.",
+        discussion: """
+            Exits 0 when no pending entries remain, and 75 (EX_TEMPFAIL) when some wait: the \
+            network is gone, or they back off after a failure; it then says when the next one is \
+            due. Ctrl-C stops: sends in flight are cancelled and their entries given back.
+
+            Examples:
+              sync drain
+              sync drain --concurrency 16 --timeout 10
+              sync drain --once --probe-url https://api.example.com/health
+              sync --json drain --no-reachability
+            """
+    )
+
+    @OptionGroup var options: QueueOptions
+
+    @Option(name: .long, help: "How many requests are sent at once (one per group).")
+    var concurrency: Int = 8
+
+    @Option(name: .long, help: ArgumentHelp("The limit for one request, in seconds.", valueName: "seconds"))
+    var timeout: Double = 30
+
+    @Flag(name: .long, help: "Try each due entry at most once.")
+    var once = false
+
+    @Option(name: .long, help: ArgumentHelp("Also require this URL to answer 204 before sending (captive portals).", valueName: "url"))
+    var probeURL: String?
+
+    @Flag(name: .long, help: "Send without asking netlink whether the network is there.")
+    var noReachability = false
+
+    func validate() throws {
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() async throws {
+        let transport = AsyncHTTPClientTransport()
+        defer { Task { try? await transport.shutdown() } }
+        let monitor: (any NetworkMonitor)?
+        do {
+            monitor = try Monitors.make(probeURL: probeURL, disabled: noReachability, transport: transport)
+        } catch let failure as ValidationFailure {
+            throw ValidationError(failure.description)
+        }
+        await Monitors.settle(monitor)
+        let summary: DrainSummary = try await reporting {
+            let queue = try options.openQueue(
+                create: false, transport: transport, monitor: monitor,
+                concurrency: concurrency, timeout: .milliseconds(Int64(timeout * 1000))
+            )
+            let due = try await queue.counts().pending
+            let progress = options.json ? nil : ProgressBar(total: due)
+            let events = queue.events()
+            let watcher = Task {
+                for await event in events {
+                    switch event {
+                    case .delivered: progress?.delivered()
+                    case .willRetry: progress?.retried()
+                    case .deadLettered: progress?.deadLettered()
+                    default: break
+                    }
+                }
+            }
+            let drain = Task { try await queue.drain(once ? .once : .untilIdle) }
+            let interrupts = Interrupts { drain.cancel() }
+            defer { interrupts.cancel() }
+            let summary = try await drain.value
+            watcher.cancel()
+            await watcher.value
+            progress?.finish()
+            return summary
+        }
+        report(summary, monitor: monitor)
+        if summary.remaining > 0 { throw SysExit.tryAgain }
+    }
+
+    private func report(_ summary: DrainSummary, monitor: (any NetworkMonitor)?) {
+        if options.json {
+            Output.json([
+                "delivered": summary.delivered,
+                "failed": summary.failed,
+                "dead": summary.dead,
+                "remaining": summary.remaining,
+                "offline": summary.offline,
+                "next_attempt_at": Output.timestamp(summary.nextAttemptAt),
+            ])
+            return
+        }
+        print("delivered \(summary.delivered), failed \(summary.failed) (will retry), dead \(summary.dead), remaining \(summary.remaining)")
+        if summary.offline, let monitor {
+            print("the network is not there (\(monitor.status)); entries wait for it")
+        }
+        if summary.remaining > 0 {
+            let next = summary.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "when the network is back"
+            print("\(summary.remaining) entries remain; the next is due \(next)")
+        }
+    }
+}
+
+/// Calls `handler` on SIGINT or SIGTERM instead of dying, so a drain can give its leases back.
+final class Interrupts {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ handler: @escaping @Sendable () -> Void) {
+        sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+    }
+}

@@ -1,0 +1,116 @@
+import ArgumentParser
+import Foundation
+import HTTPCore
+import OfflineQueue
+
+struct Enqueue: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Store a request in the queue and print its id.",
+        discussion: """
+            Creates the database if needed. Secret headers (Authorization, Cookie, \
+            Proxy-Authorization) are refused unless --store-secrets is given; a header template \
+            resolved at send time keeps the secret out of the file:
+              -H 'Authorization: Bearer ${env:API_TOKEN}'          (an environment variable of the sender)
+              -H 'Authorization: Bearer ${credential:api-token}'   (a systemd credential)
+
+            Examples:
+              sync enqueue POST https://api.example.com/events -H 'Content-Type: application/json' --data '{"n":1}'
+              sync enqueue PUT https://api.example.com/files/a.bin --data-file ./a.bin --group files
+              sync --json enqueue DELETE https://api.example.com/items/7 --idempotency-key delete-item-7
+            """
+    )
+
+    @OptionGroup var options: QueueOptions
+
+    @Argument(help: "The HTTP method, such as POST.")
+    var method: String
+
+    @Argument(help: "The absolute http or https URL.")
+    var url: String
+
+    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("A header, as 'Name: value'. Repeatable.", valueName: "header"))
+    var headers: [String] = []
+
+    @Option(name: .long, help: "The body, as given.")
+    var data: String?
+
+    @Option(name: .long, help: ArgumentHelp("The body, read from a file (streamed from disk when large).", valueName: "path"))
+    var dataFile: String?
+
+    @Option(name: .long, help: "Entries of one group are delivered in order.")
+    var group: String?
+
+    @Option(name: .long, help: "Higher goes first across groups.")
+    var priority: Int = 0
+
+    @Option(name: .long, help: "A key of yours; enqueueing the same key twice stores one entry.")
+    var idempotencyKey: String?
+
+    @Flag(name: .long, help: "Store secret headers as given (the database then holds the secret).")
+    var storeSecrets = false
+
+    @Option(name: .long, help: .hidden)
+    var count: Int = 1
+
+    func validate() throws {
+        if data != nil && dataFile != nil { throw ValidationError("give --data or --data-file, not both") }
+        if count < 1 { throw ValidationError("--count must be at least 1") }
+        if count > 1 && idempotencyKey != nil { throw ValidationError("--count cannot be combined with --idempotency-key") }
+        for header in headers where !header.contains(":") {
+            throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
+        }
+    }
+
+    func run() async throws {
+        let parsed = headers.map { header -> (name: String, value: String) in
+            let colon = header.firstIndex(of: ":")!
+            return (String(header[..<colon]).trimmingCharacters(in: .whitespaces), String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }
+        var body: RequestBody?
+        if let data { body = .data(Data(data.utf8)) }
+        if let dataFile {
+            guard FileManager.default.isReadableFile(atPath: dataFile) else {
+                complain("cannot read --data-file \(dataFile)")
+                throw SysExit.noInput
+            }
+            do { body = try RequestBody.file(URL(fileURLWithPath: dataFile)) } catch {
+                complain("cannot read --data-file \(dataFile): \(error)")
+                throw SysExit.noInput
+            }
+        }
+        try await reporting {
+            let queue = try options.openQueue(create: true, secrets: storeSecrets ? .store : .reject)
+            let options = EnqueueOptions(group: group, priority: priority, idempotencyKey: idempotencyKey)
+            if count > 1 {
+                try await enqueueMany(queue, headers: parsed, body: body, options: options)
+                return
+            }
+            let ticket = try await queue.enqueue(method: method, url: url, headers: parsed, body: body, options: options)
+            if self.options.json {
+                Output.json(["id": ticket.id, "idempotency_key": ticket.idempotencyKey, "deduplicated": ticket.deduplicated])
+            } else {
+                print(ticket.id)
+                if ticket.deduplicated { complain("an entry with idempotency key \(ticket.idempotencyKey) was already queued; nothing new stored") }
+            }
+        }
+    }
+
+    /// The hidden `--count N`: N copies in transactions of 1,000, for load tests.
+    private func enqueueMany(_ queue: OfflineQueue, headers: [(name: String, value: String)], body: RequestBody?, options: EnqueueOptions) async throws {
+        var first: EntryID?
+        var last: EntryID?
+        for start in stride(from: 0, to: count, by: 1000) {
+            let batch = (start..<min(count, start + 1000)).map { _ in
+                QueuedRequest(method: method, url: url, headers: headers, body: body, options: options)
+            }
+            let tickets = try await queue.enqueue(batch)
+            first = first ?? tickets.first?.id
+            last = tickets.last?.id
+        }
+        if self.options.json {
+            Output.json(["first_id": first.map { $0 as Any } ?? NSNull(), "last_id": last.map { $0 as Any } ?? NSNull(), "count": count])
+        } else {
+            print("\(count) entries, ids \(first ?? 0)…\(last ?? 0)")
+        }
+    }
+}

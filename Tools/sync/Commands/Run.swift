@@ -1,0 +1,94 @@
+import ArgumentParser
+import AsyncHTTPClientTransport
+import Foundation
+import Logging
+import OfflineQueue
+import Reachability
+import ServiceLifecycle
+import UnixSignals
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run background sync: drain whenever something is due and the network is there.",
+        discussion: """
+            Watches reachability (netlink, plus the probe when given) and drains at once when the \
+            network comes back, when an entry comes due, and every --poll seconds for entries other \
+            processes added. On SIGTERM or SIGINT it stops taking work, lets sends in flight finish \
+            (or gives their entries back), and exits 0 within 10 seconds.
+
+            Under systemd (Type=notify) it sends READY=1, STOPPING=1 and watchdog pings to \
+            $NOTIFY_SOCKET. Logs go to standard error. See Docs/Deployment.md for a unit file.
+
+            Examples:
+              sync run
+              sync run --concurrency 16 --probe-url https://api.example.com/health --log-format json
+            """
+    )
+
+    @OptionGroup var options: QueueOptions
+
+    @Option(name: .long, help: "How many requests are sent at once (one per group).")
+    var concurrency: Int = 8
+
+    @Option(name: .long, help: ArgumentHelp("Also require this URL to answer 204 before sending.", valueName: "url"))
+    var probeURL: String?
+
+    @Flag(name: .long, help: "Send without asking netlink whether the network is there.")
+    var noReachability = false
+
+    @Option(name: .long, help: ArgumentHelp("The limit for one request, in seconds.", valueName: "seconds"))
+    var timeout: Double = 30
+
+    @Option(name: .long, help: ArgumentHelp("How often to look for entries other processes added, in seconds.", valueName: "seconds"))
+    var poll: Double = 5
+
+    @Option(name: .long, help: "Log lines as logfmt or json.")
+    var logFormat: LogFormat = .logfmt
+
+    @Option(name: .long, help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+        guard timeout > 0, poll > 0 else { throw ValidationError("--timeout and --poll must be positive") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
+    }
+
+    func run() async throws {
+        let format = logFormat
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = LineLogHandler(label: label, format: format)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "courier.sync")
+        let transport = AsyncHTTPClientTransport()
+        let monitor: (any NetworkMonitor)?
+        do {
+            monitor = try Monitors.make(probeURL: probeURL, disabled: noReachability, transport: transport)
+        } catch let failure as ValidationFailure {
+            throw ValidationError(failure.description)
+        }
+        try await reporting {
+            let queue = try options.openQueue(
+                create: true, transport: transport, monitor: monitor,
+                concurrency: concurrency, timeout: .milliseconds(Int64(timeout * 1000))
+            )
+            var services: [any Service] = [
+                queue.service(pollInterval: .milliseconds(Int64(poll * 1000)), shutdownGrace: .seconds(8), logger: logger),
+            ]
+            if let notifier = SystemdNotifier() {
+                services.append(NotifierService(notifier: notifier, logger: logger))
+            }
+            let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            logger.info("sync run starting", metadata: [
+                "db": "\(options.path)", "concurrency": "\(concurrency)",
+                "network": "\(monitor.map { "\($0.status)" } ?? "not monitored")",
+            ])
+            try await group.run()
+        }
+        try? await transport.shutdown()
+        logger.info("sync run stopped")
+    }
+}

@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import OfflineQueue
+
+/// Exit statuses from sysexits.h.
+enum SysExit {
+    /// EX_USAGE: the command line is wrong.
+    static let usage = ExitCode(64)
+    /// EX_DATAERR: bad input data (an invalid URL or method, a corrupt database).
+    static let dataError = ExitCode(65)
+    /// EX_NOINPUT: an input (the database for a read-only command, a data file) does not exist.
+    static let noInput = ExitCode(66)
+    /// EX_CANTCREAT: the database cannot be created.
+    static let cannotCreate = ExitCode(73)
+    /// EX_IOERR: reading or writing failed.
+    static let ioError = ExitCode(74)
+    /// EX_TEMPFAIL: entries remain; try again later.
+    static let tryAgain = ExitCode(75)
+}
+
+/// Says `message` on standard error as one line, prefixed with the tool's name.
+func complain(_ message: String) {
+    FileHandle.standardError.write(Data("sync: \(message)\n".utf8))
+}
+
+/// The exit status for a queue error, after saying what went wrong.
+func sysExit(for error: QueueError) -> ExitCode {
+    switch error {
+    case .secretHeader(let name):
+        complain("""
+            header \(name) holds a secret and is not stored by default. Either pass --store-secrets \
+            (the database then holds the secret), or use a template resolved at send time, such as \
+            -H '\(name): Bearer ${env:API_TOKEN}' or -H '\(name): Bearer ${credential:NAME}' \
+            (a systemd credential from $CREDENTIALS_DIRECTORY)
+            """)
+    default:
+        complain(error.description)
+    }
+    switch error {
+    case .corruptDatabase, .newerSchema, .invalidRequest, .secretHeader, .noSuchEntry, .entryInFlight: return SysExit.dataError
+    case .databaseMissing: return SysExit.noInput
+    case .cannotCreate: return SysExit.cannotCreate
+    case .diskFull, .io: return SysExit.ioError
+    }
+}
+
+/// Runs `body`, turning queue errors into one line on standard error and a sysexits status.
+func reporting<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as QueueError {
+        throw sysExit(for: error)
+    }
+}

@@ -1,0 +1,50 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+/// How `sync run` writes its log lines to standard error.
+enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+    case logfmt
+    case json
+}
+
+/// A swift-log handler writing one line per message to standard error, as logfmt
+/// (`ts=… level=info msg="drained" delivered=12`) or as a JSON object.
+struct LineLogHandler: LogHandler {
+    let label: String
+    let format: LogFormat
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var fields = metadata
+        if let extra = event.metadata { fields.merge(extra) { $1 } }
+        let time = Output.iso(Date())
+        let line: String
+        switch format {
+        case .logfmt:
+            var parts = ["ts=\(time)", "level=\(event.level)", "msg=\(Self.quote(event.message.description))"]
+            for key in fields.keys.sorted() { parts.append("\(key)=\(Self.quote(fields[key]!.description))") }
+            line = parts.joined(separator: " ")
+        case .json:
+            var object: [String: String] = ["ts": time, "level": "\(event.level)", "msg": event.message.description, "logger": label]
+            for (key, value) in fields { object[key] = value.description }
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+            line = String(decoding: data, as: UTF8.self)
+        }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// A logfmt value: bare when it has no space, quote or equals sign; quoted otherwise.
+    static func quote(_ value: String) -> String {
+        guard value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) else { return value }
+        let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+        return "\"\(escaped)\""
+    }
+}

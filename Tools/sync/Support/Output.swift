@@ -1,0 +1,100 @@
+import Foundation
+import HTTPTypes
+import OfflineQueue
+import Plugins
+
+/// Printing data as text or as one JSON document.
+enum Output {
+    /// Prints `value` (dictionaries, arrays, strings, numbers, booleans, `NSNull`) as JSON.
+    static func json(_ value: Any) {
+        let data = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("null".utf8)
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    /// `date` as ISO 8601 with milliseconds, UTC; `NSNull` for `nil`, as JSON wants.
+    static func timestamp(_ date: Date?) -> Any {
+        guard let date else { return NSNull() }
+        return iso(date)
+    }
+
+    static func iso(_ date: Date) -> String {
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+    }
+
+    /// A short relative form such as `in 12s`, `3m ago`.
+    static func relative(_ date: Date?, now: Date = Date()) -> String {
+        guard let date else { return "-" }
+        let seconds = date.timeIntervalSince(now)
+        let text = duration(abs(seconds))
+        if abs(seconds) < 1 { return "now" }
+        return seconds > 0 ? "in \(text)" : "\(text) ago"
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        switch seconds {
+        case ..<60: "\(Int(seconds))s"
+        case ..<3600: "\(Int(seconds / 60))m"
+        case ..<86400: "\(Int(seconds / 3600))h"
+        default: "\(Int(seconds / 86400))d"
+        }
+    }
+
+    /// Header values with secrets replaced, unless `reveal`.
+    static func headers(_ entry: QueueEntry, reveal: Bool) -> [(String, String)] {
+        entry.headers.map { header in
+            guard !reveal, let name = HTTPField.Name(header.name), Redaction.standard.isSecret(name),
+                  !HeaderTemplates.containsPlaceholder(header.value) else {
+                return (header.name, header.value)
+            }
+            return (header.name, Redaction.standard.placeholder)
+        }
+    }
+
+    /// The URL with secret query values replaced, unless `reveal`.
+    static func url(_ entry: QueueEntry, reveal: Bool) -> String {
+        reveal ? entry.url : Redaction.standard.redactQuery(of: entry.url)
+    }
+
+    /// One entry as a JSON object; `full` adds headers and the body.
+    static func object(_ entry: QueueEntry, full: Bool, reveal: Bool = false, bodyFolder: String? = nil) -> [String: Any] {
+        var object: [String: Any] = [
+            "id": entry.id,
+            "state": entry.state.rawValue,
+            "method": entry.method,
+            "url": url(entry, reveal: reveal),
+            "attempts": entry.attempts,
+            "next_attempt_at": entry.state == .pending ? timestamp(entry.nextAttemptAt) : NSNull(),
+            "last_status": entry.lastStatus.map { $0 as Any } ?? NSNull(),
+            "group": entry.group.map { $0 as Any } ?? NSNull(),
+            "priority": entry.priority,
+            "created_at": timestamp(entry.createdAt),
+        ]
+        guard full else { return object }
+        object["idempotency_key"] = entry.idempotencyKey
+        object["headers"] = headers(entry, reveal: reveal).map { ["name": $0.0, "value": $0.1] }
+        object["scopes"] = entry.scopes
+        object["name"] = entry.name
+        object["last_attempt_at"] = timestamp(entry.lastAttemptAt)
+        object["finished_at"] = timestamp(entry.finishedAt)
+        object["waiting_for_network"] = entry.waitingForNetwork
+        object["lease_owner"] = entry.leaseOwner.map { $0 as Any } ?? NSNull()
+        object["lease_expires_at"] = timestamp(entry.leaseExpiresAt)
+        object["last_error"] = entry.lastError.map { $0 as Any } ?? NSNull()
+        object["response_excerpt"] = entry.responseExcerpt.map { $0 as Any } ?? NSNull()
+        object["body"] = body(entry, bodyFolder: bodyFolder)
+        return object
+    }
+
+    static func body(_ entry: QueueEntry, bodyFolder: String?) -> Any {
+        switch entry.body {
+        case nil:
+            return NSNull()
+        case .inline(let data):
+            var body: [String: Any] = ["length": data.count, "stored": "inline"]
+            if data.count <= 4096, let text = String(data: data, encoding: .utf8) { body["text"] = text }
+            return body
+        case .file(let name, let length):
+            return ["length": length, "stored": "file", "path": (bodyFolder.map { $0 + "/" } ?? "") + name]
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import AsyncHTTPClientTransport
+import Foundation
+import HTTPCore
+import HTTPTypes
+import OfflineQueue
+import Reachability
+
+/// Where the database is, and how output looks: shared by every command.
+struct QueueOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "The queue database. Default: $SYNC_DB, else $STATE_DIRECTORY/queue.db under systemd, else $XDG_STATE_HOME/courier/queue.db (~/.local/state/courier/queue.db).",
+        valueName: "path"
+    ))
+    var db: String?
+
+    @Flag(name: .long, help: "Print one JSON document (an object, or an array for lists) and nothing else on standard output.")
+    var json = false
+
+    /// `--db`, then `SYNC_DB`, then the documented default.
+    var path: String {
+        if let db, !db.isEmpty { return db }
+        return Self.defaultPath(environment: ProcessInfo.processInfo.environment)
+    }
+
+    static func defaultPath(environment: [String: String]) -> String {
+        if let explicit = environment["SYNC_DB"], !explicit.isEmpty { return explicit }
+        if let state = environment["STATE_DIRECTORY"], !state.isEmpty {
+            // systemd may pass several, separated by colons: the first is ours.
+            let first = state.split(separator: ":").first.map(String.init) ?? state
+            return first + "/queue.db"
+        }
+        let base = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
+        return base + "/courier/queue.db"
+    }
+
+    /// Opens the queue. Commands that only read or change existing entries pass
+    /// `create: false`, so a mistyped path is a clear "no such database" (66).
+    func openQueue(
+        create: Bool,
+        secrets: SecretHandling = .reject,
+        transport: (any Transport)? = nil,
+        monitor: (any NetworkMonitor)? = nil,
+        concurrency: Int = 8,
+        timeout: Duration = .seconds(30)
+    ) throws(QueueError) -> OfflineQueue {
+        let path = self.path
+        if create {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw .cannotCreate(path: folder.path, reason: (error as NSError).localizedDescription)
+            }
+        }
+        var configuration = QueueConfiguration(path: path, createIfMissing: create, concurrency: concurrency)
+        configuration.secrets = secrets
+        let client = APIClient(
+            configuration: ClientConfiguration(baseURL: URL(string: "http://localhost")!, timeout: timeout),
+            transport: transport ?? UnusedTransport()
+        )
+        return try OfflineQueue(configuration: configuration, client: client, monitor: monitor)
+    }
+}
+
+/// The transport of commands that never send: making a real one would start event loops for
+/// nothing.
+struct UnusedTransport: Transport {
+    func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
+        throw NetworkError.invalidRequest(.other("this command does not send requests"))
+    }
+}

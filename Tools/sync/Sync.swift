@@ -1,0 +1,34 @@
+// `sync`: drain and inspect Courier's offline queue from a shell, or run background sync as a
+// Linux service. Documented in Docs/sync.md.
+import ArgumentParser
+
+@main
+struct Sync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Drain and inspect Courier's offline request queue, or run background sync as a service.",
+        discussion: """
+            The queue is one SQLite file. Requests stored in it are sent, with backoff, when the \
+            network is there; `sync run` does that continuously under systemd.
+
+            Examples:
+              sync demo
+              sync enqueue POST https://api.example.com/events -H 'Content-Type: application/json' --data '{"kind":"click"}'
+              sync drain --concurrency 16
+              sync list --state pending --limit 20
+              sync --json stats
+              SYNC_DB=/var/lib/myapp/queue.db sync run --probe-url https://api.example.com/health
+
+            Exit codes (sysexits.h): 0 done, 64 bad usage, 65 bad data (invalid URL or method, \
+            secret header, corrupt database), 66 no such database or file, 73 cannot create the \
+            database, 74 I/O error (disk full), 75 entries remain (try again later).
+            """,
+        subcommands: [
+            Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Run.self, Demo.self,
+        ]
+    )
+
+    /// `--db` and `--json` before the command name (`sync --db PATH list`); each command also
+    /// declares them, and sees the values given here.
+    @OptionGroup var options: QueueOptions
+}
