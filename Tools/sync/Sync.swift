@@ -1,6 +1,7 @@
 // `sync`: drain and inspect Courier's offline queue from a shell, or run background sync as a
 // Linux service. Documented in Docs/sync.md.
 import ArgumentParser
+import Foundation
 
 @main
 struct Sync: AsyncParsableCommand {
@@ -31,4 +32,10 @@ struct Sync: AsyncParsableCommand {
     /// `--db` and `--json` before the command name (`sync --db PATH list`); each command also
     /// declares them, and sees the values given here.
     @OptionGroup var options: QueueOptions
+
+    /// `sync` without a command: the help, on standard error, and exit 64 (bad usage).
+    func run() async throws {
+        FileHandle.standardError.write(Data((Self.helpMessage() + "\n").utf8))
+        throw SysExit.usage
+    }
 }

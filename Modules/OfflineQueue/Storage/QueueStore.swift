@@ -435,6 +435,14 @@ final class QueueStore: Sendable {
         }
     }
 
+    /// Whether the file system holding `path` has no block left for us.
+    static func isFull(_ path: String) -> Bool {
+        var info = statvfs()
+        let folder = (path as NSString).deletingLastPathComponent
+        guard statvfs(folder.isEmpty ? "." : folder, &info) == 0 else { return false }
+        return info.f_bavail == 0
+    }
+
     /// A GRDB or SQLite error in the queue's terms.
     static func map(_ error: any Error, path: String, opening: Bool) -> QueueError {
         if let error = error as? QueueError { return error }
@@ -445,9 +453,8 @@ final class QueueStore: Sendable {
         case .SQLITE_FULL: return .diskFull(path: path)
         case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM: return .cannotCreate(path: path, reason: message)
         case .SQLITE_IOERR:
-            if error.extendedResultCode == .SQLITE_IOERR_WRITE || error.extendedResultCode == .SQLITE_IOERR_FSYNC, errno == ENOSPC {
-                return .diskFull(path: path)
-            }
+            // SQLite reports a full disk while it grows the -shm or -wal file as a plain I/O error.
+            if isFull(path) { return .diskFull(path: path) }
             return opening ? .cannotCreate(path: path, reason: message) : .io(path: path, reason: message)
         default: return .io(path: path, reason: message)
         }

@@ -14,7 +14,7 @@ struct Run: AsyncParsableCommand {
             Watches reachability (netlink, plus the probe when given) and drains at once when the \
             network comes back, when an entry comes due, and every --poll seconds for entries other \
             processes added. On SIGTERM or SIGINT it stops taking work, lets sends in flight finish \
-            (or gives their entries back), and exits 0 within 10 seconds.
+            for up to 5 seconds (then cancels them and gives their entries back), and exits 0 within 10 seconds.
 
             Under systemd (Type=notify) it sends READY=1, STOPPING=1 and watchdog pings to \
             $NOTIFY_SOCKET. Logs go to standard error. See Docs/Deployment.md for a unit file.
@@ -76,7 +76,7 @@ struct Run: AsyncParsableCommand {
                 concurrency: concurrency, timeout: .milliseconds(Int64(timeout * 1000))
             )
             var services: [any Service] = [
-                queue.service(pollInterval: .milliseconds(Int64(poll * 1000)), shutdownGrace: .seconds(8), logger: logger),
+                queue.service(pollInterval: .milliseconds(Int64(poll * 1000)), shutdownGrace: .seconds(5), logger: logger),
             ]
             if let notifier = SystemdNotifier() {
                 services.append(NotifierService(notifier: notifier, logger: logger))

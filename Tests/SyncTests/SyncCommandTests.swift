@@ -1,0 +1,211 @@
+import Foundation
+import HTTPCore
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `sync` binary, run as a user would, against a loopback server.
+@Suite("sync: commands, output and exit codes")
+struct SyncCommandTests {
+    struct Fixture {
+        let folder: URL
+        let server: TestHTTPServer
+        var sync: SyncRunner
+
+        init() async throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-test-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            server = try await TestHTTPServer.start()
+            sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
+        }
+
+        func url(_ path: String) -> String { server.url(path).absoluteString }
+
+        func finish() async {
+            await server.shutdown()
+            try? FileManager.default.removeItem(at: folder)
+        }
+    }
+
+    @Test("enqueue, drain, list, show (secrets redacted) and stats")
+    func roundTrip() async throws {
+        let fixture = try await Fixture()
+        let sync = fixture.sync
+        let first = try await sync("enqueue", "POST", fixture.url("/echo?n=1"), "-H", "Content-Type: application/json", "--data", "{\"n\":1}")
+        #expect(first.status == 0)
+        #expect(first.stdout == "1\n")
+        let second = try await sync("--json", "enqueue", "PUT", fixture.url("/echo?token=s3cr3t"), "-H", "Authorization: Bearer abc123", "--store-secrets", "--group", "g")
+        #expect(second.status == 0)
+        let ticket = try #require(try second.json() as? [String: Any])
+        #expect(ticket["id"] as? Int == 2)
+        #expect((ticket["idempotency_key"] as? String)?.isEmpty == false)
+
+        let stats = try await sync("--json", "stats")
+        let counts = try #require(try stats.json() as? [String: Any])
+        #expect(Set(counts.keys) == ["pending", "inflight", "delivered", "dead", "oldest_pending_age_seconds", "next_attempt_at"])
+        #expect(counts["pending"] as? Int == 2)
+        #expect(counts["next_attempt_at"] is String)
+
+        let shown = try await sync("show", "2")
+        #expect(shown.status == 0)
+        #expect(shown.stdout.contains("Authorization: <redacted>"))
+        #expect(!shown.stdout.contains("abc123"))
+        #expect(!shown.stdout.contains("s3cr3t"), "secret query values are redacted too")
+        let revealed = try await sync("--json", "show", "2", "--reveal-secrets")
+        let object = try #require(try revealed.json() as? [String: Any])
+        let headers = try #require(object["headers"] as? [[String: String]])
+        #expect(headers.contains(["name": "Authorization", "value": "Bearer abc123"]))
+
+        let drained = try await sync("drain", "--no-reachability")
+        #expect(drained.status == 0, "\(drained.stderr)")
+        #expect(drained.stdout.contains("delivered 2"))
+        #expect(fixture.server.requests.count == 2)
+        #expect(fixture.server.requests.last?.values(of: "Authorization") == ["Bearer abc123"])
+
+        let listed = try await sync("list")
+        #expect(listed.stdout.split(separator: "\n").count == 2)
+        #expect(listed.stdout.contains("delivered"))
+        let listedJSON = try #require(try await sync("--json", "list", "--state", "delivered").json() as? [[String: Any]])
+        #expect(listedJSON.map { $0["id"] as? Int } == [1, 2])
+        let empty = try #require(try await sync("--json", "stats").json() as? [String: Any])
+        #expect(empty["pending"] as? Int == 0)
+        #expect(empty["delivered"] as? Int == 2)
+        #expect(empty["next_attempt_at"] is NSNull)
+        #expect(empty["oldest_pending_age_seconds"] is NSNull)
+        await fixture.finish()
+    }
+
+    @Test("a secret header is refused (65) with both ways out named; a template is stored and resolved at send time")
+    func secrets() async throws {
+        let fixture = try await Fixture()
+        var sync = fixture.sync
+        let refused = try await sync("enqueue", "POST", fixture.url("/echo"), "-H", "Authorization: Bearer raw-token")
+        #expect(refused.status == 65)
+        #expect(refused.stderr.contains("Authorization"))
+        #expect(refused.stderr.contains("--store-secrets"))
+        #expect(refused.stderr.contains("${env:"))
+        #expect(refused.stderr.contains("${credential:"))
+        #expect(refused.stderr.split(separator: "\n").count == 1, "one line")
+        let stored = try await sync("enqueue", "POST", fixture.url("/echo"), "-H", "Authorization: Bearer ${env:API_TOKEN}")
+        #expect(stored.status == 0)
+        sync.environment["API_TOKEN"] = "from-the-environment"
+        #expect(try await sync("drain", "--no-reachability").status == 0)
+        #expect(fixture.server.requests.last?.values(of: "Authorization") == ["Bearer from-the-environment"])
+        let file = try Data(contentsOf: URL(fileURLWithPath: sync.database))
+        #expect(!String(decoding: file, as: UTF8.self).contains("raw-token"))
+        await fixture.finish()
+    }
+
+    @Test("retry and purge")
+    func retryAndPurge() async throws {
+        let fixture = try await Fixture()
+        let sync = fixture.sync
+        let calls = LockedBox(0)
+        fixture.server.route("/later") { _, writer in
+            let call = calls.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            try await writer.respond(status: call == 1 ? 404 : 200)
+        }
+        #expect(try await sync("enqueue", "POST", fixture.url("/later")).status == 0)
+        #expect(try await sync("drain", "--no-reachability").status == 0, "a dead entry is not pending")
+        let dead = try #require(try await sync("--json", "list", "--state", "dead").json() as? [[String: Any]])
+        #expect(dead.count == 1)
+        #expect(dead.first?["last_status"] as? Int == 404)
+        #expect(try await sync("retry", "--dead").stdout == "1 entries due now\n")
+        #expect(try await sync("drain", "--no-reachability").status == 0)
+        #expect(try await sync("purge", "--delivered", "--older-than", "1h").stdout == "0 entries purged\n")
+        #expect(try await sync("purge", "--delivered").stdout == "1 entries purged\n")
+        #expect(try await sync("retry", "99").status == 65)
+        #expect(try await sync("purge", "99").status == 65)
+        await fixture.finish()
+    }
+
+    @Test("exit codes: 64 usage, 65 bad data, 66 missing, 73 cannot create, 74 I/O, 75 try later")
+    func exitCodes() async throws {
+        let fixture = try await Fixture()
+        let sync = fixture.sync
+        // 64: bad usage.
+        #expect(try await sync().status == 64)
+        #expect(try await sync("enqueue", "POST").status == 64)
+        #expect(try await sync("enqueue", "POST", fixture.url("/echo"), "-H", "no colon here").status == 64)
+        #expect(try await sync("list", "--limit", "-1").status == 64)
+        #expect(try await sync("purge", "--dead", "--older-than", "soon").status == 64)
+        #expect(try await sync("retry").status == 64)
+
+        // 66: a read-only command on a missing database; a missing data file.
+        let missing = try await sync("stats")
+        #expect(missing.status == 66)
+        #expect(missing.stderr == "sync: no queue database at \(sync.database)\n")
+        #expect(!FileManager.default.fileExists(atPath: sync.database), "a read-only command creates nothing")
+        #expect(try await sync("enqueue", "POST", fixture.url("/echo"), "--data-file", "/nonexistent/body.json").status == 66)
+
+        // 65: bad data.
+        for (method, url) in [("POST", "not-a-url"), ("POST", "ftp://example.invalid/"), ("GE T", fixture.url("/echo"))] {
+            let bad = try await sync("enqueue", method, url)
+            #expect(bad.status == 65)
+            #expect(bad.stderr.hasPrefix("sync: invalid request"))
+        }
+        let corrupt = fixture.folder.appendingPathComponent("corrupt.db").path
+        try Data(repeating: 0x5A, count: 8192).write(to: URL(fileURLWithPath: corrupt))
+        let corruptRun = try await SyncRunner(database: corrupt)("list")
+        #expect(corruptRun.status == 65)
+        #expect(corruptRun.stderr.contains("not a valid queue database"))
+        #expect(!corruptRun.stderr.contains("Fatal error"), "never a stack trace")
+
+        // 73: cannot create.
+        #expect(try await SyncRunner(database: "/proc/courier-sync-test/queue.db")("enqueue", "POST", fixture.url("/echo")).status == 73)
+
+        // 74: the disk is full.
+        let small = fixture.folder.appendingPathComponent("small").path
+        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+        try shell("/bin/mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small)
+        defer { try? shell("/bin/umount", small) }
+        let onSmall = SyncRunner(database: small + "/queue.db")
+        #expect(try await onSmall("enqueue", "POST", fixture.url("/echo")).status == 0)
+        let filler = small + "/filler"
+        _ = FileManager.default.createFile(atPath: filler, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: filler))
+        while (try? handle.write(contentsOf: Data(count: 4096))) != nil {}
+        try? handle.close()
+        let full = try await onSmall("enqueue", "POST", fixture.url("/echo"), "--data", String(repeating: "x", count: 20_000))
+        #expect(full.status == 74)
+        #expect(full.stderr.contains("full"))
+
+        // 75: entries remain, backing off.
+        fixture.server.route("/busy") { _, writer in try await writer.respond(status: 503, headers: [HeaderField(name: "Retry-After", value: "120")]) }
+        #expect(try await sync("enqueue", "POST", fixture.url("/busy")).status == 0)
+        let later = try await sync("drain", "--no-reachability")
+        #expect(later.status == 75)
+        #expect(later.stdout.contains("1 entries remain; the next is due"))
+        let laterJSON = try #require(try await sync("--json", "drain", "--no-reachability").json() as? [String: Any])
+        #expect(laterJSON["remaining"] as? Int == 1)
+        #expect(laterJSON["next_attempt_at"] is String)
+        await fixture.finish()
+    }
+
+    @Test("sync demo finishes with exit 0")
+    func demo() async throws {
+        let result = try await SyncRunner(database: "/unused")("demo")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("24 delivered, 0 pending, 0 dead"))
+        #expect(result.stdout.contains("24 distinct idempotency keys"))
+    }
+}
+
+/// Runs a system tool and fails with its message.
+func shell(_ tool: String, _ arguments: String...) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    let errors = Pipe()
+    process.standardError = errors
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw TestServerError("\(tool) \(arguments.joined(separator: " ")) failed (these tests need root): \(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+    }
+}

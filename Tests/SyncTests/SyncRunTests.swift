@@ -1,0 +1,73 @@
+import Foundation
+import HTTPCore
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `sync run`, the background service: signals, systemd's notify socket, nothing lost.
+@Suite("sync run: SIGTERM and sd_notify")
+struct SyncRunTests {
+    @Test("SIGTERM mid-drain: exits 0 within 10 s, no lease left, nothing lost")
+    func sigtermMidDrain() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-run-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try await TestHTTPServer.start()
+        let arrived = LockedBox(0)
+        server.route("/hold") { _, writer in
+            arrived.withLock { $0 += 1 }
+            try await Task.sleep(for: .seconds(30))
+            try await writer.respond(status: 200)
+        }
+        let sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
+        for index in 0..<6 {
+            #expect(try await sync("enqueue", "POST", server.url("/hold?n=\(index)").absoluteString).status == 0)
+        }
+        #expect(try await sync("enqueue", "POST", server.url("/echo").absoluteString).status == 0)
+        let (process, _, errors) = try sync.start(["run", "--no-reachability", "--concurrency", "4"])
+        let log = SyncRunner.readToEnd(errors)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while arrived.current < 4 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(arrived.current >= 4, "four sends in flight")
+        let signalled = ContinuousClock.now
+        kill(process.processIdentifier, SIGTERM)
+        try await SyncRunner.wait(for: process, limit: .seconds(20))
+        let took = ContinuousClock.now - signalled
+        print("sync run: SIGTERM → exit in \(took)")
+        #expect(process.terminationStatus == 0)
+        #expect(took < .seconds(10), "exits within 10 s of SIGTERM")
+        let text = String(decoding: await log.value, as: UTF8.self)
+        #expect(text.contains("msg=\"queue service stopped\""), "logfmt lines on standard error")
+        let stats = try #require(try await sync("--json", "stats").json() as? [String: Any])
+        #expect(stats["inflight"] as? Int == 0, "the cancelled sends' leases were given back")
+        let pending = stats["pending"] as? Int ?? -1
+        let delivered = stats["delivered"] as? Int ?? -1
+        #expect(pending + delivered == 7, "nothing lost")
+        #expect(pending >= 6 - 4, "the held sends were not counted as delivered")
+        let listed = try #require(try await sync("--json", "list", "--state", "pending").json() as? [[String: Any]])
+        #expect(listed.allSatisfy { $0["attempts"] as? Int == 0 }, "an interrupted send does not use an attempt")
+        await server.shutdown()
+    }
+
+    @Test("with NOTIFY_SOCKET: READY=1, watchdog pings, then STOPPING=1 on SIGTERM")
+    func notifySocket() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-notify-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let socket = try NotifySocket()
+        var sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
+        sync.environment = ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "200000"]
+        let (process, _, _) = try sync.start(["run", "--no-reachability", "--log-format", "json"])
+        let ready = await socket.receive(containing: "READY=1")
+        #expect(ready.last?.contains("READY=1") == true)
+        let pings = await socket.receive(containing: "WATCHDOG=1")
+        #expect(pings.last == "WATCHDOG=1")
+        kill(process.processIdentifier, SIGTERM)
+        let stopping = await socket.receive(containing: "STOPPING=1")
+        #expect(stopping.last == "STOPPING=1")
+        try await SyncRunner.wait(for: process, limit: .seconds(20))
+        #expect(process.terminationStatus == 0)
+    }
+}
