@@ -24,6 +24,15 @@ enum Bench {
             try await MultipartBench.run(megabytes: Int(CommandLine.arguments.dropFirst(2).first ?? "") ?? 1024)
             return
         }
+        if CommandLine.arguments.dropFirst().first == "--queue" {
+            try await QueueBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+            return
+        }
+        if CommandLine.arguments.dropFirst().first == "--queue-memory" {
+            let arguments = CommandLine.arguments.dropFirst(2).compactMap { Int($0) }
+            try await QueueBench.memory(count: arguments.first ?? 100_000, port: arguments.dropFirst().first ?? 0)
+            return
+        }
         let options = Options(arguments: CommandLine.arguments)
         let server = try ServerProcess.start()
         let url = "http://127.0.0.1:\(server.port)/page"

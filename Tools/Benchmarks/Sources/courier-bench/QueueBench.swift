@@ -1,0 +1,308 @@
+// The offline queue's benchmarks (`courier-bench --queue`), each against a raw baseline in the
+// same run:
+//   - durable single enqueues versus raw SQLite inserts of the same row, same pragmas, one
+//     transaction each (for both durabilities);
+//   - batched enqueue (100 and 1,000 per transaction) versus raw batched inserts;
+//   - draining N entries to the loopback server at concurrency 16 versus raw AsyncHTTPClient
+//     posting the same bodies at the same concurrency;
+//   - peak memory while draining 10,000 and 100,000 entries, each in a child process
+//     (`courier-bench --queue-memory N`).
+import AsyncHTTPClient
+import AsyncHTTPClientTransport
+import Foundation
+import GRDBSQLite
+import HTTPCore
+import NIOCore
+import OfflineQueue
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum QueueBench {
+    static let headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("X-Client", "courier-bench")]
+
+    static func body(_ index: Int) -> Data {
+        Data(#"{"event":"click","n":\#(index),"at":"2026-11-23T00:00:00Z","payload":"\#(String(repeating: "x", count: 64))"}"#.utf8)
+    }
+
+    static func run(arguments: [String]) async throws {
+        let option = { (name: String, fallback: Int) -> Int in
+            guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else { return fallback }
+            return value
+        }
+        let singles = option("--enqueues", 2_000)
+        let drainCount = option("--drain", 10_000)
+        let rounds = option("--rounds", 3)
+        let memory = arguments.contains("--no-memory") ? [] : [10_000, 100_000]
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-queue-bench-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        print("courier-bench --queue: \(rounds) rounds; \(singles) single enqueues, \(drainCount) entries drained at concurrency 16; folder \(folder.path)")
+
+        for durability in [QueueDurability.normal, .full] {
+            // fsync per commit makes FULL slow on most disks: fewer of them.
+            let count = durability == .full ? max(100, singles / 4) : singles
+            var raw: [Double] = []
+            var queued: [Double] = []
+            for round in 1...rounds {
+                let rawRate = try rawInserts(count: count, batch: 1, path: folder.appendingPathComponent("raw-\(durability)-\(round).db").path, durability: durability)
+                let queueRate = try await queueEnqueues(count: count, batch: 1, path: folder.appendingPathComponent("queue-\(durability)-\(round).db").path, durability: durability)
+                raw.append(rawRate)
+                queued.append(queueRate)
+                print("  round \(round) single enqueue (\(durability)): raw SQLite \(Bench.format(rawRate))/s, OfflineQueue \(Bench.format(queueRate))/s")
+            }
+            report("single enqueue, synchronous=\(durability == .full ? "FULL" : "NORMAL")", raw: raw, courier: queued, unit: "entries/s")
+        }
+
+        for batch in [100, 1_000] {
+            let count = batch * 20
+            var raw: [Double] = []
+            var queued: [Double] = []
+            for round in 1...rounds {
+                raw.append(try rawInserts(count: count, batch: batch, path: folder.appendingPathComponent("rawb-\(batch)-\(round).db").path, durability: .full))
+                queued.append(try await queueEnqueues(count: count, batch: batch, path: folder.appendingPathComponent("queueb-\(batch)-\(round).db").path, durability: .full))
+            }
+            report("batched enqueue, \(batch) per transaction, synchronous=FULL", raw: raw, courier: queued, unit: "entries/s")
+        }
+
+        let server = try ServerProcess.start()
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(server.port)/events"
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+        let httpClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let client = APIClient(
+            configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: .seconds(30)),
+            transport: AsyncHTTPClientTransport(client: httpClient)
+        )
+        // Warm the pool and the server.
+        _ = try await rawPosts(count: 2_000, url: url, client: httpClient)
+        for durability in [QueueDurability.normal, .full] {
+            var raw: [Double] = []
+            var drained: [Double] = []
+            for round in 1...rounds {
+                let rawRate = try await rawPosts(count: drainCount, url: url, client: httpClient)
+                let drainRate = try await queueDrain(count: drainCount, url: url, client: client, path: folder.appendingPathComponent("drain-\(durability)-\(round).db").path, durability: durability)
+                raw.append(rawRate)
+                drained.append(drainRate)
+                print("  round \(round) drain (\(durability)): raw AsyncHTTPClient \(Bench.format(rawRate)) req/s, OfflineQueue.drain \(Bench.format(drainRate)) entries/s")
+            }
+            report("drain \(drainCount) entries at concurrency 16, synchronous=\(durability == .full ? "FULL" : "NORMAL")", raw: raw, courier: drained, unit: "req/s")
+        }
+        try await httpClient.shutdown()
+
+        for count in memory {
+            try memoryChild(count: count, port: server.port)
+        }
+    }
+
+    static func report(_ name: String, raw: [Double], courier: [Double], unit: String) {
+        let ratios = zip(courier, raw).map { $0 / $1 }.sorted()
+        let median = ratios[ratios.count / 2]
+        print("\(name): raw \(Bench.format(raw.sorted()[raw.count / 2])) \(unit), OfflineQueue \(Bench.format(courier.sorted()[courier.count / 2])) \(unit), ratio \(String(format: "%.2f", median)) (median of rounds)")
+    }
+
+    // MARK: - Enqueue
+
+    /// Raw SQLite: the queue's own table (made by opening a queue on the file first), the same
+    /// pragmas, and the same row as `OfflineQueue.enqueue` writes, `batch` rows per transaction.
+    static func rawInserts(count: Int, batch: Int, path: String, durability: QueueDurability) throws -> Double {
+        do {
+            _ = try OfflineQueue(configuration: QueueConfiguration(path: path, durability: durability), client: APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: AsyncHTTPClientTransport()))
+        }
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else { throw BenchError("sqlite3_open_v2 \(path)") }
+        defer { sqlite3_close_v2(db) }
+        func exec(_ sql: String) throws {
+            guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError("\(sql): \(String(cString: sqlite3_errmsg(db)))") }
+        }
+        try exec("PRAGMA journal_mode = WAL")
+        try exec("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+        try exec("PRAGMA busy_timeout = 30000")
+        var statement: OpaquePointer?
+        let sql = """
+            INSERT INTO entry (idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
+                group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at)
+            VALUES (?, ?, ?, ?, ?, NULL, ?, '', ?, NULL, 0, NULL, 'pending', 0, ?, ?, ?)
+            ON CONFLICT (idempotency_key) DO NOTHING
+            """
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw BenchError("prepare") }
+        defer { sqlite3_finalize(statement) }
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        let headerText = headers.map { "\($0.name): \($0.value)\n" }.joined()
+        let start = ContinuousClock.now
+        var index = 0
+        while index < count {
+            try exec("BEGIN IMMEDIATE")
+            for _ in 0..<min(batch, count - index) {
+                let key = UUID().uuidString.lowercased()
+                let body = Self.body(index)
+                let now = Date().timeIntervalSince1970
+                sqlite3_bind_text(statement, 1, key, -1, transient)
+                sqlite3_bind_text(statement, 2, "POST", -1, transient)
+                sqlite3_bind_text(statement, 3, "http://127.0.0.1:8080/events", -1, transient)
+                sqlite3_bind_text(statement, 4, headerText, -1, transient)
+                _ = body.withUnsafeBytes { sqlite3_bind_blob(statement, 5, $0.baseAddress, Int32($0.count), transient) }
+                sqlite3_bind_int64(statement, 6, Int64(body.count))
+                sqlite3_bind_text(statement, 7, "POST /events", -1, transient)
+                sqlite3_bind_double(statement, 8, now)
+                sqlite3_bind_double(statement, 9, now)
+                sqlite3_bind_double(statement, 10, now)
+                guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError("insert: \(String(cString: sqlite3_errmsg(db)))") }
+                sqlite3_reset(statement)
+                index += 1
+            }
+            try exec("COMMIT")
+        }
+        return Bench.rate(count, ContinuousClock.now - start)
+    }
+
+    static func queueEnqueues(count: Int, batch: Int, path: String, durability: QueueDurability) async throws -> Double {
+        let queue = try OfflineQueue(
+            configuration: QueueConfiguration(path: path, durability: durability),
+            client: APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: AsyncHTTPClientTransport())
+        )
+        let start = ContinuousClock.now
+        if batch == 1 {
+            for index in 0..<count {
+                _ = try await queue.enqueue(method: "POST", url: "http://127.0.0.1:8080/events", headers: headers, body: .data(body(index)))
+            }
+        } else {
+            for first in stride(from: 0, to: count, by: batch) {
+                _ = try await queue.enqueue((first..<min(count, first + batch)).map {
+                    QueuedRequest(method: "POST", url: "http://127.0.0.1:8080/events", headers: headers, body: .data(body($0)))
+                })
+            }
+        }
+        return Bench.rate(count, ContinuousClock.now - start)
+    }
+
+    // MARK: - Drain
+
+    /// `count` POSTs of the same bodies, 16 at a time, through raw AsyncHTTPClient.
+    static func rawPosts(count: Int, url: String, client: HTTPClient) async throws -> Double {
+        let next = Counter()
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<16 {
+                group.addTask {
+                    while let index = next.take(below: count) {
+                        var request = HTTPClientRequest(url: url)
+                        request.method = .POST
+                        request.headers.add(name: "Content-Type", value: "application/json")
+                        request.headers.add(name: "Idempotency-Key", value: UUID().uuidString.lowercased())
+                        request.body = .bytes(ByteBuffer(data: body(index)))
+                        let response = try await client.execute(request, timeout: .seconds(30))
+                        guard response.status == .ok else { throw BenchError("status \(response.status)") }
+                        _ = try await response.body.collect(upTo: 1 << 20)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        return Bench.rate(count, ContinuousClock.now - start)
+    }
+
+    /// Fills a queue with `count` entries (not timed), then times one drain at concurrency 16.
+    static func queueDrain(count: Int, url: String, client: APIClient, path: String, durability: QueueDurability) async throws -> Double {
+        let queue = try OfflineQueue(configuration: QueueConfiguration(path: path, durability: durability, concurrency: 16), client: client)
+        try await fill(queue, count: count, url: url)
+        let start = ContinuousClock.now
+        let summary = try await queue.drain()
+        let elapsed = ContinuousClock.now - start
+        guard summary.delivered == count else { throw BenchError("drained \(summary.delivered) of \(count): \(summary)") }
+        return Bench.rate(count, elapsed)
+    }
+
+    static func fill(_ queue: OfflineQueue, count: Int, url: String) async throws {
+        for first in stride(from: 0, to: count, by: 1_000) {
+            _ = try await queue.enqueue((first..<min(count, first + 1_000)).map {
+                QueuedRequest(method: "POST", url: url, headers: headers, body: .data(body($0)))
+            })
+        }
+    }
+
+    // MARK: - Memory
+
+    /// Runs `courier-bench --queue-memory COUNT PORT` and prints its report.
+    static func memoryChild(count: Int, port: Int) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        process.arguments = ["--queue-memory", String(count), String(port)]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchError("the memory child for \(count) entries failed") }
+    }
+
+    /// In the child: fill `count` entries, reset the high-water mark, drain while sampling RSS.
+    static func memory(count: Int, port: Int) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-queue-memory-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = "http://127.0.0.1:\(port)/events"
+        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, transport: AsyncHTTPClientTransport())
+        let queue = try OfflineQueue(configuration: QueueConfiguration(path: folder.appendingPathComponent("queue.db").path, durability: .normal, concurrency: 16), client: client)
+        try await fill(queue, count: count, url: url)
+        let afterFill = residentKiB("VmRSS")
+        // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0 and later).
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+        let samples = LockedSamples()
+        let events = queue.events(bufferingPolicy: .bufferingNewest(64))
+        let sampler = Task {
+            var delivered = 0
+            for await event in events {
+                guard case .delivered = event else { continue }
+                delivered += 1
+                for mark in [10, 50, 90] where delivered == count * mark / 100 {
+                    samples.add("\(mark)%: \(residentKiB("VmRSS") / 1024) MiB")
+                }
+            }
+        }
+        let start = ContinuousClock.now
+        let summary = try await queue.drain()
+        let elapsed = ContinuousClock.now - start
+        sampler.cancel()
+        let peak = residentKiB("VmHWM")
+        print("memory, draining \(count) entries: RSS after fill \(afterFill / 1024) MiB; during drain \(samples.all.joined(separator: ", ")); peak during drain \(peak / 1024) MiB; \(summary.delivered) delivered in \(elapsed) (\(Bench.format(Bench.rate(count, elapsed))) entries/s)")
+    }
+
+    /// A field of /proc/self/status in KiB.
+    static func residentKiB(_ field: String) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        return 0
+    }
+}
+
+/// Hands out indexes to workers.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var next = 0
+
+    func take(below limit: Int) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard next < limit else { return nil }
+        next += 1
+        return next - 1
+    }
+}
+
+final class LockedSamples: @unchecked Sendable {
+    private let lock = NSLock()
+    private var samples: [String] = []
+
+    func add(_ sample: String) {
+        lock.lock()
+        samples.append(sample)
+        lock.unlock()
+    }
+
+    var all: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return samples
+    }
+}
