@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "Multipart", targets: ["Multipart"]),
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "OfflineQueue", targets: ["OfflineQueue"]),
+        .library(name: "CombineAdapters", targets: ["CombineAdapters"]),
         .executable(name: "sync", targets: ["sync"]),
         .executable(name: "tour", targets: ["tour"]),
         .executable(name: "reachability-bench", targets: ["reachability-bench"]),
@@ -51,6 +52,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
     ],
     targets: [
         // Modules
@@ -76,6 +78,10 @@ let package = Package(
         module("Multipart", ["HTTPCore", "Encoding", httpTypes]),
         .target(name: "CNetlink", path: "Modules/CNetlink"),
         module("Reachability", ["HTTPCore", "CNetlink"]),
+        module("CombineAdapters", [
+            "HTTPCore",
+            .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
+        ]),
         module("OfflineQueue", [
             "HTTPCore", "Reachability", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
