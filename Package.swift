@@ -161,6 +161,12 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         tests("ReachabilityTests", ["Reachability", "HTTPCore", "CNetlink", "TestSupport", httpTypes]),
+        tests("SeedParityTests", [
+            "HTTPCore", "Encoding", "ErrorMapping", "Plugins", "Multipart", "Reachability", "CombineAdapters",
+            "AsyncHTTPClientTransport", "TestSupport", httpTypes,
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
+        ]),
         tests("SyncTests", ["OfflineQueue", "HTTPCore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "TestSupport", httpTypes,
