@@ -75,8 +75,18 @@ extension OfflineQueue {
         }
 
         await withDiscardingTaskGroup { group in
+            // Claimed entries not started yet: claims fetch up to twice the concurrency, so a
+            // claim (a write transaction) serves many sends.
+            var ready: [QueueEntry] = []
             var running = 0
             var networkGone = false
+            // Finished attempts not yet recorded: written together, with the next claim, once
+            // `limit` of them wait, after `flushDelay`, or at the end.
+            var unsettled: [QueueStore.Settlement] = []
+            var oldestUnsettled: ContinuousClock.Instant?
+            // Whether the last claim found everything that was due; then the next claim waits
+            // until nothing is left to start.
+            var exhausted = false
             while true {
                 let batch = finished.withLock { batch in
                     defer { batch.removeAll(keepingCapacity: true) }
@@ -84,26 +94,47 @@ extension OfflineQueue {
                 }
                 running -= batch.count
                 if batch.contains(where: { if case .networkGone = $0.outcome { true } else { false } }) { networkGone = true }
+                let now = Date()
+                if !batch.isEmpty {
+                    unsettled += settlements(for: batch, now: now)
+                    oldestUnsettled = oldestUnsettled ?? .now
+                }
                 let online = monitor?.status.isOnline ?? true
                 if !online || networkGone { summary.offline = true }
-                var free = limit - running
-                if control.isStopped || Task.isCancelled || failure != nil || !online || networkGone { free = 0 }
-
-                // One transaction per turn: record what finished, claim what fits.
-                let now = Date()
-                let settlements = settlements(for: batch, now: now)
-                var claimed: [QueueEntry] = []
-                do throws(QueueError) {
-                    let (lost, fresh) = try await settleAndClaim(
-                        settlements, now: now, claimLimit: free,
-                        attemptedBefore: mode == .once ? started : nil
-                    )
-                    claimed = fresh
-                    publish(settlements, lost: lost, into: &summary)
-                } catch {
-                    failure = failure ?? error
+                let stopping = control.isStopped || Task.isCancelled || failure != nil || !online || networkGone
+                if stopping && !ready.isEmpty {
+                    // Claimed but never sent: give them back.
+                    unsettled += ready.map { QueueStore.Settlement(id: $0.id, transition: .release) }
+                    ready.removeAll()
+                    oldestUnsettled = oldestUnsettled ?? .now
                 }
-                for entry in claimed {
+
+                var claimLimit = 0
+                if !stopping && running + ready.count <= limit && (!exhausted || running + ready.count == 0) {
+                    claimLimit = 2 * limit - running - ready.count
+                }
+                let idle = running == 0 && ready.isEmpty
+                let flushDue = unsettled.count >= limit || idle || stopping
+                    || oldestUnsettled.map { .now - $0 >= Self.flushDelay } ?? false
+                if claimLimit > 0 || (flushDue && !unsettled.isEmpty) {
+                    do throws(QueueError) {
+                        let (lost, fresh) = try await settleAndClaim(
+                            unsettled, now: now, claimLimit: claimLimit,
+                            attemptedBefore: mode == .once ? started : nil
+                        )
+                        publish(unsettled, lost: lost, into: &summary)
+                        unsettled.removeAll(keepingCapacity: true)
+                        oldestUnsettled = nil
+                        if claimLimit > 0 {
+                            exhausted = fresh.count < claimLimit
+                            ready += fresh
+                        }
+                    } catch {
+                        failure = failure ?? error
+                    }
+                }
+                while running < limit, !ready.isEmpty, !stopping {
+                    let entry = ready.removeFirst()
                     running += 1
                     if broadcast.hasSubscribers {
                         broadcast.publish(.attemptStarted(id: entry.id, attempt: entry.attempts + 1))
@@ -114,8 +145,13 @@ extension OfflineQueue {
                         control.wake.fire()
                     }
                 }
-                if running == 0 && claimed.isEmpty { break }
-                if running > 0 && finished.withLock({ $0.isEmpty }) { await control.wake.wait() }
+                if running == 0 && ready.isEmpty && (unsettled.isEmpty || failure != nil) && (claimLimit == 0 || exhausted) {
+                    if claimLimit > 0 || stopping || failure != nil { break }
+                    continue   // one more claim: retries may have come due meanwhile
+                }
+                if running > 0 && finished.withLock({ $0.isEmpty }) {
+                    await control.wake.wait(timeout: unsettled.isEmpty ? nil : Self.flushDelay)
+                }
             }
         }
         if let failure { throw failure }
@@ -124,6 +160,10 @@ extension OfflineQueue {
         summary.nextAttemptAt = counts.nextAttemptAt
         return summary
     }
+
+    /// How long a finished attempt may wait before it is recorded, when fewer than the
+    /// concurrency limit wait with it.
+    static let flushDelay: Duration = .milliseconds(50)
 
     /// One attempt's entry and outcome, waiting to be recorded.
     struct Finished: Sendable {

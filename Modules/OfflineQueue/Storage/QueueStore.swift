@@ -42,11 +42,11 @@ final class QueueStore: Sendable {
         configuration.busyMode = .timeout(30)
         configuration.label = "courier.queue"
         let synchronous = durability == .full ? "FULL" : "NORMAL"
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
-        }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            // GRDB sets NORMAL when it turns WAL on, after `prepareDatabase`: set it again on
+            // the writer, the only connection that commits.
+            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = \(synchronous)") }
         } catch {
             throw Self.map(error, path: path, opening: true)
         }
