@@ -87,6 +87,15 @@ extension OfflineQueue {
             // Whether the last claim found everything that was due; then the next claim waits
             // until nothing is left to start.
             var exhausted = false
+            // One ticker wakes the loop every `flushDelay`, so a finished attempt is recorded in
+            // time even while other sends hang (a timer per wait would cost more than a send).
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: Self.flushDelay)
+                    control.wake.fire()
+                }
+            }
+            defer { group.cancelAll() }
             while true {
                 let batch = finished.withLock { batch in
                     defer { batch.removeAll(keepingCapacity: true) }
@@ -150,7 +159,7 @@ extension OfflineQueue {
                     continue   // one more claim: retries may have come due meanwhile
                 }
                 if running > 0 && finished.withLock({ $0.isEmpty }) {
-                    await control.wake.wait(timeout: unsettled.isEmpty ? nil : Self.flushDelay)
+                    await control.wake.wait()
                 }
             }
         }
