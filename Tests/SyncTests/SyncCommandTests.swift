@@ -62,7 +62,8 @@ struct SyncCommandTests {
         #expect(drained.status == 0, "\(drained.stderr)")
         #expect(drained.stdout.contains("delivered 2"))
         #expect(fixture.server.requests.count == 2)
-        #expect(fixture.server.requests.last?.values(of: "Authorization") == ["Bearer abc123"])
+        let withSecret = fixture.server.requests.first { $0.queryValue("token") != nil }
+        #expect(withSecret?.values(of: "Authorization") == ["Bearer abc123"], "the stored secret is sent")
 
         let listed = try await sync("list")
         #expect(listed.stdout.split(separator: "\n").count == 2)
