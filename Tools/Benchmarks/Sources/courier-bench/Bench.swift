@@ -28,6 +28,10 @@ enum Bench {
             try await QueueBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
             return
         }
+        if CommandLine.arguments.dropFirst().first == "--queue-stub" {
+            try await QueueBench.machinery(count: Int(CommandLine.arguments.dropFirst(2).first ?? "") ?? 20_000)
+            return
+        }
         if CommandLine.arguments.dropFirst().first == "--queue-memory" {
             let arguments = CommandLine.arguments.dropFirst(2).compactMap { Int($0) }
             try await QueueBench.memory(count: arguments.first ?? 100_000, port: arguments.dropFirst().first ?? 0)

@@ -12,6 +12,7 @@ import AsyncHTTPClientTransport
 import Foundation
 import GRDBSQLite
 import HTTPCore
+import HTTPTypes
 import NIOCore
 import OfflineQueue
 #if canImport(Glibc)
@@ -304,5 +305,31 @@ final class LockedSamples: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return samples
+    }
+}
+
+/// A transport that answers 200 at once: measures the queue's machinery without a network.
+struct InstantTransport: Transport {
+    func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
+        TransportResponse(head: HTTPResponse(status: .ok), body: ByteStream(data: Data()))
+    }
+}
+
+extension QueueBench {
+    /// `courier-bench --queue-stub N`: the drain and APIClient.send rates over `InstantTransport`.
+    static func machinery(count: Int) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-queue-stub-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:9")!, transport: InstantTransport())
+        let queue = try OfflineQueue(configuration: QueueConfiguration(path: folder.appendingPathComponent("q.db").path, durability: .normal, concurrency: 16), client: client)
+        try await fill(queue, count: count, url: "http://127.0.0.1:9/events")
+        let start = ContinuousClock.now
+        let summary = try await queue.drain()
+        print("drain over an instant transport: \(Bench.format(Bench.rate(summary.delivered, ContinuousClock.now - start))) entries/s")
+        let request = Request<Void>.post("/events", body: .data(body(1), contentType: "application/json"))
+        let variant = Variant(name: "APIClient.send over an instant transport") { try await client.send(request) }
+        let measured = try await variant.run(requests: count, concurrency: 16)
+        print("APIClient.send over an instant transport: \(Bench.format(Bench.rate(count, measured.wall))) calls/s")
     }
 }
