@@ -28,7 +28,9 @@ public struct HeaderTemplates: Sendable {
 
     /// Whether `value` holds a placeholder.
     public static func containsPlaceholder(_ value: String) -> Bool {
-        value.contains("${env:") || value.contains("${credential:")
+        // Most values have no `$` at all: a byte scan answers before any substring search.
+        guard value.utf8.contains(UInt8(ascii: "$")) else { return false }
+        return value.contains("${env:") || value.contains("${credential:")
     }
 
     /// `value` with every placeholder replaced.

@@ -168,36 +168,32 @@ final class QueueStore: Sendable {
     }
 
     private static func claim(_ db: Database, limit: Int, owner: String, now: Date, leaseUntil: Date, attemptedBefore: Date?) throws -> [QueueEntry] {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             UPDATE entry SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL
             WHERE state = 'inflight' AND lease_expires_at < ?
-            """, arguments: [now.timeIntervalSince1970])
+            """).execute(arguments: [now.timeIntervalSince1970])
+        // One statement picks and marks the entries; RETURNING gives them back in no
+        // particular order, so they are sorted again below.
         let onceClause = attemptedBefore == nil ? "" : "AND (e.last_attempt_at IS NULL OR e.last_attempt_at < :cutoff)"
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT \(Schema.entryColumns) FROM entry AS e INDEXED BY entry_pending
-            WHERE e.state = 'pending' AND e.next_attempt_at <= :now \(onceClause)
-            AND (e.group_key IS NULL OR NOT EXISTS (
-                SELECT 1 FROM entry AS p INDEXED BY entry_group_open
-                WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN ('pending', 'inflight')))
-            ORDER BY e.priority DESC, e.id
-            LIMIT :limit
-            """, arguments: ["now": now.timeIntervalSince1970, "cutoff": attemptedBefore?.timeIntervalSince1970, "limit": limit])
-        let update = try db.cachedStatement(sql: """
-            UPDATE entry SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, last_attempt_at = ?
-            WHERE id = ?
+        let statement = try db.cachedStatement(sql: """
+            UPDATE entry SET state = 'inflight', lease_owner = :owner, lease_expires_at = :until, last_attempt_at = :now
+            WHERE id IN (
+                SELECT e.id FROM entry AS e INDEXED BY entry_pending
+                WHERE e.state = 'pending' AND e.next_attempt_at <= :now \(onceClause)
+                AND (e.group_key IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM entry AS p INDEXED BY entry_group_open
+                    WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN ('pending', 'inflight')))
+                ORDER BY e.priority DESC, e.id
+                LIMIT :limit)
+            RETURNING \(Schema.entryColumns)
             """)
-        var claimed: [QueueEntry] = []
-        claimed.reserveCapacity(rows.count)
-        for row in rows {
-            var entry = QueueEntry(row: row)
-            try update.execute(arguments: [owner, leaseUntil.timeIntervalSince1970, now.timeIntervalSince1970, entry.id])
-            entry.state = .inflight
-            entry.leaseOwner = owner
-            entry.leaseExpiresAt = leaseUntil
-            entry.lastAttemptAt = now
-            claimed.append(entry)
-        }
-        return claimed
+        var arguments: StatementArguments = [
+            "owner": owner, "until": leaseUntil.timeIntervalSince1970, "now": now.timeIntervalSince1970, "limit": limit,
+        ]
+        if let attemptedBefore { _ = arguments.append(contentsOf: ["cutoff": attemptedBefore.timeIntervalSince1970]) }
+        return try Row.fetchAll(statement, arguments: arguments)
+            .map(QueueEntry.init(row:))
+            .sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
     }
 
     /// One finished attempt, to record.
@@ -218,17 +214,33 @@ final class QueueStore: Sendable {
     private static func settle(_ db: Database, _ settlements: [Settlement], owner: String, now: Date) throws -> Set<EntryID> {
         var lost: Set<EntryID> = []
         let stamp = now.timeIntervalSince1970
+        // Deliveries, the common case, in one statement per status.
+        var deliveries: [Int: [EntryID]] = [:]
+        var others: [Settlement] = []
         for settlement in settlements {
+            if case .deliver(let status) = settlement.transition {
+                deliveries[status, default: []].append(settlement.id)
+            } else {
+                others.append(settlement)
+            }
+        }
+        let deliver = try db.cachedStatement(sql: """
+            UPDATE entry SET state = 'delivered', attempts = attempts + 1, finished_at = :now, last_status = :status,
+                last_error = NULL, waiting_network = 0, lease_owner = NULL, lease_expires_at = NULL
+            WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'inflight' AND lease_owner = :owner
+            RETURNING id
+            """)
+        for (status, ids) in deliveries {
+            let list = "[" + ids.map(String.init).joined(separator: ",") + "]"
+            let recorded = Set(try EntryID.fetchAll(deliver, arguments: ["now": stamp, "status": status, "ids": list, "owner": owner]))
+            lost.formUnion(ids.filter { !recorded.contains($0) })
+        }
+        for settlement in others {
             let arguments: StatementArguments
             let sql: String
             switch settlement.transition {
-            case .deliver(let status):
-                sql = """
-                    UPDATE entry SET state = 'delivered', attempts = attempts + 1, finished_at = ?, last_status = ?,
-                        last_error = NULL, waiting_network = 0, lease_owner = NULL, lease_expires_at = NULL
-                    WHERE id = ? AND state = 'inflight' AND lease_owner = ?
-                    """
-                arguments = [stamp, status, settlement.id, owner]
+            case .deliver:
+                continue   // recorded above
             case .retry(let at, let consumes, let waiting, let status, let error, let excerpt):
                 sql = """
                     UPDATE entry SET state = 'pending', attempts = attempts + ?, next_attempt_at = ?, waiting_network = ?,
