@@ -115,8 +115,8 @@ struct BadInputTests {
         defer { folder.remove() }
         let mountPoint = folder.url.appendingPathComponent("ro").path
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        try run("/bin/mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", mountPoint)
-        defer { try? run("/bin/umount", mountPoint) }
+        try runSystemTool("/bin/mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", mountPoint)
+        defer { try? runSystemTool("/bin/umount", mountPoint) }
         let server = try await TestHTTPServer.start()
         let path = mountPoint + "/queue.db"
         #expect {
@@ -134,8 +134,8 @@ struct BadInputTests {
         defer { folder.remove() }
         let mountPoint = folder.url.appendingPathComponent("small").path
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        try run("/bin/mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint)
-        defer { try? run("/bin/umount", mountPoint) }
+        try runSystemTool("/bin/mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint)
+        defer { try? runSystemTool("/bin/umount", mountPoint) }
         let server = try await TestHTTPServer.start()
         let path = mountPoint + "/queue.db"
         let queue = try makeQueue(path: path, server: server) { $0.inlineBodyLimit = 16 * 1024 }
@@ -170,19 +170,5 @@ struct BadInputTests {
         #expect(try await queue.entry(second.id)?.state == .delivered)
         #expect(try await queue.integrityCheck() == ["ok"])
         await server.shutdown()
-    }
-
-    private func run(_ tool: String, _ arguments: String...) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            throw TestServerError("\(tool) \(arguments.joined(separator: " ")) failed (these tests need root): \(message)")
-        }
     }
 }

@@ -12,24 +12,9 @@ import Glibc
 /// file. The server (this process) records every idempotency key it receives.
 @Suite("Other processes: SIGKILL and concurrent drainers", .serialized)
 struct ProcessTests {
-    /// The `queue-agent` executable built beside this test bundle.
-    static func agentURL() throws -> URL {
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = folder.appendingPathComponent("queue-agent")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            folder.deleteLastPathComponent()
-        }
-        let fallback = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/queue-agent")
-        guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
-            throw TestServerError("queue-agent is not built; run `swift build --build-tests` first")
-        }
-        return fallback
-    }
-
     static func startAgent(_ path: String, leaseMilliseconds: Int, concurrency: Int = 16) throws -> Process {
         let process = Process()
-        process.executableURL = try agentURL()
+        process.executableURL = try builtProduct(named: "queue-agent")
         process.arguments = [path, "--concurrency", String(concurrency), "--lease-ms", String(leaseMilliseconds), "--limit-seconds", "60"]
         process.standardOutput = FileHandle.nullDevice
         try process.run()

@@ -97,11 +97,3 @@ func scriptFailures(_ server: TestHTTPServer, _ path: String, _ failures: [(stat
         try await writer.respond(status: failure.status, headers: failure.headers, body: Data("{\"error\":\"status \(failure.status)\"}".utf8))
     }
 }
-
-extension Process {
-    /// Waits for the process to end without blocking a thread of the cooperative pool (the
-    /// loopback server's handlers need those threads while children talk to it).
-    func exited() async {
-        while isRunning { try? await Task.sleep(for: .milliseconds(5)) }
-    }
-}

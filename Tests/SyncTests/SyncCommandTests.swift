@@ -163,8 +163,8 @@ struct SyncCommandTests {
         // 74: the disk is full.
         let small = fixture.folder.appendingPathComponent("small").path
         try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-        try shell("/bin/mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small)
-        defer { try? shell("/bin/umount", small) }
+        try runSystemTool("/bin/mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small)
+        defer { try? runSystemTool("/bin/umount", small) }
         let onSmall = SyncRunner(database: small + "/queue.db")
         #expect(try await onSmall("enqueue", "POST", fixture.url("/echo")).status == 0)
         let filler = small + "/filler"
@@ -194,19 +194,5 @@ struct SyncCommandTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("24 delivered, 0 pending, 0 dead"))
         #expect(result.stdout.contains("24 distinct idempotency keys"))
-    }
-}
-
-/// Runs a system tool and fails with its message.
-func shell(_ tool: String, _ arguments: String...) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool)
-    process.arguments = arguments
-    let errors = Pipe()
-    process.standardError = errors
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw TestServerError("\(tool) \(arguments.joined(separator: " ")) failed (these tests need root): \(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
     }
 }

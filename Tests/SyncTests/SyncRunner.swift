@@ -20,25 +20,10 @@ struct SyncRunner {
     let database: String
     var environment: [String: String] = [:]
 
-    /// The `sync` executable built beside this test bundle.
-    static func binary() throws -> URL {
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = folder.appendingPathComponent("sync")
-            if FileManager.default.isExecutableFile(atPath: candidate.path), !candidate.hasDirectoryPath { return candidate }
-            folder.deleteLastPathComponent()
-        }
-        let fallback = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/sync")
-        guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
-            throw TestServerError("the sync binary is not built; run `swift build --build-tests` first")
-        }
-        return fallback
-    }
-
     /// A started process with pipes, for commands that run until signalled.
     func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
         let process = Process()
-        process.executableURL = try Self.binary()
+        process.executableURL = try builtProduct(named: "sync")
         process.arguments = ["--db", database] + arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "SYNC_DB")

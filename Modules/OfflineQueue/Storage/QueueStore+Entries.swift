@@ -1,0 +1,185 @@
+import Foundation
+import GRDB
+import HTTPCore
+
+/// Inserting, changing and reading entries: what enqueue, `sync` and the lookups use.
+extension QueueStore {
+    /// Inserts `entries` in one transaction. An entry whose caller-given key is already
+    /// stored is not inserted again; its ticket points at the stored entry.
+    func insert(_ entries: [NewEntry], now: Date) async throws(QueueError) -> [Ticket] {
+        try await write { db in
+            var tickets: [Ticket] = []
+            tickets.reserveCapacity(entries.count)
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO entry (idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
+                    group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)
+                ON CONFLICT (idempotency_key) DO NOTHING
+                """)
+            for entry in entries {
+                var inline: Data?
+                var file: String?
+                switch entry.body {
+                case .inline(let data): inline = data
+                case .file(let name, _): file = name
+                case nil: break
+                }
+                let timeout = entry.timeout.map { Int64($0.seconds * 1000) }
+                let due = max(now, entry.notBefore ?? now).timeIntervalSince1970
+                try insert.execute(arguments: [
+                    entry.idempotencyKey, entry.method, entry.url, LineCoding.encode(entry.headers), inline, file,
+                    entry.body?.length, LineCoding.encode(entry.scopes), entry.name, entry.group, entry.priority, timeout,
+                    now.timeIntervalSince1970, now.timeIntervalSince1970, due,
+                ])
+                if db.changesCount == 1 {
+                    tickets.append(Ticket(id: db.lastInsertedRowID, idempotencyKey: entry.idempotencyKey, deduplicated: false))
+                } else {
+                    let id = try EntryID.fetchOne(db, sql: "SELECT id FROM entry WHERE idempotency_key = ?", arguments: [entry.idempotencyKey]) ?? 0
+                    tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: true))
+                }
+            }
+            return tickets
+        }
+    }
+
+    /// Dead or pending entries become due now with a fresh budget. `nil` ids means every
+    /// dead entry. Returns the ids changed.
+    func retry(ids: [EntryID]?, now: Date) async throws(QueueError) -> [EntryID] {
+        try await write { db in
+            let stamp = now.timeIntervalSince1970
+            let set = """
+                SET state = 'pending', attempts = 0, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
+                    finished_at = NULL
+                """
+            guard let ids else {
+                let changed = try EntryID.fetchAll(db, sql: "SELECT id FROM entry WHERE state = 'dead' ORDER BY id")
+                try db.execute(sql: "UPDATE entry \(set) WHERE state = 'dead'", arguments: ["now": stamp])
+                return changed
+            }
+            for id in ids {
+                guard let state = try String.fetchOne(db, sql: "SELECT state FROM entry WHERE id = ?", arguments: [id]) else {
+                    throw QueueError.noSuchEntry(id)
+                }
+                if state == EntryState.inflight.rawValue { throw QueueError.entryInFlight(id) }
+                if state == EntryState.delivered.rawValue { continue }
+                try db.execute(sql: "UPDATE entry \(set) WHERE id = :id", arguments: ["now": stamp, "id": id])
+            }
+            return ids
+        }
+    }
+
+    /// Deletes the selected entries and then their body files. Returns how many rows went.
+    func purge(_ selection: PurgeSelection, now: Date) async throws(QueueError) -> Int {
+        let (count, files) = try await write { db -> (Int, [String]) in
+            var files: [String] = []
+            var count = 0
+            switch selection {
+            case .states(let states, let before):
+                let chosen = states.subtracting([.inflight]).map(\.rawValue)
+                guard !chosen.isEmpty else { return (0, []) }
+                let placeholders = databaseQuestionMarks(count: chosen.count)
+                var arguments = StatementArguments(chosen)
+                var timeClause = ""
+                if let before {
+                    timeClause = "AND COALESCE(finished_at, created_at) < ?"
+                    _ = arguments.append(contentsOf: [before.timeIntervalSince1970])
+                }
+                let filter = "state IN (\(placeholders)) \(timeClause)"
+                files = try String.fetchAll(db, sql: "SELECT body_file FROM entry WHERE \(filter) AND body_file IS NOT NULL", arguments: arguments)
+                try db.execute(sql: "DELETE FROM entry WHERE \(filter)", arguments: arguments)
+                count = db.changesCount
+            case .ids(let ids):
+                for id in ids {
+                    guard let row = try Row.fetchOne(db, sql: "SELECT state, lease_expires_at, body_file FROM entry WHERE id = ?", arguments: [id]) else {
+                        throw QueueError.noSuchEntry(id)
+                    }
+                    let state: String = row[0]
+                    let lease: Double? = row[1]
+                    if state == EntryState.inflight.rawValue, let lease, lease >= now.timeIntervalSince1970 {
+                        throw QueueError.entryInFlight(id)
+                    }
+                    if let file: String = row[2] { files.append(file) }
+                    try db.execute(sql: "DELETE FROM entry WHERE id = ?", arguments: [id])
+                    count += 1
+                }
+            }
+            return (count, files)
+        }
+        bodies.remove(files)
+        return count
+    }
+
+    // MARK: - Reading
+
+    func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT \(Schema.entryColumns) FROM entry WHERE id = ?", arguments: [id]).map(QueueEntry.init(row:))
+        }
+    }
+
+    func entry(idempotencyKey key: String) async throws(QueueError) -> QueueEntry? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT \(Schema.entryColumns) FROM entry WHERE idempotency_key = ?", arguments: [key]).map(QueueEntry.init(row:))
+        }
+    }
+
+    func entries(_ filter: EntryFilter) async throws(QueueError) -> [QueueEntry] {
+        try await read { db in
+            var clauses: [String] = []
+            var arguments = StatementArguments()
+            if !filter.states.isEmpty, filter.states.count < EntryState.allCases.count {
+                let states = filter.states.map(\.rawValue).sorted()
+                clauses.append("state IN (\(databaseQuestionMarks(count: states.count)))")
+                _ = arguments.append(contentsOf: StatementArguments(states))
+            }
+            if let group = filter.group {
+                clauses.append("group_key = ?")
+                _ = arguments.append(contentsOf: [group])
+            }
+            if let after = filter.after {
+                clauses.append("id > ?")
+                _ = arguments.append(contentsOf: [after])
+            }
+            let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+            _ = arguments.append(contentsOf: [max(0, filter.limit)])
+            return try Row.fetchAll(db, sql: "SELECT \(Schema.entryColumns) FROM entry \(whereClause) ORDER BY id LIMIT ?", arguments: arguments)
+                .map(QueueEntry.init(row:))
+        }
+    }
+
+    func counts() async throws(QueueError) -> QueueCounts {
+        try await read { db in
+            var counts = QueueCounts()
+            for row in try Row.fetchAll(db, sql: "SELECT state, count(*) FROM entry INDEXED BY entry_state GROUP BY state") {
+                let state: String = row[0]
+                let count: Int = row[1]
+                switch EntryState(rawValue: state) {
+                case .pending: counts.pending = count
+                case .inflight: counts.inflight = count
+                case .delivered: counts.delivered = count
+                case .dead: counts.dead = count
+                case nil: break
+                }
+            }
+            counts.oldestPendingCreatedAt = try Double.fetchOne(db, sql: """
+                SELECT created_at FROM entry INDEXED BY entry_state WHERE state = 'pending' ORDER BY id LIMIT 1
+                """).map(Date.init(timeIntervalSince1970:))
+            counts.nextAttemptAt = try Double.fetchOne(db, sql: """
+                SELECT min(next_attempt_at) FROM entry INDEXED BY entry_due WHERE state = 'pending'
+                """).map(Date.init(timeIntervalSince1970:))
+            return counts
+        }
+    }
+
+    /// Body file names that rows still point at.
+    func referencedBodyFiles() async throws(QueueError) -> Set<String> {
+        try await read { db in
+            Set(try String.fetchAll(db, sql: "SELECT body_file FROM entry WHERE body_file IS NOT NULL"))
+        }
+    }
+
+    /// `PRAGMA integrity_check`'s answer: `["ok"]` for a sound file.
+    func integrityCheck() async throws(QueueError) -> [String] {
+        try await read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+    }
+}
