@@ -63,12 +63,6 @@ extension QueueStore {
             .sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
     }
 
-    /// One finished attempt, to record.
-    struct Settlement: Sendable {
-        var id: EntryID
-        var transition: Transition
-    }
-
     /// Applies `settlements` of `owner`'s claims in one transaction. A settlement whose lease
     /// `owner` no longer holds (it lapsed and another drainer claimed the entry) changes
     /// nothing; the ids of those are returned.

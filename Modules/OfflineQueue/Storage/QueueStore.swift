@@ -22,6 +22,13 @@ public enum QueueDurability: String, Sendable, Hashable {
 final class QueueStore: Sendable {
     let path: String
     let bodies: BodyStore
+
+    /// One finished attempt, to record.
+    struct Settlement: Sendable {
+        var id: EntryID
+        var transition: Transition
+    }
+
     let pool: DatabasePool
 
     /// Opens (and, when `create` is set, creates) the database at `path`.
