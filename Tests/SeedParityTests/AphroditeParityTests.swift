@@ -128,8 +128,30 @@ struct UserErrors: DomainErrorFactory {
     }
 }
 
+/// Aphrodite's custom `ParameterEncoding`: parameters as `key=value` lines of plain text.
+struct PlainTextEncoding: ParameterEncoding {
+    func encode(_ parameters: [String: Any]) throws(NetworkError) -> RequestContent {
+        .text(parameters.keys.sorted().map { "\($0)=\(parameters[$0]!)" }.joined(separator: "\n"))
+    }
+}
+
 @Suite("Aphrodite's examples on Courier")
 struct AphroditeParityTests {
+    @Test("URL encoding in the query or the body, and a custom parameter encoding")
+    func parameterEncodings() async throws {
+        let server = try await exampleServer()
+        let client = APIClient(baseURL: server.baseURL, transport: transport)
+        try await client.send(Request<Void>(method: .get, path: "/echo", body: .parameters(["q": "swift nio", "page": 2], encoding: URLEncoding())))
+        #expect(server.requests.last?.queryValue("q") == "swift nio")
+        #expect(server.requests.last?.queryValue("page") == "2")
+        try await client.send(Request<Void>(method: .post, path: "/echo", body: .parameters(["q": "a&b"], encoding: URLEncoding())))
+        #expect(server.requests.last?.values(of: "Content-Type").first?.hasPrefix("application/x-www-form-urlencoded") == true)
+        #expect(server.requests.last?.bodyCRC32 == crc(Data("q=a%26b".utf8)))
+        try await client.send(Request<Void>(method: .post, path: "/echo", body: .parameters(["b": 2, "a": "x"], encoding: PlainTextEncoding())))
+        #expect(server.requests.last?.bodyCRC32 == crc(Data("a=x\nb=2".utf8)))
+        await server.shutdown()
+    }
+
     @Test("the UserManagement target as plain, data, model and mapped-model calls")
     func callKinds() async throws {
         let server = try await exampleServer()

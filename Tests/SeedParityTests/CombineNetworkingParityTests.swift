@@ -208,6 +208,15 @@ struct CombineNetworkingParityTests {
             guard case .underlying(let underlying) = error else { Issue.record("\(error)"); return }
             #expect(underlying as? DogError == .noSuchDog)
         }
+        // A transport error converted by the handler: nothing listens on port 1.
+        let closed = APIClient(configuration: { var c = configuration; c.baseURL = URL(string: "http://127.0.0.1:1")!; return c }(), transport: transport)
+        do {
+            _ = try await closed.model(DogRequest.random, as: Dog.self)
+            Issue.record("expected an error")
+        } catch {
+            guard case .underlying(let underlying) = error else { Issue.record("\(error)"); return }
+            #expect(underlying as? DogError == .offline)
+        }
         await server.shutdown()
     }
 
