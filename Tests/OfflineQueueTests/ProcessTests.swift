@@ -104,6 +104,30 @@ struct ProcessTests {
         await server.shutdown()
     }
 
+    @Test("a live drainer renews its leases: a send longer than the lease is not taken over")
+    func leaseRenewal() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        server.route("/long") { _, writer in
+            try await Task.sleep(for: .milliseconds(1500))
+            try await writer.respond(status: 200)
+        }
+        let policy = DeliveryPolicy(leaseDuration: .milliseconds(400))
+        let first = try makeQueue(path: folder.databasePath, server: server, policy: policy)
+        let second = try makeQueue(path: folder.databasePath, server: server, policy: policy)
+        let ticket = try await first.enqueue(method: "PUT", url: server.url("/long").absoluteString)
+        let long = Task { try await first.drain() }
+        try await Task.sleep(for: .milliseconds(900))   // two lease lengths
+        let other = try await second.drain()
+        #expect(other.delivered == 0, "the entry was still leased")
+        let summary = try await long.value
+        #expect(summary.delivered == 1)
+        #expect(summary.leasesLost == 0)
+        #expect(idempotencyKeys(server) == [ticket.idempotencyKey], "sent once")
+        await server.shutdown()
+    }
+
     @Test("an expired lease returns the entry: another drainer takes it, and the first one's late result is not recorded")
     func leaseExpiry() async throws {
         let folder = try TempFolder()
@@ -118,9 +142,10 @@ struct ProcessTests {
             if call == 1 { try await Task.sleep(for: .seconds(2)) }
             try await writer.respond(status: 200)
         }
-        let short = DeliveryPolicy(leaseDuration: .milliseconds(300))
-        let first = try makeQueue(path: folder.databasePath, server: server, policy: short)
-        let second = try makeQueue(path: folder.databasePath, server: server, policy: short)
+        var hung = DeliveryPolicy(leaseDuration: .milliseconds(300))
+        hung.renewsLeases = false   // a drainer that hangs without dying: its lease lapses
+        let first = try makeQueue(path: folder.databasePath, server: server, policy: hung)
+        let second = try makeQueue(path: folder.databasePath, server: server, policy: DeliveryPolicy(leaseDuration: .milliseconds(300)))
         let ticket = try await first.enqueue(method: "POST", url: server.url("/slow-once").absoluteString)
         let slow = Task { try await first.drain() }
         try await Task.sleep(for: .milliseconds(500))

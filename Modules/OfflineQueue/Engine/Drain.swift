@@ -87,6 +87,10 @@ extension OfflineQueue {
             // Whether the last claim found everything that was due; then the next claim waits
             // until nothing is left to start.
             var exhausted = false
+            // When each claimed entry (ready or in flight) was claimed or last renewed, to renew
+            // its lease at half its duration.
+            var leasedAt: [EntryID: ContinuousClock.Instant] = [:]
+            let renewal = configuration.policy.leaseDuration / 2
             // One ticker wakes the loop every `flushDelay`, so a finished attempt is recorded in
             // time even while other sends hang (a timer per wait would cost more than a send).
             group.addTask {
@@ -102,6 +106,7 @@ extension OfflineQueue {
                     return batch
                 }
                 running -= batch.count
+                for item in batch { leasedAt[item.entry.id] = nil }
                 if batch.contains(where: { if case .networkGone = $0.outcome { true } else { false } }) { networkGone = true }
                 let now = Date()
                 if !batch.isEmpty {
@@ -114,6 +119,7 @@ extension OfflineQueue {
                 if stopping && !ready.isEmpty {
                     // Claimed but never sent: give them back.
                     unsettled += ready.map { QueueStore.Settlement(id: $0.id, transition: .release) }
+                    for entry in ready { leasedAt[entry.id] = nil }
                     ready.removeAll()
                     oldestUnsettled = oldestUnsettled ?? .now
                 }
@@ -137,9 +143,23 @@ extension OfflineQueue {
                         if claimLimit > 0 {
                             exhausted = fresh.count < claimLimit
                             ready += fresh
+                            let claimed = ContinuousClock.now
+                            for entry in fresh { leasedAt[entry.id] = claimed }
                         }
                     } catch {
                         failure = failure ?? error
+                    }
+                }
+                if configuration.policy.renewsLeases, !leasedAt.isEmpty, failure == nil {
+                    let clock = ContinuousClock.now
+                    let due = leasedAt.filter { clock - $0.value >= renewal }.map(\.key)
+                    if !due.isEmpty {
+                        do throws(QueueError) {
+                            try await store.renewLeases(due, owner: owner, until: Date().adding(configuration.policy.leaseDuration))
+                            for id in due { leasedAt[id] = clock }
+                        } catch {
+                            failure = failure ?? error
+                        }
                     }
                 }
                 while running < limit, !ready.isEmpty, !stopping {

@@ -22,11 +22,15 @@ public struct DeliveryPolicy: Sendable, Hashable {
     /// How long an entry whose send found the network gone waits before being tried again when
     /// no monitor says the network is back (a monitor's "online" makes it due at once).
     public var networkRecheck: Duration
-    /// How long a claim lasts; a drainer that dies mid-send gives its entries back after this.
-    /// Keep it above the request timeout.
+    /// How long a claim lasts. A live drainer renews the leases of its sends in flight at
+    /// half this duration, so a long upload keeps its entry; a drainer that dies gives its
+    /// entries back after at most this long.
     public var leaseDuration: Duration
     /// How much of an error response's body is kept with the entry.
     public var excerptLimit: Int
+    /// Whether a drainer extends the leases of its sends in flight (at half their duration).
+    /// Only tests turn it off, to play a drainer that hangs without dying.
+    package var renewsLeases = true
 
     public init(
         backoff: Backoff = Backoff(base: .seconds(1), multiplier: 2, cap: .seconds(300)),

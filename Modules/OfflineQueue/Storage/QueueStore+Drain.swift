@@ -141,4 +141,17 @@ extension QueueStore {
             return db.changesCount
         }
     }
+
+    /// Extends `owner`'s leases on `ids` to `until`; entries whose lease `owner` lost are left
+    /// alone.
+    func renewLeases(_ ids: [EntryID], owner: String, until: Date) async throws(QueueError) {
+        guard !ids.isEmpty else { return }
+        let list = "[" + ids.map(String.init).joined(separator: ",") + "]"
+        try await write { db in
+            try db.cachedStatement(sql: """
+                UPDATE entry SET lease_expires_at = :until
+                WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'inflight' AND lease_owner = :owner
+                """).execute(arguments: ["until": until.timeIntervalSince1970, "ids": list, "owner": owner])
+        }
+    }
 }
