@@ -168,7 +168,6 @@ public final class OfflineQueue: Sendable {
         }
         return NewEntry(
             idempotencyKey: key ?? UUID().uuidString.lowercased(),
-            callerKey: key != nil,
             method: request.method,
             url: url.absoluteString,
             headers: headers,

@@ -50,14 +50,6 @@ final class EventBroadcast: Sendable {
         }
         return stream
     }
-
-    func finish() {
-        let all = subscribers.withLock { subscribers in
-            defer { subscribers = [:] }
-            return Array(subscribers.values)
-        }
-        for continuation in all { continuation.finish() }
-    }
 }
 
 /// A level-triggered wake-up: ``fire()`` wakes the current or the next ``wait(timeout:)``,

@@ -58,8 +58,8 @@ public struct QueueService: Service {
             for await status in monitor.statusUpdates() {
                 logger.debug("network status", metadata: ["status": "\(status)"])
                 if status.isOnline && !wasOnline {
-                    let woken = (try? await queue.store.wakeNetworkWaiters(now: Date())) ?? 0
-                    logger.info("network is back", metadata: ["status": "\(status)", "due_now": "\(woken)"])
+                    // The drain this wakes makes the entries that waited for the network due.
+                    logger.info("network is back", metadata: ["status": "\(status)"])
                 }
                 wasOnline = status.isOnline
                 wake.fire()
@@ -76,6 +76,7 @@ public struct QueueService: Service {
         while !control.isStopping && !Task.isCancelled {
             let online = queue.monitor?.status.isOnline ?? true
             var didWork = false
+            var nextAttemptAt: Date?
             if online {
                 let drainControl = DrainControl()
                 let task = Task { try await queue.drain(.untilIdle, control: drainControl) }
@@ -83,6 +84,7 @@ public struct QueueService: Service {
                 do {
                     let summary = try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
                     didWork = summary.delivered + summary.failed + summary.dead + summary.waitingForNetwork > 0
+                    nextAttemptAt = summary.nextAttemptAt
                     if didWork {
                         logger.info("drained", metadata: [
                             "delivered": "\(summary.delivered)", "failed": "\(summary.failed)", "dead": "\(summary.dead)",
@@ -96,7 +98,7 @@ public struct QueueService: Service {
             }
             if control.isStopping || Task.isCancelled { break }
             var delay = pollInterval
-            if online, let next = try? await queue.counts().nextAttemptAt {
+            if let next = nextAttemptAt {
                 let untilNext = Duration.milliseconds(Int64(max(0, next.timeIntervalSinceNow) * 1000))
                 delay = min(delay, max(untilNext, didWork ? .zero : .milliseconds(100)))
             }

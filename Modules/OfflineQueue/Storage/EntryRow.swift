@@ -4,7 +4,6 @@ import GRDB
 /// A request on its way into the table: everything but what the store assigns.
 struct NewEntry: Sendable {
     var idempotencyKey: String
-    var callerKey: Bool
     var method: String
     var url: String
     var headers: [StoredHeader]

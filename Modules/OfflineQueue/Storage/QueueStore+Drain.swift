@@ -5,19 +5,6 @@ import HTTPCore
 /// The drain's side of the store: claims under a lease, results recorded in batches, and
 /// entries woken when the network is back.
 extension QueueStore {
-    /// In one transaction: returns lapsed leases to pending, then claims up to `limit` due
-    /// entries for `owner` until `leaseUntil`: the highest priority first, then the oldest, and
-    /// only the first open entry of each group.
-    ///
-    /// - Parameter attemptedBefore: when set, skips entries attempted at or after it (for a
-    ///   drain that tries each entry once).
-    func claim(limit: Int, owner: String, now: Date, leaseUntil: Date, attemptedBefore: Date?) async throws(QueueError) -> [QueueEntry] {
-        guard limit > 0 else { return [] }
-        return try await write { db in
-            try Self.claim(db, limit: limit, owner: owner, now: now, leaseUntil: leaseUntil, attemptedBefore: attemptedBefore)
-        }
-    }
-
     /// Records `settlements` and claims up to `claimLimit` entries, in one transaction: the
     /// drain loop's single commit per turn.
     func settleAndClaim(
@@ -34,6 +21,12 @@ extension QueueStore {
         }
     }
 
+    /// In one transaction: returns lapsed leases to pending, then claims up to `limit` due
+    /// entries for `owner` until `leaseUntil`: the highest priority first, then the oldest, and
+    /// only the first open entry of each group.
+    ///
+    /// - Parameter attemptedBefore: when set, skips entries attempted at or after it (for a
+    ///   drain that tries each entry once).
     static func claim(_ db: Database, limit: Int, owner: String, now: Date, leaseUntil: Date, attemptedBefore: Date?) throws -> [QueueEntry] {
         try db.cachedStatement(sql: """
             UPDATE entry SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL
