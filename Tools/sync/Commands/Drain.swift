@@ -34,11 +34,8 @@ struct Drain: AsyncParsableCommand {
     @Flag(name: .long, help: "Try each due entry at most once.")
     var once = false
 
-    @Option(name: .long, help: ArgumentHelp("Also require this URL to answer 204 before sending (captive portals).", valueName: "url"))
-    var probeURL: String?
+    @OptionGroup var network: NetworkOptions
 
-    @Flag(name: .long, help: "Send without asking netlink whether the network is there.")
-    var noReachability = false
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
@@ -48,13 +45,8 @@ struct Drain: AsyncParsableCommand {
     func run() async throws {
         let transport = AsyncHTTPClientTransport()
         defer { Task { try? await transport.shutdown() } }
-        let monitor: (any NetworkMonitor)?
-        do {
-            monitor = try Monitors.make(probeURL: probeURL, disabled: noReachability, transport: transport)
-        } catch let failure as ValidationFailure {
-            throw ValidationError(failure.description)
-        }
-        await Monitors.settle(monitor)
+        let monitor = network.makeMonitor(transport: transport)
+        await NetworkOptions.settle(monitor)
         let summary: DrainSummary = try await reporting {
             let queue = try options.openQueue(
                 create: false, transport: transport, monitor: monitor,

@@ -30,11 +30,8 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "How many requests are sent at once (one per group).")
     var concurrency: Int = 8
 
-    @Option(name: .long, help: ArgumentHelp("Also require this URL to answer 204 before sending.", valueName: "url"))
-    var probeURL: String?
+    @OptionGroup var network: NetworkOptions
 
-    @Flag(name: .long, help: "Send without asking netlink whether the network is there.")
-    var noReachability = false
 
     @Option(name: .long, help: ArgumentHelp("The limit for one request, in seconds.", valueName: "seconds"))
     var timeout: Double = 30
@@ -64,12 +61,7 @@ struct Run: AsyncParsableCommand {
         }
         let logger = Logger(label: "courier.sync")
         let transport = AsyncHTTPClientTransport()
-        let monitor: (any NetworkMonitor)?
-        do {
-            monitor = try Monitors.make(probeURL: probeURL, disabled: noReachability, transport: transport)
-        } catch let failure as ValidationFailure {
-            throw ValidationError(failure.description)
-        }
+        let monitor = network.makeMonitor(transport: transport)
         try await reporting {
             let queue = try options.openQueue(
                 create: true, transport: transport, monitor: monitor,
