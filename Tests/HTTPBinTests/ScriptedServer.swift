@@ -15,13 +15,13 @@ struct ScriptedServer: Sendable {
     static func selfSignedTLS() async throws -> ScriptedServer { try await tlsLaunch.value }
 
     private static let plainLaunch = Task<ScriptedServer, any Error> {
-        let python = try LoopbackPython.find(modules: ["http.server"])
+        let python = try await LoopbackPython.find(modules: ["http.server"])
         let port = try await LoopbackPython.start(python: python, script: script, name: "scripted-http", arguments: ["http"])
         return ScriptedServer(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
     }
 
     private static let tlsLaunch = Task<ScriptedServer, any Error> {
-        let python = try LoopbackPython.find(modules: ["http.server", "ssl"])
+        let python = try await LoopbackPython.find(modules: ["http.server", "ssl"])
         let port = try await LoopbackPython.start(python: python, script: script, name: "scripted-tls", arguments: ["tls"])
         return ScriptedServer(baseURL: URL(string: "https://127.0.0.1:\(port)")!)
     }

@@ -115,8 +115,8 @@ struct BadInputTests {
         defer { folder.remove() }
         let mountPoint = folder.url.appendingPathComponent("ro").path
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        try runSystemTool("/bin/mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", mountPoint)
-        defer { try? runSystemTool("/bin/umount", mountPoint) }
+        let tmpfs = try Tmpfs(at: mountPoint, size: "1m", readOnly: true)
+        defer { tmpfs.unmount() }
         let server = try await TestHTTPServer.start()
         let path = mountPoint + "/queue.db"
         #expect {
@@ -134,8 +134,8 @@ struct BadInputTests {
         defer { folder.remove() }
         let mountPoint = folder.url.appendingPathComponent("small").path
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        try runSystemTool("/bin/mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint)
-        defer { try? runSystemTool("/bin/umount", mountPoint) }
+        let tmpfs = try Tmpfs(at: mountPoint, size: "2m")
+        defer { tmpfs.unmount() }
         let server = try await TestHTTPServer.start()
         let path = mountPoint + "/queue.db"
         let queue = try makeQueue(path: path, server: server) { $0.inlineBodyLimit = 16 * 1024 }

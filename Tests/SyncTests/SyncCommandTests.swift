@@ -163,8 +163,8 @@ struct SyncCommandTests {
         // 74: the disk is full.
         let small = fixture.folder.appendingPathComponent("small").path
         try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-        try runSystemTool("/bin/mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small)
-        defer { try? runSystemTool("/bin/umount", small) }
+        let tmpfs = try Tmpfs(at: small, size: "1m")
+        defer { tmpfs.unmount() }
         let onSmall = SyncRunner(database: small + "/queue.db")
         #expect(try await onSmall("enqueue", "POST", fixture.url("/echo")).status == 0)
         let filler = small + "/filler"

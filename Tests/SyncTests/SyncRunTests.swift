@@ -27,7 +27,7 @@ struct SyncRunTests {
         }
         #expect(try await sync("enqueue", "POST", server.url("/echo").absoluteString).status == 0)
         let (process, _, errors) = try sync.start(["run", "--no-reachability", "--concurrency", "4"])
-        let log = SyncRunner.readToEnd(errors)
+        let log = readToEnd(errors.fileHandleForReading)
         let deadline = ContinuousClock.now + .seconds(30)
         while arrived.current < 4 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(arrived.current >= 4, "four sends in flight")

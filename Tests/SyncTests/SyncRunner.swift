@@ -48,8 +48,8 @@ struct SyncRunner {
     func run(_ arguments: [String], limit: Duration = .seconds(60)) async throws -> Result {
         let (process, out, err) = try start(arguments)
         // Read both pipes while the process runs, so a full pipe never blocks it.
-        let stdout = Self.readToEnd(out)
-        let stderr = Self.readToEnd(err)
+        let stdout = readToEnd(out.fileHandleForReading)
+        let stderr = readToEnd(err.fileHandleForReading)
         try await Self.wait(for: process, limit: limit)
         return Result(
             status: process.terminationStatus,
@@ -58,26 +58,11 @@ struct SyncRunner {
         )
     }
 
-    /// Reads `pipe` to its end on a Dispatch thread: a blocking read on the cooperative pool
-    /// (two threads here) would starve the loopback server the child talks to.
-    static func readToEnd(_ pipe: Pipe) -> Task<Data, Never> {
-        let handle = pipe.fileHandleForReading
-        return Task {
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { continuation.resume(returning: handle.readDataToEndOfFile()) }
-            }
-        }
-    }
-
     /// Waits for `process` to end without blocking a cooperative thread; kills it after `limit`.
     static func wait(for process: Process, limit: Duration) async throws {
-        let deadline = ContinuousClock.now + limit
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                kill(process.processIdentifier, SIGKILL)
-                throw TestServerError("sync did not finish within \(limit)")
-            }
-            try await Task.sleep(for: .milliseconds(10))
+        guard await process.exited(limit: limit) else {
+            kill(process.processIdentifier, SIGKILL)
+            throw TestServerError("sync did not finish within \(limit)")
         }
     }
 }

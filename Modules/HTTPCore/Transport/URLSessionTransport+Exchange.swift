@@ -50,6 +50,9 @@ final class URLSessionExchange: Sendable {
     private let maxBufferedBytes: Int
     private let state = LockedBox(State())
 
+    /// Where tasks are cancelled: a serial queue, whose thread comes from the overcommit pool.
+    private static let cancellations = DispatchQueue(label: "courier.URLSessionTransport.cancel")
+
     init(maxBufferedBytes: Int) {
         self.maxBufferedBytes = maxBufferedBytes
     }
@@ -179,7 +182,9 @@ final class URLSessionExchange: Sendable {
             // Not inline: `fail` runs inside cancellation handlers, and FoundationNetworking up
             // to Swift 6.3.1 cancels with a `sync` onto the task's queue, which can deadlock
             // against the task-status lock such a handler holds (swift-corelibs-foundation 5412).
-            DispatchQueue.global().async { task.cancel() }
+            // Not on `DispatchQueue.global()` either: on Linux that is the cooperative pool's own
+            // root queue, and the `sync` would hold one of its threads (two on two cores).
+            Self.cancellations.async { task.cancel() }
         }
         actions.forEach { $0() }
     }

@@ -23,7 +23,7 @@ struct ProbeNamespaceTests {
     func answers() async throws {
         let lab = try NetworkLab()
         defer { lab.destroy() }
-        let server = try ProbeServer(namespace: lab.outer, address: NetworkLab.outerAddress)
+        let server = try await ProbeServer.start(namespace: lab.outer, address: NetworkLab.outerAddress)
         defer { server.stop() }
 
         #expect(await probe("/generate_204", lab: lab).probe() == .passed)
@@ -35,7 +35,7 @@ struct ProbeNamespaceTests {
     func combined() async throws {
         let lab = try NetworkLab()
         defer { lab.destroy() }
-        let server = try ProbeServer(namespace: lab.outer, address: NetworkLab.outerAddress)
+        let server = try await ProbeServer.start(namespace: lab.outer, address: NetworkLab.outerAddress)
         defer { server.stop() }
         let netlink = try NetlinkMonitor(namespacePath: lab.innerPath)
         defer { netlink.stop() }

@@ -29,37 +29,43 @@ final class ProbeServer: Sendable {
     server.serve_forever()
     """
 
+    private init(process: Process) {
+        self.process = process
+    }
+
     /// Starts the server in `namespace`, bound to `address`, and waits (up to 5 s) until it listens.
-    init(namespace: String, address: String) throws {
+    static func start(namespace: String, address: String) async throws -> ProbeServer {
         guard let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: FileManager.default.isExecutableFile(atPath:)) ?? Self.which("python3") else {
             throw LabError("python3 is not installed (apt-get install python3); the probe tests serve HTTP with it")
         }
-        process = Process()
+        let process = Process()
         process.executableURL = URL(fileURLWithPath: try NetworkLab.ipTool())
         process.arguments = ["netns", "exec", namespace, python, "-c", Self.script, address, String(Self.port)]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let ready = DispatchSemaphore(value: 0)
+        let server = ProbeServer(process: process)
+        // "ready" on its first line; the read ends early if the server dies.
         let handle = output.fileHandleForReading
-        DispatchQueue.global().async {
-            _ = handle.availableData
-            ready.signal()
+        let ready = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await onOwnThread { !handle.availableData.isEmpty } }
+            group.addTask { try? await Task.sleep(for: .seconds(5)); return false }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
         }
-        guard ready.wait(timeout: .now() + 5) == .success, process.isRunning else {
-            stop()
+        guard ready, process.isRunning else {
+            server.stop()
             throw LabError("the python3 probe server did not start in namespace \(namespace)")
         }
+        return server
     }
 
     /// Kills the server (SIGKILL: the test runner's blocked-signal mask is inherited by
-    /// children, so a SIGTERM may never be delivered) and waits for it.
+    /// children, so a SIGTERM may never be delivered). Foundation reaps it; nothing waits here.
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     private static func which(_ name: String) -> String? {

@@ -24,7 +24,7 @@ public struct HTTPBinServer: Sendable {
     }
 
     private static let launch = Task<HTTPBinServer, any Error> {
-        let python = try LoopbackPython.find(modules: ["httpbin", "gunicorn"])
+        let python = try await LoopbackPython.find(modules: ["httpbin", "gunicorn"])
         let port = try await LoopbackPython.start(python: python, script: supervisor, name: "httpbin")
         let server = HTTPBinServer(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
         try await server.waitUntilAnswering()
@@ -90,7 +90,7 @@ public enum LoopbackPython {
 
     /// The first Python that can import `modules`: `$HTTPBIN_PYTHON`, then the venv
     /// `Tools/test` makes, then `python3` on the `PATH`.
-    public static func find(modules: [String]) throws -> URL {
+    public static func find(modules: [String]) async throws -> URL {
         // This file is Tests/TestSupport/HTTPBin/HTTPBinServer.swift: four levels below the root.
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
@@ -102,14 +102,7 @@ public enum LoopbackPython {
         }
         let check = "import " + modules.joined(separator: ", ")
         for path in candidates where FileManager.default.isExecutableFile(atPath: path) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = ["-c", check]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            do { try process.run() } catch { continue }
-            process.waitUntilExit()
-            if process.terminationStatus == 0 { return URL(fileURLWithPath: path) }
+            if let result = try? await runTool(path, ["-c", check]), result.status == 0 { return URL(fileURLWithPath: path) }
         }
         throw LaunchError(
             "no Python with \(modules.joined(separator: " and ")) installed (tried \(candidates.first ?? "-") and python3 on PATH): " +
@@ -168,16 +161,14 @@ public enum LoopbackPython {
     }
 
     private static func readLine(_ handle: FileHandle) async -> String {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var text = ""
-                while !text.contains("\n") {
-                    let data = handle.availableData
-                    if data.isEmpty { break }
-                    text += String(decoding: data, as: UTF8.self)
-                }
-                continuation.resume(returning: text)
+        await onOwnThread {
+            var text = ""
+            while !text.contains("\n") {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                text += String(decoding: data, as: UTF8.self)
             }
+            return text
         }
     }
 

@@ -45,8 +45,8 @@ public final class NginxTLSServer: Sendable {
         let openssl = try executable("openssl", hint: "apt-get install -y openssl")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try makeCertificates(openssl: openssl, in: directory)
-        let port = try freePort()
+        try await makeCertificates(openssl: openssl, in: directory)
+        let port = try await freePort()
         let config = directory.appendingPathComponent("nginx.conf")
         try configuration(port: port, directory: directory.path).write(to: config, atomically: true, encoding: .utf8)
 
@@ -71,13 +71,12 @@ public final class NginxTLSServer: Sendable {
         throw TestServerError("nginx did not accept connections on port \(port) within 10 s")
     }
 
-    /// Ends nginx, waits for it, and removes the temporary directory.
+    /// Ends nginx (SIGKILL; Foundation reaps it) and removes the temporary directory.
     public func stop() {
         if process.isRunning {
             // nginx runs as one process (`master_process off`), so SIGKILL leaves nothing behind;
             // SIGTERM is not reliable here, since a child may inherit a mask that blocks it.
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: directory)
     }
@@ -111,7 +110,7 @@ public final class NginxTLSServer: Sendable {
         """
     }
 
-    private static func makeCertificates(openssl: String, in directory: URL) throws {
+    private static func makeCertificates(openssl: String, in directory: URL) async throws {
         let path = directory.path
         try """
         basicConstraints=CA:FALSE
@@ -121,26 +120,18 @@ public final class NginxTLSServer: Sendable {
 
         """.write(to: directory.appendingPathComponent("server.ext"), atomically: true, encoding: .utf8)
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try run(openssl, ["req", "-x509"] + ec + ["-keyout", "\(path)/ca.key", "-out", "\(path)/ca.pem", "-days", "2",
+        try await run(openssl, ["req", "-x509"] + ec + ["-keyout", "\(path)/ca.key", "-out", "\(path)/ca.pem", "-days", "2",
                           "-subj", "/CN=Courier Test CA",
                           "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
-        try run(openssl, ["req"] + ec + ["-keyout", "\(path)/server.key", "-out", "\(path)/server.csr", "-subj", "/CN=localhost"])
-        try run(openssl, ["x509", "-req", "-in", "\(path)/server.csr", "-CA", "\(path)/ca.pem", "-CAkey", "\(path)/ca.key",
+        try await run(openssl, ["req"] + ec + ["-keyout", "\(path)/server.key", "-out", "\(path)/server.csr", "-subj", "/CN=localhost"])
+        try await run(openssl, ["x509", "-req", "-in", "\(path)/server.csr", "-CA", "\(path)/ca.pem", "-CAkey", "\(path)/ca.key",
                           "-CAcreateserial", "-out", "\(path)/server.pem", "-days", "2", "-extfile", "\(path)/server.ext"])
     }
 
-    private static func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
-        let output = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestServerError("\(executable) \(arguments.joined(separator: " ")) failed: \(String(decoding: output, as: UTF8.self))")
+    private static func run(_ executable: String, _ arguments: [String]) async throws {
+        let result = try await runTool(executable, arguments)
+        guard result.status == 0 else {
+            throw TestServerError("\(executable) \(arguments.joined(separator: " ")) failed: \(result.errorText)")
         }
     }
 
@@ -155,11 +146,12 @@ public final class NginxTLSServer: Sendable {
     }
 
     /// A TCP port on 127.0.0.1 that was free a moment ago.
-    static func freePort() throws -> Int {
-        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? channel.close().wait() }
-        guard let port = channel.localAddress?.port else { throw TestServerError("no free port") }
+    static func freePort() async throws -> Int {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress?.port
+        try? await channel.close()
+        guard let port else { throw TestServerError("no free port") }
         return port
     }
 
