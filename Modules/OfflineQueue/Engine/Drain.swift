@@ -26,8 +26,14 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     public var released = 0
     /// Attempts whose lease lapsed before they ended.
     public var leasesLost = 0
+    /// Entries taken back from drainers that had died holding them.
+    public var reclaimed = 0
     /// Entries still pending when the drain ended (in this file, from every process).
     public var remaining = 0
+    /// Entries in flight under other drainers that live, when the drain ended.
+    public var inflightElsewhere = 0
+    /// Those drainers (`host:pid:token:boot`).
+    public var otherDrainers: [String] = []
     /// When the next of them is due.
     public var nextAttemptAt: Date?
     /// Whether the drain stopped, or did not start, because the network is gone.
@@ -65,7 +71,10 @@ extension OfflineQueue {
     public func drain(_ mode: DrainMode = .untilIdle, concurrency: Int? = nil, control: DrainControl? = nil) async throws(QueueError) -> DrainSummary {
         let limit = max(1, concurrency ?? configuration.concurrency)
         let control = control ?? DrainControl()
-        let started = Date()
+        let clock = configuration.clock
+        let started = clock.now()
+        let lease = configuration.policy.leaseDuration
+        try ownerLock.acquire()
         let finished = LockedBox<[Finished]>([])
         var summary = DrainSummary()
         var failure: QueueError?
@@ -90,7 +99,11 @@ extension OfflineQueue {
             // When each claimed entry (ready or in flight) was claimed or last renewed, to renew
             // its lease at half its duration.
             var leasedAt: [EntryID: ContinuousClock.Instant] = [:]
-            let renewal = configuration.policy.leaseDuration / 2
+            let renewal = lease / 2
+            // Chores of the claim: carry rows over from another boot at the first claim; take
+            // entries back from dead drainers then and at most once a second after.
+            var chores = QueueStore.ClaimChores(carryOver: true, reclaimOrphans: true, maxDelay: configuration.policy.longestDelay)
+            var lastReclaim = ContinuousClock.now
             // One ticker wakes the loop every `flushDelay`, so a finished attempt is recorded in
             // time even while other sends hang (a timer per wait would cost more than a send).
             group.addTask {
@@ -108,7 +121,7 @@ extension OfflineQueue {
                 running -= batch.count
                 for item in batch { leasedAt[item.entry.id] = nil }
                 if batch.contains(where: { if case .networkGone = $0.outcome { true } else { false } }) { networkGone = true }
-                let now = Date()
+                let now = clock.now()
                 if !batch.isEmpty {
                     unsettled += settlements(for: batch, now: now)
                     oldestUnsettled = oldestUnsettled ?? .now
@@ -131,12 +144,22 @@ extension OfflineQueue {
                 let idle = running == 0 && ready.isEmpty
                 let flushDue = unsettled.count >= limit || idle || stopping
                     || oldestUnsettled.map { .now - $0 >= Self.flushDelay } ?? false
+                if claimLimit > 0, ContinuousClock.now - lastReclaim >= .seconds(1) {
+                    chores.reclaimOrphans = true
+                }
                 if claimLimit > 0 || (flushDue && !unsettled.isEmpty) {
                     do throws(QueueError) {
-                        let (lost, fresh) = try await settleAndClaim(
+                        let result = try await settleAndClaim(
                             unsettled, now: now, claimLimit: claimLimit,
-                            attemptedBefore: mode == .once ? started : nil
+                            attemptedSince: mode == .once ? started.uptime : nil, chores: claimLimit > 0 ? chores : .init()
                         )
+                        let (lost, fresh) = (result.lost, result.claimed)
+                        summary.reclaimed += result.reclaimed
+                        if claimLimit > 0 {
+                            if chores.reclaimOrphans { lastReclaim = ContinuousClock.now }
+                            chores.carryOver = false
+                            chores.reclaimOrphans = false
+                        }
                         publish(unsettled, lost: lost, into: &summary)
                         unsettled.removeAll(keepingCapacity: true)
                         oldestUnsettled = nil
@@ -151,12 +174,12 @@ extension OfflineQueue {
                     }
                 }
                 if configuration.policy.renewsLeases, !leasedAt.isEmpty, failure == nil {
-                    let clock = ContinuousClock.now
-                    let due = leasedAt.filter { clock - $0.value >= renewal }.map(\.key)
+                    let instant = ContinuousClock.now
+                    let due = leasedAt.filter { instant - $0.value >= renewal }.map(\.key)
                     if !due.isEmpty {
                         do throws(QueueError) {
-                            try await store.renewLeases(due, owner: owner, until: Date().adding(configuration.policy.leaseDuration))
-                            for id in due { leasedAt[id] = clock }
+                            try await store.renewLeases(due, owner: owner, now: clock.now(), lease: lease)
+                            for id in due { leasedAt[id] = instant }
                         } catch {
                             failure = failure ?? error
                         }
@@ -169,8 +192,9 @@ extension OfflineQueue {
                         broadcast.publish(.attemptStarted(id: entry.id, attempt: entry.attempts + 1))
                     }
                     group.addTask {
-                        let outcome = await self.attempt(entry)
-                        finished.withLock { $0.append(Finished(entry: entry, outcome: outcome)) }
+                        let age = Duration.seconds(max(0, clock.now().uptime - entry.budgetUptime))
+                        let outcome = await self.attempt(entry, age: age)
+                        finished.withLock { $0.append(Finished(entry: entry, age: age, outcome: outcome)) }
                         control.wake.fire()
                     }
                 }
@@ -184,9 +208,11 @@ extension OfflineQueue {
             }
         }
         if let failure { throw failure }
-        let counts = try await store.counts()
+        let counts = try await store.counts(now: clock.now())
         summary.remaining = counts.pending
         summary.nextAttemptAt = counts.nextAttemptAt
+        summary.inflightElsewhere = counts.inflight - counts.inflightOrphaned
+        summary.otherDrainers = counts.drainers.filter { $0 != owner }
         return summary
     }
 
@@ -197,22 +223,25 @@ extension OfflineQueue {
     /// One attempt's entry and outcome, waiting to be recorded.
     struct Finished: Sendable {
         var entry: QueueEntry
+        /// The entry's age when its attempt started, on the boot clock.
+        var age: Duration
         var outcome: AttemptOutcome
     }
 
     /// The lifecycle's transitions for finished attempts.
-    private func settlements(for batch: [Finished], now: Date) -> [QueueStore.Settlement] {
+    private func settlements(for batch: [Finished], now: QueueTime) -> [QueueStore.Settlement] {
         let policy = configuration.policy
         return batch.map { item in
             let transition: Transition
             if case .interrupted = item.outcome {
                 transition = .release
-            } else if let expired = EntryLifecycle.admit(budgetStartedAt: item.entry.budgetStartedAt, now: item.entry.lastAttemptAt ?? now, policy: policy) {
+            } else if let expired = EntryLifecycle.admit(age: item.age, policy: policy) {
+                // Too old when its attempt started: `attempt` did not send it.
                 transition = expired
             } else {
                 transition = EntryLifecycle.transition(
-                    after: item.outcome, attempts: item.entry.attempts, budgetStartedAt: item.entry.budgetStartedAt,
-                    now: now, policy: policy, unitRandom: Double.random(in: 0..<1)
+                    after: item.outcome, attempts: item.entry.attempts, age: item.age,
+                    policy: policy, unitRandom: Double.random(in: 0..<1)
                 )
             }
             return QueueStore.Settlement(id: item.entry.id, transition: transition)
@@ -222,11 +251,13 @@ extension OfflineQueue {
     /// The store's `settleAndClaim`, which still runs when the drain's task is cancelled (GRDB
     /// refuses work from a cancelled task), so interrupted entries are always given back.
     private func settleAndClaim(
-        _ settlements: [QueueStore.Settlement], now: Date, claimLimit: Int, attemptedBefore: Date?
-    ) async throws(QueueError) -> (lost: Set<EntryID>, claimed: [QueueEntry]) {
-        let leaseUntil = now.adding(configuration.policy.leaseDuration)
+        _ settlements: [QueueStore.Settlement], now: QueueTime, claimLimit: Int, attemptedSince: Double?, chores: QueueStore.ClaimChores
+    ) async throws(QueueError) -> QueueStore.ClaimResult {
         guard Task.isCancelled else {
-            return try await store.settleAndClaim(settlements, owner: owner, now: now, claimLimit: claimLimit, leaseUntil: leaseUntil, attemptedBefore: attemptedBefore)
+            return try await store.settleAndClaim(
+                settlements, owner: owner, now: now, claimLimit: claimLimit,
+                lease: configuration.policy.leaseDuration, attemptedSince: attemptedSince, chores: chores
+            )
         }
         let store = self.store, owner = self.owner
         let result = await Task { () async -> Result<Set<EntryID>, QueueError> in
@@ -236,7 +267,7 @@ extension OfflineQueue {
                 return .failure(error)
             }
         }.value
-        return (try result.get(), [])
+        return QueueStore.ClaimResult(lost: try result.get())
     }
 
     /// Counts what was recorded and tells subscribers.
@@ -253,7 +284,8 @@ extension OfflineQueue {
             case .deliver(let status):
                 summary.delivered += 1
                 if publish { broadcast.publish(.delivered(id: id, status: status)) }
-            case .retry(let at, _, let waiting, _, let error, _):
+            case .retry(let delay, _, let waiting, _, let error, _):
+                let at = configuration.clock.now().wall.addingTimeInterval(delay.seconds)
                 if waiting {
                     summary.waitingForNetwork += 1
                     if publish { broadcast.publish(.waitingForNetwork(id: id)) }
@@ -272,10 +304,10 @@ extension OfflineQueue {
     }
 
     /// Sends one claimed entry through the client (its plugins run again) and says how it went.
-    func attempt(_ entry: QueueEntry) async -> AttemptOutcome {
+    func attempt(_ entry: QueueEntry, age: Duration) async -> AttemptOutcome {
         if Task.isCancelled { return .interrupted }
-        // An entry too old at its claim is not sent; `record` turns it into an expiry.
-        if EntryLifecycle.admit(budgetStartedAt: entry.budgetStartedAt, now: entry.lastAttemptAt ?? Date(), policy: configuration.policy) != nil {
+        // An entry too old at its claim is not sent; `settlements` turns it into an expiry.
+        if EntryLifecycle.admit(age: age, policy: configuration.policy) != nil {
             return .invalid(message: "expired")
         }
         let endpoint: ReplayEndpoint
@@ -287,6 +319,10 @@ extension OfflineQueue {
         do {
             let response = try await client.send(endpoint)
             return .delivered(status: response.status.code)
+        } catch .cancelled where !Task.isCancelled {
+            // Nobody cancelled the drain: a plugin or transport gave up by itself. Counted and
+            // backed off like any failure, so it cannot turn into a loop of instant retries.
+            return .failed(message: "cancelled, though the drain was not", retryable: true)
         } catch {
             return classify(error)
         }
@@ -297,7 +333,7 @@ extension OfflineQueue {
         if case .cancelled = error { return .interrupted }
         if isNetworkGone(error) { return .networkGone(message: error.description) }
         if let response = error.response {
-            let retryAfter = response.headers[.retryAfter].flatMap { RetryAfter.delay(from: $0, now: Date()) }
+            let retryAfter = response.headers[.retryAfter].flatMap { RetryAfter.delay(from: $0, now: configuration.clock.now().wall) }
             let excerpt = response.body.isEmpty ? nil : String(decoding: response.body.prefix(configuration.policy.excerptLimit), as: UTF8.self)
             return .rejected(status: response.status.code, retryAfter: retryAfter, excerpt: excerpt)
         }

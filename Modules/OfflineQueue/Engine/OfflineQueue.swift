@@ -34,8 +34,10 @@ public final class OfflineQueue: Sendable {
     let broadcast = EventBroadcast()
     /// Fired by every local enqueue, so a running service drains at once.
     let enqueued = WakeSignal()
-    /// Names this drainer in leases: host, process and a random part.
-    let owner: String
+    /// This drainer's hold on its claims, which dies with the process.
+    let ownerLock: OwnerLock
+    /// Names this drainer in leases: `host:pid:token:boot`.
+    var owner: String { ownerLock.owner }
 
     /// Opens the queue at `configuration.path`, creating it unless told not to.
     ///
@@ -49,8 +51,7 @@ public final class OfflineQueue: Sendable {
         self.client = APIClient(configuration: clientConfiguration, transport: client.transport)
         self.callerClient = client
         self.store = try QueueStore(path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability)
-        let host = ProcessInfo.processInfo.hostName
-        self.owner = "\(host):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8).lowercased())"
+        self.ownerLock = OwnerLock(databasePath: configuration.path, boot: configuration.clock.now().boot)
     }
 
     // MARK: - Sending and enqueueing
@@ -111,7 +112,7 @@ public final class OfflineQueue: Sendable {
                 }
                 entries.append(entry)
             }
-            let tickets = try await store.insert(entries, now: Date())
+            let tickets = try await store.insert(entries, now: configuration.clock.now())
             // A deduplicated entry's new body file is not referenced by any row.
             for (ticket, entry) in zip(tickets, entries) where ticket.deduplicated {
                 if case .file(let name, _) = entry.body { store.bodies.remove([name]) }
@@ -203,7 +204,7 @@ public final class OfflineQueue: Sendable {
     }
 
     /// How many entries are in each state, the oldest pending and the next due time.
-    public func counts() async throws(QueueError) -> QueueCounts { try await store.counts() }
+    public func counts() async throws(QueueError) -> QueueCounts { try await store.counts(now: configuration.clock.now()) }
 
     /// Makes these entries due now with a fresh attempt budget (delivered ones are left alone).
     ///
@@ -212,20 +213,20 @@ public final class OfflineQueue: Sendable {
     @discardableResult
     public func retry(_ ids: [EntryID]) async throws(QueueError) -> [EntryID] {
         defer { enqueued.fire() }
-        return try await store.retry(ids: ids, now: Date())
+        return try await store.retry(ids: ids, now: configuration.clock.now())
     }
 
     /// Makes every dead entry due now with a fresh attempt budget.
     @discardableResult
     public func retryDead() async throws(QueueError) -> [EntryID] {
         defer { enqueued.fire() }
-        return try await store.retry(ids: nil, now: Date())
+        return try await store.retry(ids: nil, now: configuration.clock.now())
     }
 
     /// Deletes entries and their body files; returns how many.
     @discardableResult
     public func purge(_ selection: PurgeSelection) async throws(QueueError) -> Int {
-        try await store.purge(selection, now: Date())
+        try await store.purge(selection, now: configuration.clock.now())
     }
 
     /// Removes body files left by a crash between writing a body and committing its row.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import HTTPCore
 
 /// How one attempt to send an entry ended, as the drain engine saw it.
@@ -23,8 +23,8 @@ public enum AttemptOutcome: Sendable, Hashable {
 public enum Transition: Sendable, Hashable {
     /// Mark delivered.
     case deliver(status: Int)
-    /// Back to pending until `at`; `consumesAttempt` says whether the attempt counted.
-    case retry(at: Date, consumesAttempt: Bool, waitingForNetwork: Bool, status: Int?, error: String, excerpt: String?)
+    /// Back to pending, due again after `after`; `consumesAttempt` says whether the attempt counted.
+    case retry(after: Duration, consumesAttempt: Bool, waitingForNetwork: Bool, status: Int?, error: String, excerpt: String?)
     /// Give up.
     case deadLetter(DeadReason, status: Int?, error: String, excerpt: String?)
     /// Back to pending, due now, nothing counted (the drainer stopped).
@@ -35,7 +35,7 @@ public enum Transition: Sendable, Hashable {
 public enum DeadReason: String, Sendable, Hashable, Codable {
     /// The server answered with a status that retrying will not change (most 4xx).
     case rejected
-    /// The attempt budget ran out.
+    /// The attempt budget (``DeliveryPolicy/maxAttempts``, when set) ran out.
     case attemptsExhausted
     /// The entry outlived ``DeliveryPolicy/maxAge``.
     case expired
@@ -57,23 +57,23 @@ public enum DeadReason: String, Sendable, Hashable, Codable {
 ///   └───────────┴──────── manual retry ◄─────────────────────────────┘
 /// ```
 public enum EntryLifecycle {
-    /// Whether a claimed entry may be sent now, or is already too old: checked before sending,
-    /// so an expired entry is never sent.
-    public static func admit(budgetStartedAt: Date, now: Date, policy: DeliveryPolicy) -> Transition? {
-        guard let maxAge = policy.maxAge, now.timeIntervalSince(budgetStartedAt) >= maxAge.seconds else { return nil }
-        return .deadLetter(.expired, status: nil, error: "older than the maximum age of \(Int(maxAge.seconds)) s; not sent", excerpt: nil)
+    /// Whether an entry `age` old (on the boot clock, since its budget started) may still be
+    /// sent: checked before sending, so an expired entry is never sent.
+    public static func admit(age: Duration, policy: DeliveryPolicy) -> Transition? {
+        guard let maxAge = policy.maxAge, age >= maxAge else { return nil }
+        return .deadLetter(.expired, status: nil, error: "\(expiredMessage(maxAge)); not sent", excerpt: nil)
     }
 
     /// The next step after an attempt.
     ///
     /// - Parameters:
     ///   - attempts: attempts counted before this one.
+    ///   - age: how long since the entry's budget started, on the boot clock.
     ///   - unitRandom: a value in `0..<1` for the backoff's jitter.
     public static func transition(
         after outcome: AttemptOutcome,
         attempts: Int,
-        budgetStartedAt: Date,
-        now: Date,
+        age: Duration,
         policy: DeliveryPolicy,
         unitRandom: Double
     ) -> Transition {
@@ -88,20 +88,20 @@ public enum EntryLifecycle {
             return .deadLetter(.unsendable, status: nil, error: message, excerpt: nil)
 
         case .networkGone(let message):
-            if let expired = admit(budgetStartedAt: budgetStartedAt, now: now, policy: policy) { return expired }
-            return .retry(at: now.adding(policy.networkRecheck), consumesAttempt: false, waitingForNetwork: true, status: nil, error: message, excerpt: nil)
+            if let expired = admit(age: age, policy: policy) { return expired }
+            return .retry(after: policy.networkRecheck, consumesAttempt: false, waitingForNetwork: true, status: nil, error: message, excerpt: nil)
 
         case .rejected(let status, let retryAfter, let excerpt):
             let error = "HTTP \(status)"
             guard isRetryable(status: status) else {
                 return .deadLetter(.rejected, status: status, error: error, excerpt: excerpt)
             }
-            return retryOrGiveUp(attempts: attempts, budgetStartedAt: budgetStartedAt, now: now, policy: policy, unitRandom: unitRandom,
+            return retryOrGiveUp(attempts: attempts, age: age, policy: policy, unitRandom: unitRandom,
                                  retryAfter: retryAfter, status: status, error: error, excerpt: excerpt)
 
         case .failed(let message, let retryable):
             guard retryable else { return .deadLetter(.unsendable, status: nil, error: message, excerpt: nil) }
-            return retryOrGiveUp(attempts: attempts, budgetStartedAt: budgetStartedAt, now: now, policy: policy, unitRandom: unitRandom,
+            return retryOrGiveUp(attempts: attempts, age: age, policy: policy, unitRandom: unitRandom,
                                  retryAfter: nil, status: nil, error: message, excerpt: nil)
         }
     }
@@ -111,23 +111,31 @@ public enum EntryLifecycle {
         status == 408 || status == 429 || (500..<600).contains(status)
     }
 
+    /// The wait before retry number `counted`: the backoff, or the server's `Retry-After` when
+    /// that is longer (up to ``DeliveryPolicy/maxRetryAfter``). A `Retry-After` shorter than the
+    /// backoff (`0`, say) does not cut the backoff short, so a server cannot make the queue spin.
+    public static func retryDelay(counted: Int, retryAfter: Duration?, policy: DeliveryPolicy, unitRandom: Double) -> Duration {
+        let backoff = policy.backoff.delay(forRetry: counted, unitRandom: unitRandom)
+        guard let retryAfter else { return backoff }
+        return max(backoff, min(retryAfter, policy.maxRetryAfter))
+    }
+
     private static func retryOrGiveUp(
-        attempts: Int, budgetStartedAt: Date, now: Date, policy: DeliveryPolicy, unitRandom: Double,
+        attempts: Int, age: Duration, policy: DeliveryPolicy, unitRandom: Double,
         retryAfter: Duration?, status: Int?, error: String, excerpt: String?
     ) -> Transition {
         let counted = attempts + 1
-        if counted >= policy.maxAttempts {
+        if let maxAttempts = policy.maxAttempts, counted >= maxAttempts {
             return .deadLetter(.attemptsExhausted, status: status, error: "\(error); gave up after \(counted) attempts", excerpt: excerpt)
         }
-        if admit(budgetStartedAt: budgetStartedAt, now: now, policy: policy) != nil {
-            return .deadLetter(.expired, status: status, error: "\(error); \(expiredMessage(policy))", excerpt: excerpt)
+        if let maxAge = policy.maxAge, age >= maxAge {
+            return .deadLetter(.expired, status: status, error: "\(error); \(expiredMessage(maxAge))", excerpt: excerpt)
         }
-        let delay = retryAfter.map { min($0, policy.maxRetryAfter) }
-            ?? policy.backoff.delay(forRetry: counted, unitRandom: unitRandom)
-        return .retry(at: now.adding(delay), consumesAttempt: true, waitingForNetwork: false, status: status, error: error, excerpt: excerpt)
+        let delay = retryDelay(counted: counted, retryAfter: retryAfter, policy: policy, unitRandom: unitRandom)
+        return .retry(after: delay, consumesAttempt: true, waitingForNetwork: false, status: status, error: error, excerpt: excerpt)
     }
 
-    private static func expiredMessage(_ policy: DeliveryPolicy) -> String {
-        "older than the maximum age of \(Int(policy.maxAge?.seconds ?? 0)) s"
+    private static func expiredMessage(_ maxAge: Duration) -> String {
+        "older than the maximum age of \(Int(maxAge.seconds)) s"
     }
 }

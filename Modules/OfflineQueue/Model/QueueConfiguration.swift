@@ -31,6 +31,8 @@ public struct QueueConfiguration: Sendable {
     public var inlineBodyLimit: Int
     /// How `${env:…}` and `${credential:…}` header placeholders are resolved at send time.
     public var templates: HeaderTemplates
+    /// Where the queue reads the time; ``QueueClock/system`` unless a test moves time by hand.
+    public var clock: QueueClock = .system
 
     public init(
         path: String,

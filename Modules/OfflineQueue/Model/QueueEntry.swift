@@ -70,6 +70,9 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     public var lastError: String?
     /// The start of the last error response's body (for dead letters above all).
     public var responseExcerpt: String?
+    /// When the current budget started on the boot clock (see ``QueueTime``); what the age
+    /// limit measures from.
+    package var budgetUptime: Double = 0
 }
 
 /// One header field as stored.
@@ -107,6 +110,11 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     public var inflight: Int
     public var delivered: Int
     public var dead: Int
+    /// Entries in flight whose drainer is gone (its process died, or the machine rebooted):
+    /// the next claim by any drainer takes them back.
+    public var inflightOrphaned = 0
+    /// The drainers that hold entries in flight and live (`host:pid:token:boot`).
+    public var drainers: [String] = []
     /// When the oldest pending entry was enqueued.
     public var oldestPendingCreatedAt: Date?
     /// The earliest time a pending entry is due.

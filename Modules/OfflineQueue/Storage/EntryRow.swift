@@ -85,7 +85,8 @@ extension QueueEntry {
             leaseExpiresAt: (row[22] as Double?).map(Date.init(timeIntervalSince1970:)),
             lastStatus: row[23],
             lastError: row[24],
-            responseExcerpt: row[25]
+            responseExcerpt: row[25],
+            budgetUptime: row[26]
         )
     }
 }

@@ -6,14 +6,15 @@ import HTTPCore
 extension QueueStore {
     /// Inserts `entries` in one transaction. An entry whose caller-given key is already
     /// stored is not inserted again; its ticket points at the stored entry.
-    func insert(_ entries: [NewEntry], now: Date) async throws(QueueError) -> [Ticket] {
+    func insert(_ entries: [NewEntry], now: QueueTime) async throws(QueueError) -> [Ticket] {
         try await write { db in
             var tickets: [Ticket] = []
             tickets.reserveCapacity(entries.count)
             let insert = try db.cachedStatement(sql: """
                 INSERT INTO entry (idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
-                    group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)
+                    group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at,
+                    clock_boot, budget_uptime, due_uptime)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (idempotency_key) DO NOTHING
                 """)
             for entry in entries {
@@ -25,11 +26,12 @@ extension QueueStore {
                 case nil: break
                 }
                 let timeout = entry.timeout.map { Int64($0.seconds * 1000) }
-                let due = max(now, entry.notBefore ?? now).timeIntervalSince1970
+                let wall = now.wall.timeIntervalSince1970
+                let wait = max(0, (entry.notBefore?.timeIntervalSince1970 ?? wall) - wall)
                 try insert.execute(arguments: [
                     entry.idempotencyKey, entry.method, entry.url, LineCoding.encode(entry.headers), inline, file,
                     entry.body?.length, LineCoding.encode(entry.scopes), entry.name, entry.group, entry.priority, timeout,
-                    now.timeIntervalSince1970, now.timeIntervalSince1970, due,
+                    wall, wall, wall + wait, now.boot, now.uptime, now.uptime + wait,
                 ])
                 if db.changesCount == 1 {
                     tickets.append(Ticket(id: db.lastInsertedRowID, idempotencyKey: entry.idempotencyKey, deduplicated: false))
@@ -44,16 +46,16 @@ extension QueueStore {
 
     /// Dead or pending entries become due now with a fresh budget. `nil` ids means every
     /// dead entry. Returns the ids changed.
-    func retry(ids: [EntryID]?, now: Date) async throws(QueueError) -> [EntryID] {
+    func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
         try await write { db in
-            let stamp = now.timeIntervalSince1970
+            let stamp: [String: (any DatabaseValueConvertible)?] = ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime]
             let set = """
                 SET state = 'pending', attempts = 0, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
-                    finished_at = NULL
+                    finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime
                 """
             guard let ids else {
                 let changed = try EntryID.fetchAll(db, sql: "SELECT id FROM entry WHERE state = 'dead' ORDER BY id")
-                try db.execute(sql: "UPDATE entry \(set) WHERE state = 'dead'", arguments: ["now": stamp])
+                try db.execute(sql: "UPDATE entry \(set) WHERE state = 'dead'", arguments: StatementArguments(stamp))
                 return changed
             }
             for id in ids {
@@ -62,14 +64,15 @@ extension QueueStore {
                 }
                 if state == EntryState.inflight.rawValue { throw QueueError.entryInFlight(id) }
                 if state == EntryState.delivered.rawValue { continue }
-                try db.execute(sql: "UPDATE entry \(set) WHERE id = :id", arguments: ["now": stamp, "id": id])
+                try db.execute(sql: "UPDATE entry \(set) WHERE id = :id", arguments: StatementArguments(stamp.merging(["id": id]) { $1 }))
             }
             return ids
         }
     }
 
     /// Deletes the selected entries and then their body files. Returns how many rows went.
-    func purge(_ selection: PurgeSelection, now: Date) async throws(QueueError) -> Int {
+    func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int {
+        let path = self.path
         let (count, files) = try await write { db -> (Int, [String]) in
             var files: [String] = []
             var count = 0
@@ -90,12 +93,14 @@ extension QueueStore {
                 count = db.changesCount
             case .ids(let ids):
                 for id in ids {
-                    guard let row = try Row.fetchOne(db, sql: "SELECT state, lease_expires_at, body_file FROM entry WHERE id = ?", arguments: [id]) else {
+                    guard let row = try Row.fetchOne(db, sql: "SELECT state, lease_owner, body_file FROM entry WHERE id = ?", arguments: [id]) else {
                         throw QueueError.noSuchEntry(id)
                     }
                     let state: String = row[0]
-                    let lease: Double? = row[1]
-                    if state == EntryState.inflight.rawValue, let lease, lease >= now.timeIntervalSince1970 {
+                    let owner: String? = row[1]
+                    // An entry in flight under a drainer that lives is being sent: not purged.
+                    if state == EntryState.inflight.rawValue, let owner,
+                       OwnerLock.liveness(of: owner, databasePath: path, boot: now.boot, takeOver: false) != .gone {
                         throw QueueError.entryInFlight(id)
                     }
                     if let file: String = row[2] { files.append(file) }
@@ -147,8 +152,9 @@ extension QueueStore {
         }
     }
 
-    func counts() async throws(QueueError) -> QueueCounts {
-        try await read { db in
+    func counts(now: QueueTime) async throws(QueueError) -> QueueCounts {
+        let path = self.path
+        return try await read { db in
             var counts = QueueCounts()
             for row in try Row.fetchAll(db, sql: "SELECT state, count(*) FROM entry INDEXED BY entry_state GROUP BY state") {
                 let state: String = row[0]
@@ -164,9 +170,26 @@ extension QueueStore {
             counts.oldestPendingCreatedAt = try Double.fetchOne(db, sql: """
                 SELECT created_at FROM entry INDEXED BY entry_state WHERE state = 'pending' ORDER BY id LIMIT 1
                 """).map(Date.init(timeIntervalSince1970:))
-            counts.nextAttemptAt = try Double.fetchOne(db, sql: """
-                SELECT min(next_attempt_at) FROM entry INDEXED BY entry_due WHERE state = 'pending'
-                """).map(Date.init(timeIntervalSince1970:))
+            // Rows of this boot are due by the boot clock, shown as wall time; rows not yet carried
+            // over from another boot by their stored wall time.
+            let due = try Double.fetchOne(db, sql: "SELECT min(due_uptime) FROM entry INDEXED BY entry_due WHERE state = 'pending' AND clock_boot = ?", arguments: [now.boot])
+            let carried = try Double.fetchOne(db, sql: """
+                SELECT min(next_attempt_at) FROM entry WHERE state = 'pending' AND (clock_boot IS NULL OR clock_boot <> ?)
+                """, arguments: [now.boot])
+            counts.nextAttemptAt = [due.map(now.wallTime(atUptime:)), carried.map(Date.init(timeIntervalSince1970:))].compactMap { $0 }.min()
+            if counts.inflight > 0 {
+                for row in try Row.fetchAll(db, sql: """
+                    SELECT lease_owner, count(*) FROM entry INDEXED BY entry_lease WHERE state = 'inflight' GROUP BY lease_owner
+                    """) {
+                    let owner: String? = row[0]
+                    let count: Int = row[1]
+                    if let owner, OwnerLock.liveness(of: owner, databasePath: path, boot: now.boot, takeOver: false) == .gone {
+                        counts.inflightOrphaned += count
+                    } else if let owner {
+                        counts.drainers.append(owner)
+                    }
+                }
+            }
             return counts
         }
     }

@@ -6,7 +6,7 @@ import GRDB
 /// `user_version` is above ``version`` was written by a newer Courier and is refused.
 enum Schema {
     /// The schema version this code writes and understands (`PRAGMA user_version`).
-    static let version = 1
+    static let version = 2
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -56,6 +56,29 @@ enum Schema {
                 """)
             try db.execute(sql: "PRAGMA user_version = 1")
         }
+        migrator.registerMigration("v2-boot-clock") { db in
+            // Time rules move to the boot clock (see QueueTime): every open row carries the boot
+            // its readings belong to, when its age budget started, when it is due and when its
+            // lease lapses on that boot's clock. Rows of v1 get no boot, so the first drain
+            // carries them over from their wall-clock times.
+            try db.execute(sql: """
+                ALTER TABLE entry ADD COLUMN clock_boot TEXT;
+                ALTER TABLE entry ADD COLUMN budget_uptime REAL NOT NULL DEFAULT 0;
+                ALTER TABLE entry ADD COLUMN due_uptime REAL NOT NULL DEFAULT 0;
+                ALTER TABLE entry ADD COLUMN lease_uptime REAL;
+                ALTER TABLE entry ADD COLUMN attempt_uptime REAL;
+                DROP INDEX entry_due;
+                DROP INDEX entry_lease;
+                -- The next due time, on the boot clock.
+                CREATE INDEX entry_due ON entry(due_uptime) WHERE state = 'pending';
+                -- Leases that lapsed, and the owners of entries in flight.
+                CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
+                -- Open rows whose clock readings belong to another boot, or cannot be trusted.
+                CREATE INDEX entry_clock ON entry(clock_boot) WHERE state IN ('pending', 'inflight');
+                CREATE INDEX entry_budget ON entry(budget_uptime) WHERE state IN ('pending', 'inflight');
+                PRAGMA user_version = 2;
+                """)
+        }
         return migrator
     }
 
@@ -63,6 +86,7 @@ enum Schema {
     static let entryColumns = """
         id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
         priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, last_attempt_at,
-        finished_at, waiting_network, lease_owner, lease_expires_at, last_status, last_error, response_excerpt
+        finished_at, waiting_network, lease_owner, lease_expires_at, last_status, last_error, response_excerpt,
+        budget_uptime
         """
 }
