@@ -11,9 +11,11 @@ struct Drain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send what is due until nothing more is due.",
         discussion: """
-            Exits 0 when no pending entries remain, and 75 (EX_TEMPFAIL) when some wait: the \
-            network is gone, or they back off after a failure; it then says when the next one is \
-            due. Ctrl-C stops: sends in flight are cancelled and their entries given back.
+            Exits 0 only when nothing is pending and nothing is in flight, and 75 (EX_TEMPFAIL) \
+            otherwise: the network is gone, entries back off after a failure (it says when the \
+            next one is due), or another live drainer (a `sync run`, say) is sending some (it \
+            says how many, and which process). Entries of a drainer that died are taken back \
+            at once and sent. Ctrl-C stops: sends in flight are cancelled and their entries given back.
 
             Examples:
               sync drain
@@ -75,7 +77,7 @@ struct Drain: AsyncParsableCommand {
             return summary
         }
         report(summary, monitor: monitor)
-        if summary.remaining > 0 { throw SysExit.tryAgain }
+        if summary.remaining > 0 || summary.inflightElsewhere > 0 { throw SysExit.tryAgain }
     }
 
     private func report(_ summary: DrainSummary, monitor: (any NetworkMonitor)?) {
@@ -85,6 +87,8 @@ struct Drain: AsyncParsableCommand {
                 "failed": summary.failed,
                 "dead": summary.dead,
                 "remaining": summary.remaining,
+                "inflight_elsewhere": summary.inflightElsewhere,
+                "reclaimed": summary.reclaimed,
                 "offline": summary.offline,
                 "next_attempt_at": Output.timestamp(summary.nextAttemptAt),
             ])
@@ -94,9 +98,16 @@ struct Drain: AsyncParsableCommand {
         if summary.offline, let monitor {
             print("the network is not there (\(monitor.status)); entries wait for it")
         }
+        if summary.reclaimed > 0 {
+            print("\(summary.reclaimed) entries were taken back from a drainer that is gone")
+        }
         if summary.remaining > 0 {
             let next = summary.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "when the network is back"
             print("\(summary.remaining) entries remain; the next is due \(next)")
+        }
+        if summary.inflightElsewhere > 0 {
+            let drainers = summary.otherDrainers.map(Output.drainer).joined(separator: ", ")
+            print("\(summary.inflightElsewhere) entries are in flight under another drainer (\(drainers)); it is still sending them")
         }
     }
 }

@@ -57,8 +57,10 @@ struct List: AsyncParsableCommand {
             for entry in entries {
                 let next = entry.state == .pending ? Output.relative(entry.nextAttemptAt, now: now) : "-"
                 let status = entry.lastStatus.map(String.init) ?? "-"
-                print([String(entry.id), entry.state.rawValue, entry.method, Output.url(entry, reveal: false),
-                       "attempts=\(entry.attempts)", "next=\(next)", "status=\(status)"].joined(separator: "  "))
+                var fields = [String(entry.id), entry.state.rawValue, entry.method, Output.url(entry, reveal: false),
+                              "attempts=\(entry.attempts)", "next=\(next)", "status=\(status)"]
+                if entry.state == .inflight, let owner = entry.leaseOwner { fields.append("owner=\(owner)") }
+                print(fields.joined(separator: "  "))
             }
         }
     }
@@ -113,7 +115,8 @@ struct Stats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Counts per state, the oldest pending age and the next due time.",
         discussion: """
-            With --json the keys are pending, inflight, delivered, dead, \
+            With --json the keys are pending, inflight, inflight_orphaned (in flight under a \
+            drainer that is gone; the next drain takes them back at once), delivered, dead, \
             oldest_pending_age_seconds and next_attempt_at (null when none).
 
             Examples:
@@ -133,6 +136,7 @@ struct Stats: AsyncParsableCommand {
                 Output.json([
                     "pending": counts.pending,
                     "inflight": counts.inflight,
+                    "inflight_orphaned": counts.inflightOrphaned,
                     "delivered": counts.delivered,
                     "dead": counts.dead,
                     "oldest_pending_age_seconds": age.map { ($0 * 1000).rounded() / 1000 as Any } ?? NSNull(),
@@ -141,7 +145,7 @@ struct Stats: AsyncParsableCommand {
                 return
             }
             print("pending    \(counts.pending)")
-            print("inflight   \(counts.inflight)")
+            print("inflight   \(counts.inflight)" + (counts.inflightOrphaned > 0 ? " (\(counts.inflightOrphaned) under a drainer that is gone)" : ""))
             print("delivered  \(counts.delivered)")
             print("dead       \(counts.dead)")
             print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")

@@ -56,6 +56,13 @@ enum Output {
     }
 
     /// One entry as a JSON object; `full` adds headers and the body.
+    /// A drainer's owner string (`host:pid:token:boot`) as people read it.
+    static func drainer(_ owner: String) -> String {
+        let parts = owner.split(separator: ":")
+        guard parts.count >= 2 else { return owner }
+        return "process \(parts[1]) on \(parts[0])"
+    }
+
     static func object(_ entry: QueueEntry, full: Bool, reveal: Bool = false, bodyFolder: String? = nil) -> [String: Any] {
         var object: [String: Any] = [
             "id": entry.id,
@@ -68,6 +75,7 @@ enum Output {
             "group": entry.group.map { $0 as Any } ?? NSNull(),
             "priority": entry.priority,
             "created_at": timestamp(entry.createdAt),
+            "lease_owner": entry.state == .inflight ? entry.leaseOwner.map { $0 as Any } ?? NSNull() : NSNull(),
         ]
         guard full else { return object }
         object["idempotency_key"] = entry.idempotencyKey
@@ -77,7 +85,6 @@ enum Output {
         object["last_attempt_at"] = timestamp(entry.lastAttemptAt)
         object["finished_at"] = timestamp(entry.finishedAt)
         object["waiting_for_network"] = entry.waitingForNetwork
-        object["lease_owner"] = entry.leaseOwner.map { $0 as Any } ?? NSNull()
         object["lease_expires_at"] = timestamp(entry.leaseExpiresAt)
         object["last_error"] = entry.lastError.map { $0 as Any } ?? NSNull()
         object["response_excerpt"] = entry.responseExcerpt.map { $0 as Any } ?? NSNull()
