@@ -46,15 +46,6 @@ func idempotencyKeys(_ server: TestHTTPServer, path: String? = nil) -> [String] 
     server.requests.filter { path == nil || $0.path == path }.compactMap { $0.values(of: "Idempotency-Key").first }
 }
 
-/// Waits until `condition` holds, checking every 10 ms, for at most `limit`.
-func eventually(_ limit: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return try await condition()
-}
 
 /// Drains until nothing is open, sleeping until the next due time in between, at most
 /// `rounds` drains. Returns the summaries added up.

@@ -19,12 +19,20 @@ struct SyncRunner {
 
     let database: String
     var environment: [String: String] = [:]
+    /// A command that runs `sync` (such as `["/usr/bin/faketime", "-f", "-3d"]`), or none.
+    var launcher: [String] = []
 
     /// A started process with pipes, for commands that run until signalled.
     func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
         let process = Process()
-        process.executableURL = try builtProduct(named: "sync")
-        process.arguments = ["--db", database] + arguments
+        let sync = try builtProduct(named: "sync")
+        if let tool = launcher.first {
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = Array(launcher.dropFirst()) + [sync.path, "--db", database] + arguments
+        } else {
+            process.executableURL = sync
+            process.arguments = ["--db", database] + arguments
+        }
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "SYNC_DB")
         env.removeValue(forKey: "NOTIFY_SOCKET")
