@@ -30,7 +30,7 @@ struct HTTPBinResponseTests {
     func streamBytes(_ transport: NamedTransport) async throws {
         let bin = try await HTTPBinServer.shared()
         let response = try await transport.make().send(
-            HTTPRequest(method: .get, url: bin.url("/stream-bytes/90000?chunk_size=1000&seed=3")), body: nil, timeout: .seconds(30)
+            HTTPRequest(method: .get, url: bin.url("/stream-bytes/90000?chunk_size=1000&seed=3")), body: nil, timeout: .seconds(60)
         )
         var total = 0
         for try await chunk in response.body { total += chunk.count }
@@ -66,7 +66,7 @@ struct HTTPBinResponseTests {
     func delayWithinTimeout(_ transport: NamedTransport) async throws {
         let bin = try await HTTPBinServer.shared()
         var request = Request<Data>.get("/delay/1")
-        request.timeout = .seconds(20)
+        request.timeout = .seconds(60)
         let response = try await bin.client(transport).send(request)
         #expect(response.status == .ok)
     }

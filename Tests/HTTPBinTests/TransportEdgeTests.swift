@@ -70,7 +70,7 @@ struct TransportEdgeTests {
         try Data().write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         for body in [RequestBody.stream(length: nil) { ByteStream(data: Data()) }, try RequestBody.file(file)] {
-            let response = try await transport.make().send(HTTPRequest(method: .put, url: server.url("/verify")), body: body, timeout: .seconds(10))
+            let response = try await transport.make().send(HTTPRequest(method: .put, url: server.url("/verify")), body: body, timeout: .seconds(60))
             let verdict = try JSONDecoder().decode(Verdict.self, from: try await response.body.collect(upTo: 1 << 16))
             #expect(verdict.count == 0)
         }
@@ -88,7 +88,7 @@ struct TransportEdgeTests {
     func refused(_ transport: NamedTransport) async throws {
         let port = try closedLoopbackPort()
         await expectTransportFailure(.cannotConnect) {
-            _ = try await transport.make().send(HTTPRequest(method: .get, url: URL(string: "http://127.0.0.1:\(port)/")!), body: nil, timeout: .seconds(10))
+            _ = try await transport.make().send(HTTPRequest(method: .get, url: URL(string: "http://127.0.0.1:\(port)/")!), body: nil, timeout: .seconds(60))
         }
     }
 
@@ -96,7 +96,7 @@ struct TransportEdgeTests {
     func selfSignedTLS(_ transport: NamedTransport) async throws {
         let server = try await ScriptedServer.selfSignedTLS()
         await expectTransportFailure(.tls) {
-            _ = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/")), body: nil, timeout: .seconds(10))
+            _ = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/")), body: nil, timeout: .seconds(60))
         }
     }
 
@@ -104,7 +104,7 @@ struct TransportEdgeTests {
     func truncatedBody(_ transport: NamedTransport) async throws {
         let server = try await ScriptedServer.plain()
         await expectTransportFailure(.connectionLost) {
-            let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/cut")), body: nil, timeout: .seconds(10))
+            let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/cut")), body: nil, timeout: .seconds(60))
             _ = try await response.body.collect(upTo: 1 << 20)
         }
     }
@@ -113,7 +113,7 @@ struct TransportEdgeTests {
     func garbage(_ transport: NamedTransport) async throws {
         let server = try await ScriptedServer.plain()
         await expectTransportFailure(.invalidResponse) {
-            let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/garbage")), body: nil, timeout: .seconds(10))
+            let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/garbage")), body: nil, timeout: .seconds(60))
             _ = try await response.body.collect(upTo: 1 << 20)
         }
     }
@@ -121,7 +121,7 @@ struct TransportEdgeTests {
     @Test("a 3xx without Location still comes back as a response", arguments: Transports.all)
     func redirectWithoutLocation(_ transport: NamedTransport) async throws {
         let server = try await ScriptedServer.plain()
-        let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/moved-nowhere")), body: nil, timeout: .seconds(10))
+        let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/moved-nowhere")), body: nil, timeout: .seconds(60))
         _ = try await response.body.collect(upTo: 1 << 20)
         #expect(response.head.status.code == 301)
     }
@@ -135,7 +135,7 @@ struct TransportEdgeTests {
             var iterator = response.body.makeAsyncIterator()
             _ = try await iterator.next()
         }
-        let next = try await shared.send(HTTPRequest(method: .get, url: server.url("/hello")), body: nil, timeout: .seconds(10))
+        let next = try await shared.send(HTTPRequest(method: .get, url: server.url("/hello")), body: nil, timeout: .seconds(60))
         #expect(try await next.body.collect(upTo: 1 << 16).count > 0)
     }
 

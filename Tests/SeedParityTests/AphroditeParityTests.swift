@@ -43,7 +43,7 @@ enum UserManagement: Endpoint {
         return .none
     }
     var headers: HTTPFields { [.accept: "application/json"] }
-    var timeout: Duration? { .seconds(10) }          // requestTimeoutInterval
+    var timeout: Duration? { .seconds(60) }          // requestTimeoutInterval
     var scopes: Set<PluginScope> { ["user-management"] }
 }
 

@@ -43,7 +43,7 @@ struct PostsBackend {
 
     init(baseURL: URL, transport: any Transport) {
         var configuration = ClientConfiguration(baseURL: baseURL)
-        configuration.timeout = .seconds(20)       // request defaults: timeout…
+        configuration.timeout = .seconds(60)       // request defaults: timeout…
         configuration.decoder = snakeDecoder       // …and decoder
         client = APIClient(configuration: configuration, transport: transport)
     }

@@ -100,7 +100,7 @@ final class NotifySocket {
     }
 
     /// The next datagram, waiting up to `limit`.
-    func receive(limit: Duration = .seconds(15)) async -> String? {
+    func receive(limit: Duration = .seconds(60)) async -> String? {
         let deadline = ContinuousClock.now + limit
         var buffer = [UInt8](repeating: 0, count: 4096)
         while ContinuousClock.now < deadline {
@@ -112,7 +112,7 @@ final class NotifySocket {
     }
 
     /// Datagrams until one contains `text`, waiting up to `limit` overall.
-    func receive(containing text: String, limit: Duration = .seconds(15)) async -> [String] {
+    func receive(containing text: String, limit: Duration = .seconds(60)) async -> [String] {
         let deadline = ContinuousClock.now + limit
         var seen: [String] = []
         while ContinuousClock.now < deadline, let message = await receive(limit: deadline - ContinuousClock.now) {

@@ -31,9 +31,9 @@ public struct HTTPBinServer: Sendable {
         return server
     }
 
-    /// Polls `/get` until it answers 200, for at most 30 seconds.
+    /// Polls `/get` until it answers 200, for at most 60 seconds.
     private func waitUntilAnswering() async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(60)
         var lastError = "no answer"
         while ContinuousClock.now < deadline {
             var request = URLRequest(url: baseURL.appendingPathComponent("get"))
@@ -47,7 +47,7 @@ public struct HTTPBinServer: Sendable {
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw LoopbackPython.LaunchError("httpbin at \(baseURL) did not answer /get within 30 s (\(lastError)); log: \(LoopbackPython.logTail(name: "httpbin"))")
+        throw LoopbackPython.LaunchError("httpbin at \(baseURL) did not answer /get within 60 s (\(lastError)); log: \(LoopbackPython.logTail(name: "httpbin"))")
     }
 
     /// The supervisor: binds 127.0.0.1:0, starts gunicorn on that socket, prints the port,

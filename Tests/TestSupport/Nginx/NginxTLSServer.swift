@@ -38,7 +38,7 @@ public final class NginxTLSServer: Sendable {
         self.process = process
     }
 
-    /// Makes the certificates and config, starts nginx and waits (at most 10 s) until it accepts
+    /// Makes the certificates and config, starts nginx and waits (at most 60 s) until it accepts
     /// connections.
     public static func start() async throws -> NginxTLSServer {
         let nginx = try executable("nginx", hint: "apt-get install -y nginx")
@@ -57,7 +57,7 @@ public final class NginxTLSServer: Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let server = NginxTLSServer(port: port, directory: directory, process: process)
-        let end = ContinuousClock.now + .seconds(10)
+        let end = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < end {
             if !process.isRunning {
                 let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
@@ -68,7 +68,7 @@ public final class NginxTLSServer: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         server.stop()
-        throw TestServerError("nginx did not accept connections on port \(port) within 10 s")
+        throw TestServerError("nginx did not accept connections on port \(port) within 60 s")
     }
 
     /// Ends nginx (SIGKILL; Foundation reaps it) and removes the temporary directory.

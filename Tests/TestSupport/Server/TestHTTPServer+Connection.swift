@@ -15,11 +15,14 @@ extension TestHTTPServer {
                 }
                 var size = 0
                 var crc = CRC32()
+                // `?crc=off` skips the checksum: for a 1 GiB upload it would cost 12 s of CPU in
+                // a debug build, on the pool every other test needs.
+                let checksum = !head.uri.contains("crc=off")
                 body: while let part = try await parts.next() {
                     switch part {
                     case .body(let buffer):
                         size += buffer.readableBytes
-                        crc.update(buffer)
+                        if checksum { crc.update(buffer) }
                     case .end:
                         break body
                     case .head:
