@@ -35,10 +35,10 @@ extension AsyncHTTPClientTransport {
         /// and a refused connection fails at once.
         public var retriesConnectionEstablishment: Bool
 
-        /// The defaults: system trust roots, decompression on, 10 s connect timeout, 60 s read
-        /// timeout, HTTP/2 when offered, 8 connections per host.
+        /// The defaults: system trust roots and TLS 1.2 or later, decompression on, 10 s connect
+        /// timeout, 60 s read timeout, HTTP/2 when offered, 8 connections per host.
         public init(
-            tls: TLSConfiguration = .makeClientConfiguration(),
+            tls: TLSConfiguration = Configuration.defaultTLS,
             decompression: HTTPClient.Decompression = .enabled(limit: .ratio(25)),
             connectTimeout: Duration = .seconds(10),
             readTimeout: Duration? = .seconds(60),
@@ -55,6 +55,14 @@ extension AsyncHTTPClientTransport {
             self.maximumConnectionsPerHost = maximumConnectionsPerHost
             self.idleConnectionTimeout = idleConnectionTimeout
             self.retriesConnectionEstablishment = retriesConnectionEstablishment
+        }
+
+        /// The system's trust roots, and TLS 1.2 as the oldest version offered (NIOSSL's own
+        /// default still allows TLS 1.0, which RFC 8996 deprecates).
+        public static var defaultTLS: TLSConfiguration {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.minimumTLSVersion = .tlsv12
+            return tls
         }
 
         /// Also trusts the CA certificates in the PEM file at `path`, besides the system's.

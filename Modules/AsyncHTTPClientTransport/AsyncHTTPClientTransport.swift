@@ -1,7 +1,9 @@
 public import AsyncHTTPClient
 public import HTTPCore
 public import HTTPTypes
+import Foundation
 import NIOCore
+import NIOHTTP1
 
 /// A ``Transport`` over AsyncHTTPClient (SwiftNIO): pooled connections, HTTP/1.1 and HTTP/2,
 /// streamed bodies both ways. The fast default on Linux.
@@ -27,6 +29,8 @@ public final class AsyncHTTPClientTransport: Transport {
     public let client: HTTPClient
     /// Whether ``shutdown()`` (or deinit) shuts ``client`` down: true when the transport made it.
     private let ownsClient: Bool
+    /// Whether the client decodes gzip and deflate bodies (then other codings are refused).
+    private let decodesBodies: Bool
     private let shutdownState = LockedBox(false)
 
     /// A transport with its own `HTTPClient` on the shared NIO event loop group, configured by
@@ -35,6 +39,7 @@ public final class AsyncHTTPClientTransport: Transport {
     public init(configuration: Configuration = Configuration()) {
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration.clientConfiguration)
         self.ownsClient = true
+        if case .disabled = configuration.decompression { decodesBodies = false } else { decodesBodies = true }
     }
 
     /// A transport over an `HTTPClient` you own and shut down yourself.
@@ -44,6 +49,8 @@ public final class AsyncHTTPClientTransport: Transport {
     public init(client: HTTPClient) {
         self.client = client
         self.ownsClient = false
+        // Its decompression setting cannot be read back: bodies pass through as they came.
+        self.decodesBodies = false
     }
 
     deinit {
@@ -65,6 +72,16 @@ public final class AsyncHTTPClientTransport: Transport {
         if first { try await client.shutdown() }
     }
 
+    /// The first content coding in `values` that AsyncHTTPClient does not decode (`br`,
+    /// `zstd`, …): reading such a body as it is would only fail later as a confusing
+    /// decoding error.
+    static func unsupportedEncoding(_ values: [String]) -> String? {
+        let decoded: Set<String> = ["gzip", "x-gzip", "deflate", "identity"]
+        return values.flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .first { !$0.isEmpty && !decoded.contains($0) }
+    }
+
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
         let outgoing = try HTTPClientRequest(request, body: body)
@@ -72,6 +89,9 @@ public final class AsyncHTTPClientTransport: Transport {
         let deadline: NIODeadline? = timeout.map { .now() + TimeAmount($0) }
         do {
             let response = try await client.execute(outgoing, deadline: deadline ?? .distantFuture)
+            if decodesBodies, let encoding = Self.unsupportedEncoding(response.headers["content-encoding"]) {
+                throw NetworkError.transport(TransportFailure(.invalidResponse, "the response uses content encoding \(encoding), which this transport cannot decode"))
+            }
             return TransportResponse(
                 head: HTTPResponse(response),
                 body: ByteStream(ResponseBodySequence(response.body, deadline: deadline, owner: self))

@@ -29,7 +29,7 @@ import HTTPTypes
 /// | `.other`                | `.transport(.other)`           | yes       | no           |
 ///
 /// Everything else keeps its own case: `.invalidRequest`, `.encoding`, `.decoding`,
-/// `.bodyTooLarge`, `.tooManyRedirects`, `.cancelled`, `.offline` (retryable, connectivity),
+/// `.bodyTooLarge`, `.tooManyRedirects`, `.insecureRedirect`, `.cancelled`, `.offline` (retryable, connectivity),
 /// and `.underlying` for errors thrown by plugins, interceptors and mappers. "Retryable" and
 /// "connectivity" are `NetworkError.isRetryable` and `isConnectivityFailure`; 408 and 429
 /// are also retryable.
@@ -67,6 +67,8 @@ public enum FailureCategory: Sendable, Hashable {
     case bodyTooLarge
     /// Too many redirects.
     case tooManyRedirects
+    /// A redirect from https to http, refused.
+    case insecureRedirect
     /// The calling task was cancelled.
     case cancelled
     /// A reachability check said the network is gone.
@@ -89,6 +91,7 @@ public enum FailureCategory: Sendable, Hashable {
         case .transport(let failure): self = .transport(failure.kind)
         case .bodyTooLarge: self = .bodyTooLarge
         case .tooManyRedirects: self = .tooManyRedirects
+        case .insecureRedirect: self = .insecureRedirect
         case .cancelled: self = .cancelled
         case .offline: self = .offline
         case .underlying: self = .underlying

@@ -6,7 +6,9 @@ extension APIClient {
     ///
     /// Redirects are followed here rather than in the transport so every transport behaves the
     /// same: 303 (and 301/302 after a POST) turn into a GET without a body; 307 and 308 keep
-    /// method and body; `Authorization` and `Cookie` are dropped when the host changes.
+    /// method and body. When a hop leaves the origin (scheme, host, effective port), every
+    /// credential field is dropped; a hop from `https` to `http` is refused unless the
+    /// configuration allows it (curl CVE-2022-27776 is this class of leak).
     func exchange(_ request: PreparedRequest, context: CallContext, plugins: [any Plugin], hops: HopRecorder) async throws -> TransportResponse {
         var current = request
         var count = 0
@@ -15,7 +17,7 @@ extension APIClient {
             if Task.isCancelled { throw NetworkError.cancelled }
             let response = try await transport.send(current.head, body: current.body, timeout: current.timeout)
             guard configuration.maxRedirects > 0,
-                  let next = redirect(from: current, response: response.head) else {
+                  let next = try redirect(from: current, response: response.head) else {
                 hops.record(count: count, request: current.head)
                 return response
             }
@@ -29,7 +31,7 @@ extension APIClient {
     }
 
     /// The request a 3xx response sends the client to, or `nil` when it is not a redirect.
-    func redirect(from request: PreparedRequest, response: HTTPResponse) -> PreparedRequest? {
+    func redirect(from request: PreparedRequest, response: HTTPResponse) throws(NetworkError) -> PreparedRequest? {
         let code = response.status.code
         guard [301, 302, 303, 307, 308].contains(code),
               let location = response.headerFields[.location],
@@ -45,10 +47,12 @@ extension APIClient {
             fields[.contentLength] = nil
             fields[.contentType] = nil
         }
-        if target.host?.lowercased() != from.host?.lowercased() || target.port != from.port {
-            fields[.authorization] = nil
-            fields[.cookie] = nil
-            fields[.proxyAuthorization] = nil
+        let origin = Origin(from), targetOrigin = Origin(target)
+        if origin?.isSecure == true, targetOrigin?.isSecure == false, !configuration.followsInsecureRedirects {
+            throw .insecureRedirect(from: from, to: target)
+        }
+        if origin != targetOrigin {
+            for name in configuration.credentialFields.union(request.credentialFields) { fields[name] = nil }
         }
         next.head = HTTPRequest(method: becomesGet ? .get : method, url: target, headerFields: fields)
         return next

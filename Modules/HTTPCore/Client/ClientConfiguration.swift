@@ -29,6 +29,12 @@ public struct ClientConfiguration: Sendable {
     public var retryPolicy: RetryPolicy
     /// The most redirects followed in one attempt; 0 returns 3xx responses as they are.
     public var maxRedirects: Int
+    /// Whether a redirect from `https` to `http` is followed (without any credential field).
+    /// `false` by default: such a redirect fails with ``NetworkError/insecureRedirect(from:to:)``.
+    public var followsInsecureRedirects = false
+    /// Header fields dropped when a redirect leaves the request's origin (scheme, host and
+    /// effective port); ``HTTPTypes/HTTPField/Name/credentialFields`` by default.
+    public var credentialFields: Set<HTTPField.Name> = HTTPField.Name.credentialFields
     /// Plugins, in the order they run.
     public var plugins: [any Plugin]
     /// Interceptors, outermost first.

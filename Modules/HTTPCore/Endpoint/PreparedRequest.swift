@@ -9,11 +9,16 @@ public struct PreparedRequest: Sendable {
     public var body: RequestBody?
     /// The limit for one exchange.
     public var timeout: Duration
+    /// Header fields of this request that carry credentials besides the client's
+    /// ``ClientConfiguration/credentialFields``: a plugin that adds a key under a name of its
+    /// own marks it here, so a redirect to another origin drops it too.
+    public var credentialFields: Set<HTTPField.Name>
 
-    public init(head: HTTPRequest, body: RequestBody? = nil, timeout: Duration) {
+    public init(head: HTTPRequest, body: RequestBody? = nil, timeout: Duration, credentialFields: Set<HTTPField.Name> = []) {
         self.head = head
         self.body = body
         self.timeout = timeout
+        self.credentialFields = credentialFields
     }
 
     /// The request's URL.

@@ -37,6 +37,9 @@ public enum NetworkError: Error, Sendable {
     case bodyTooLarge(limit: Int)
     /// More redirects than the client allows.
     case tooManyRedirects(limit: Int, lastURL: URL?)
+    /// A redirect from `https` to `http` was refused: it would send the request, and any
+    /// credential the next hop gets, in clear text. See ``ClientConfiguration/followsInsecureRedirects``.
+    case insecureRedirect(from: URL, to: URL)
     /// The calling task was cancelled; the exchange was cancelled on the wire.
     case cancelled
     /// A reachability check said the network is gone; nothing was sent.
@@ -213,7 +216,8 @@ extension NetworkError: CustomStringConvertible {
         case .decoding(let failure): "decoding failed: \(failure)"
         case .transport(let failure): "transport failed: \(failure)"
         case .bodyTooLarge(let limit): "body larger than the \(limit)-byte limit"
-        case .tooManyRedirects(let limit, let url): "more than \(limit) redirects (last: \(url?.absoluteString ?? "?"))"
+        case .tooManyRedirects(let limit, let url): "more than \(limit) redirects (last: \(url?.redactingPassword ?? "?"))"
+        case .insecureRedirect(let from, let to): "refused a redirect from \(from.redactingPassword) to \(to.redactingPassword): from https to clear-text http"
         case .cancelled: "cancelled"
         case .offline: "offline"
         case .underlying(let error): "\(error)"

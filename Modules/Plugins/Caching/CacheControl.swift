@@ -11,6 +11,8 @@ public struct CacheControl: Sendable, Hashable {
     public var noCache = false
     /// `must-revalidate`: never served stale.
     public var mustRevalidate = false
+    /// `public`: may be stored even for a request that carried credentials (RFC 9111 §3.5).
+    public var isPublic = false
 
     public init(maxAge: Int? = nil, noStore: Bool = false, noCache: Bool = false, mustRevalidate: Bool = false) {
         self.maxAge = maxAge
@@ -32,6 +34,7 @@ public struct CacheControl: Sendable, Hashable {
                 case "no-store": noStore = true
                 case "no-cache": noCache = true
                 case "must-revalidate": mustRevalidate = true
+                case "public": isPublic = true
                 default: break
                 }
             }

@@ -11,6 +11,10 @@ import HTTPTypes
 ///   expired entry is revalidated with `If-None-Match` / `If-Modified-Since`, and a 304 is
 ///   answered with the stored body and the updated header fields.
 /// - Unsafe methods (POST, PUT, PATCH, DELETE) invalidate the entry for their URL.
+/// - A response to a request that carries `Authorization` or `Cookie` is stored only when it
+///   says `Cache-Control: public` (RFC 9111 §3.5), and such a request is served only entries
+///   that anyone may see: the cache keys by URL, so one user's private answer never reaches
+///   another user of a shared client.
 /// - Bodies larger than `maxEntryBytes` pass through unstored; the whole cache is bounded by
 ///   its ``ResponseCache/maxBytes``, evicting the least recently used.
 ///
@@ -43,7 +47,9 @@ public struct CacheInterceptor: Interceptor {
         let requestControl = CacheControl(head.headerFields)
         if requestControl.noStore { return try await next(request) }
 
+        let credentialed = head.headerFields[.authorization] != nil || head.headerFields[.cookie] != nil
         let stored = cache.entry(for: key).flatMap { matchesVary($0, head.headerFields) ? $0 : nil }
+            .flatMap { !credentialed || CacheControl($0.headers).isPublic ? $0 : nil }
         if let stored, !requestControl.noCache, isFresh(stored) {
             return serve(stored)
         }
@@ -71,7 +77,9 @@ public struct CacheInterceptor: Interceptor {
         let hasLifetime = control.maxAge != nil || fields[.expires] != nil
         let hasValidator = fields[.eTag] != nil || fields[.lastModified] != nil
         let vary = varyNames(fields)
-        guard response.head.status == .ok, !control.noStore, hasLifetime || hasValidator, !vary.contains("*") else {
+        let credentialed = request.headerFields[.authorization] != nil || request.headerFields[.cookie] != nil
+        guard response.head.status == .ok, !control.noStore, hasLifetime || hasValidator, !vary.contains("*"),
+              !credentialed || control.isPublic else {
             if response.head.status == .ok, control.noStore { cache.remove(key) }
             return response
         }

@@ -33,6 +33,8 @@ public struct APIKeyPlugin: Plugin {
         switch location {
         case .header(let name):
             request.headers[name] = key
+            // A name of the caller's choosing: marked, so a redirect off the origin drops it.
+            request.credentialFields.insert(name)
         case .query(let name):
             let path = request.head.path ?? "/"
             let separator = path.contains("?") ? "&" : "?"
