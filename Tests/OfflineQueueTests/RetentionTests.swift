@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HTTPCore
+import Logging
 import OfflineQueue
 import Testing
 import TestSupport
@@ -126,6 +127,34 @@ struct RetentionTests {
         #expect(try await queue.drain().delivered == 1)
         #expect(server.requests.last?.bodySize == 4)
         #expect(try await queue.integrityCheck() == ["ok"])
+        await server.shutdown()
+    }
+
+    @Test("the service applies retention when it starts, and its heartbeat beats as its loop goes round")
+    func serviceAppliesRetentionAndBeats() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        // A zero period: everything delivered before the service starts is past it.
+        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.deliveredRetention = .zero }
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        #expect(try await queue.drain().delivered == 1)
+        let service = queue.service(pollInterval: .milliseconds(20), logger: Logger(label: "test"))
+        let beats = service.heartbeat.beats()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await service.run() }
+            var seen = 0
+            for await _ in beats {
+                seen += 1
+                if seen == 3 { break }
+            }
+            #expect(service.heartbeat.count >= 3)
+            #expect(try await queue.counts().delivered == 0, "deleted by the pass at start, before the first beat")
+            service.shutDown()
+            try await group.waitForAll()
+        }
+        // A stream asked for after the service stopped ends at once instead of waiting forever.
+        for await _ in service.heartbeat.beats() { Issue.record("a beat after the service stopped") }
         await server.shutdown()
     }
 
