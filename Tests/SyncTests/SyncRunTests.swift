@@ -60,12 +60,60 @@ struct SyncRunTests {
         let (process, _, _) = try sync.start(["run", "--no-reachability", "--log-format", "json"])
         let ready = await socket.receive(containing: "READY=1")
         #expect(ready.last?.contains("READY=1") == true)
-        let pings = await socket.receive(containing: "WATCHDOG=1")
-        #expect(pings.last == "WATCHDOG=1")
+        // Several pings, while idle: the service loop keeps going round and earning them.
+        var pings = 0
+        for _ in 0..<3 {
+            if await socket.receive(containing: "WATCHDOG=1").last == "WATCHDOG=1" { pings += 1 }
+        }
+        #expect(pings == 3)
         kill(process.processIdentifier, SIGTERM)
         let stopping = await socket.receive(containing: "STOPPING=1")
         #expect(stopping.last == "STOPPING=1")
         try await SyncRunner.wait(for: process, limit: .seconds(20))
         #expect(process.terminationStatus == 0)
+    }
+
+    @Test("STATUS= carries the live counts; no watchdog pings unasked; EXTEND_TIMEOUT_USEC= when sends need the grace")
+    func statusCounts() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-status-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try await TestHTTPServer.start()
+        let held = LockedBox(false)
+        server.route("/hold") { _, writer in
+            held.withLock { $0 = true }
+            try await Task.sleep(for: .seconds(30))
+            try await writer.respond(status: 200)
+        }
+        let socket = try NotifySocket()
+        var sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
+        sync.environment = ["NOTIFY_SOCKET": socket.path]
+        for index in 0..<2 {
+            #expect(try await sync("enqueue", "POST", server.url("/echo?n=\(index)").absoluteString).status == 0)
+        }
+        #expect(try await sync("enqueue", "POST", server.url("/missing").absoluteString).status == 0)   // 404: dead
+        #expect(try await sync("enqueue", "POST", server.url("/hold").absoluteString).status == 0)
+        let (process, _, _) = try sync.start(["run", "--no-reachability", "--log-format", "json"])
+        let ready = await socket.receive(containing: "READY=1")
+        #expect(ready.last?.contains("READY=1") == true)
+        // Two delivered, one dead, one held in flight: the line settles on those counts.
+        let settled = "pending 0, in flight 1, dead 1, last delivery "
+        var seen = ready
+        seen += await socket.receive(containing: settled)
+        let statuses = seen.flatMap { $0.split(separator: "\n") }.filter { $0.hasPrefix("STATUS=") }
+        let last = try #require(statuses.last)
+        #expect(last.hasPrefix("STATUS=" + settled), "got \(statuses)")
+        let stamp = String(last.dropFirst(("STATUS=" + settled).count))
+        #expect(try Date(stamp, strategy: .iso8601) <= Date(), "the last delivery time is a time: \(stamp)")
+        #expect(held.current)
+        kill(process.processIdentifier, SIGTERM)
+        let stopping = await socket.receive(containing: "STOPPING=1")
+        seen += stopping
+        let message = try #require(stopping.last)
+        #expect(message.contains("EXTEND_TIMEOUT_USEC=10000000"), "the 5 s grace plus 5 s to wind down: \(message)")
+        #expect(!seen.contains { $0.contains("WATCHDOG=1") }, "no WATCHDOG_USEC, no pings")
+        try await SyncRunner.wait(for: process, limit: .seconds(20))
+        #expect(process.terminationStatus == 0)
+        await server.shutdown()
     }
 }

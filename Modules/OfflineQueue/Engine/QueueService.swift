@@ -22,21 +22,37 @@ public import ServiceLifecycle
 ///
 /// On graceful shutdown it stops claiming, lets sends in flight finish for up to
 /// `shutdownGrace`, then cancels them and gives their entries back, and returns.
+///
+/// It applies the queue's retention (``OfflineQueue/applyRetention(now:)``) when it starts
+/// and then every `retentionInterval`, between drains, and beats its ``heartbeat`` as its loop
+/// goes round, for a supervisor's watchdog.
 public struct QueueService: Service {
     public let queue: OfflineQueue
     public let pollInterval: Duration
     public let shutdownGrace: Duration
+    /// How often delivered entries past their retention are deleted.
+    public let retentionInterval: Duration
     public let logger: Logger
+    /// Beats each time the loop completes an iteration (a drain or an idle wait) and each
+    /// time a drain under way finishes or starts an attempt: proof that the service is not
+    /// stuck, for a watchdog.
+    public let heartbeat = ServiceHeartbeat()
     private let control = ServiceControl()
 
-    public init(queue: OfflineQueue, pollInterval: Duration = .seconds(5), shutdownGrace: Duration = .seconds(8), logger: Logger) {
+    public init(
+        queue: OfflineQueue, pollInterval: Duration = .seconds(5), shutdownGrace: Duration = .seconds(8),
+        retentionInterval: Duration = .seconds(3600), logger: Logger
+    ) {
         self.queue = queue
         self.pollInterval = pollInterval
         self.shutdownGrace = shutdownGrace
+        self.retentionInterval = retentionInterval
         self.logger = logger
     }
 
     public func run() async throws {
+        // Watchers of the heartbeat hear that the loop is over, instead of waiting forever.
+        defer { heartbeat.finish() }
         try await withGracefulShutdownHandler {
             try await runLoop()
         } onGracefulShutdown: { [control, queue, shutdownGrace] in
@@ -72,6 +88,9 @@ public struct QueueService: Service {
         } catch {
             logger.warning("could not sweep orphan body files", metadata: ["error": "\(error)"])
         }
+        await applyRetention()
+        // Measured on the monotonic clock: a wall clock stepped back must not stall retention.
+        var lastRetention = ContinuousClock.now
 
         while !control.isStopping && !Task.isCancelled {
             let online = queue.monitor?.status.isOnline ?? true
@@ -82,7 +101,11 @@ public struct QueueService: Service {
                 let task = Task { try await queue.drain(.untilIdle, control: drainControl) }
                 control.begin(drainControl, task: task)
                 do {
-                    let summary = try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+                    // Events during the drain beat too: a drain that keeps a steady stream
+                    // of entries moving may not return for a long time, and is not stuck.
+                    let summary = try await heartbeat.beating(during: queue.events(bufferingPolicy: .bufferingNewest(1))) {
+                        try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+                    }
                     didWork = summary.delivered + summary.failed + summary.dead + summary.waitingForNetwork > 0
                     nextAttemptAt = summary.nextAttemptAt
                     if didWork {
@@ -97,21 +120,129 @@ public struct QueueService: Service {
                 control.end()
             }
             if control.isStopping || Task.isCancelled { break }
+            // At most once per iteration, so never more often than the drains.
+            if ContinuousClock.now - lastRetention >= retentionInterval {
+                await applyRetention()
+                lastRetention = ContinuousClock.now
+            }
             var delay = pollInterval
             if let next = nextAttemptAt {
                 let untilNext = Duration.milliseconds(Int64(max(0, next.timeIntervalSinceNow) * 1000))
                 delay = min(delay, max(untilNext, didWork ? .zero : .milliseconds(100)))
             }
             if delay > .zero { await wake.wait(timeout: delay) }
+            heartbeat.beat()
         }
         logger.info("queue service stopped")
+    }
+
+    /// One retention pass, logged; a failure is logged and retried at the next pass.
+    private func applyRetention() async {
+        do {
+            let removed = try await queue.applyRetention()
+            let metadata: Logger.Metadata = [
+                "entries": "\(removed.deletedEntries)", "body_files": "\(removed.deletedBodyFiles)",
+                "pages": "\(removed.releasedPages)",
+            ]
+            if removed.deletedEntries > 0 || removed.releasedPages > 0 {
+                logger.info("retention removed delivered entries", metadata: metadata)
+            } else {
+                logger.debug("retention found nothing to remove")
+            }
+        } catch {
+            logger.warning("retention failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// A running count of a ``QueueService``'s progress, to tell a live service from a stuck one.
+///
+/// ```swift
+/// let service = queue.service(logger: logger)
+/// for await _ in service.heartbeat.beats() {
+///     watchdog.ping()   // the loop went round since the last beat
+/// }
+/// ```
+///
+/// Streams from ``beats()`` end when the service's `run()` returns.
+public final class ServiceHeartbeat: Sendable {
+    private struct State {
+        var count: UInt64 = 0
+        var finished = false
+        var watchers: [UUID: AsyncStream<UInt64>.Continuation] = [:]
+    }
+
+    private let state = LockedBox(State())
+
+    init() {}
+
+    /// How many beats so far.
+    public var count: UInt64 { state.current.count }
+
+    /// The count after each beat from now on. A slow reader gets the latest count, not a
+    /// backlog: beats while it was busy arrive as one.
+    public func beats() -> AsyncStream<UInt64> {
+        let (stream, continuation) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        let finished = state.withLock { state -> Bool in
+            if !state.finished { state.watchers[id] = continuation }
+            return state.finished
+        }
+        if finished {
+            continuation.finish()
+        } else {
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
+            }
+        }
+        return stream
+    }
+
+    func beat() {
+        state.withLock { state in
+            state.count += 1
+            for watcher in state.watchers.values { watcher.yield(state.count) }
+        }
+    }
+
+    func finish() {
+        let watchers = state.withLock { state -> [AsyncStream<UInt64>.Continuation] in
+            state.finished = true
+            defer { state.watchers.removeAll() }
+            return Array(state.watchers.values)
+        }
+        for watcher in watchers { watcher.finish() }
+    }
+
+    /// Runs `body`, beating for every attempt event `events` carries meanwhile. The reader is
+    /// a child task: it ends with `body`, never outliving it.
+    func beating<Result: Sendable>(
+        during events: AsyncStream<QueueEvent>, _ body: () async throws -> Result
+    ) async throws -> Result {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in events {
+                    // Enqueues by the app say nothing about the drain.
+                    if case .enqueued = event { continue }
+                    self.beat()
+                }
+            }
+            defer { group.cancelAll() }
+            return try await body()
+        }
     }
 }
 
 extension OfflineQueue {
     /// This queue as a swift-service-lifecycle `Service`. Run one service per queue.
-    public func service(pollInterval: Duration = .seconds(5), shutdownGrace: Duration = .seconds(8), logger: Logger = Logger(label: "courier.queue")) -> QueueService {
-        QueueService(queue: self, pollInterval: pollInterval, shutdownGrace: shutdownGrace, logger: logger)
+    public func service(
+        pollInterval: Duration = .seconds(5), shutdownGrace: Duration = .seconds(8),
+        retentionInterval: Duration = .seconds(3600), logger: Logger = Logger(label: "courier.queue")
+    ) -> QueueService {
+        QueueService(
+            queue: self, pollInterval: pollInterval, shutdownGrace: shutdownGrace,
+            retentionInterval: retentionInterval, logger: logger
+        )
     }
 }
 

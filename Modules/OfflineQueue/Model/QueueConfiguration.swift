@@ -33,6 +33,11 @@ public struct QueueConfiguration: Sendable {
     public var templates: HeaderTemplates
     /// Where the queue reads the time; ``QueueClock/system`` unless a test moves time by hand.
     public var clock: QueueClock = .system
+    /// How long a delivered entry (and its body file) is kept before
+    /// ``OfflineQueue/applyRetention(now:)`` deletes it; `nil` keeps delivered entries until
+    /// purged. Seven days unless changed. Dead letters are never deleted by retention: they
+    /// wait for someone to retry or purge them.
+    public var deliveredRetention: Duration?
 
     public init(
         path: String,
@@ -44,7 +49,8 @@ public struct QueueConfiguration: Sendable {
         secretHeaders: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization],
         secrets: SecretHandling = .drop,
         inlineBodyLimit: Int = 64 * 1024,
-        templates: HeaderTemplates = HeaderTemplates()
+        templates: HeaderTemplates = HeaderTemplates(),
+        deliveredRetention: Duration? = .seconds(7 * 24 * 3600)
     ) {
         self.path = path
         self.createIfMissing = createIfMissing
@@ -56,6 +62,7 @@ public struct QueueConfiguration: Sendable {
         self.secrets = secrets
         self.inlineBodyLimit = inlineBodyLimit
         self.templates = templates
+        self.deliveredRetention = deliveredRetention
     }
 }
 

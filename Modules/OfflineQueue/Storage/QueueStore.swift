@@ -57,7 +57,37 @@ final class QueueStore: Sendable {
         } catch {
             throw Self.map(error, path: path, opening: true)
         }
+        try enableIncrementalVacuum()
         try checkSchemaAndMigrate()
+    }
+
+    /// Makes the file give freed pages back (see `applyRetention`), before the migrations
+    /// create the first table.
+    ///
+    /// SQLite fixes `auto_vacuum` when the first table is created, and GRDB has already put
+    /// the file in WAL mode, which writes the header: setting the pragma alone no longer takes,
+    /// only a `VACUUM` after it does. On a new, empty file that costs nothing; a file from an
+    /// older Courier (auto_vacuum NONE) is rewritten once, here. A conversion that fails (a
+    /// nearly full disk cannot hold the copy VACUUM makes) is left for the next opening rather
+    /// than refusing the queue: the file then still reuses its free pages, it only keeps them.
+    private func enableIncrementalVacuum() throws(QueueError) {
+        let mode: Int
+        do {
+            mode = try pool.read { try Int.fetchOne($0, sql: "PRAGMA auto_vacuum") ?? 0 }
+        } catch {
+            throw Self.map(error, path: path, opening: true)
+        }
+        // 1 (FULL) already gives pages back at every commit; only NONE is converted.
+        guard mode == 0 else { return }
+        do {
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+                try db.execute(sql: "VACUUM")
+            }
+        } catch {
+            let mapped = Self.map(error, path: path, opening: true)
+            if case .corruptDatabase = mapped { throw mapped }
+        }
     }
 
     /// Reads an existing file through a read-only connection, which cannot change it (not

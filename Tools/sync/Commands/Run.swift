@@ -16,8 +16,11 @@ struct Run: AsyncParsableCommand {
             processes added. On SIGTERM or SIGINT it stops taking work, lets sends in flight finish \
             for up to 5 seconds (then cancels them and gives their entries back), and exits 0 within 10 seconds.
 
-            Under systemd (Type=notify) it sends READY=1, STOPPING=1 and watchdog pings to \
-            $NOTIFY_SOCKET. Logs go to standard error. See Docs/Deployment.md for a unit file.
+            Under systemd (Type=notify) it sends READY=1, STATUS= with live counts, STOPPING=1 \
+            (with EXTEND_TIMEOUT_USEC= when sends in flight need the grace period) to $NOTIFY_SOCKET, \
+            and, with WatchdogSec=, WATCHDOG=1 only while its loop keeps going round. Delivered \
+            entries older than 7 days are deleted hourly. Logs go to standard error. See \
+            Docs/Deployment.md for a unit file.
 
             Examples:
               sync run
@@ -67,11 +70,24 @@ struct Run: AsyncParsableCommand {
                 create: true, transport: transport, monitor: monitor,
                 concurrency: concurrency, timeout: .milliseconds(Int64(timeout * 1000))
             )
-            var services: [any Service] = [
-                queue.service(pollInterval: .milliseconds(Int64(poll * 1000)), shutdownGrace: .seconds(5), logger: logger),
-            ]
-            if let notifier = SystemdNotifier() {
-                services.append(NotifierService(notifier: notifier, logger: logger))
+            let grace = Duration.seconds(5)
+            let notifier = SystemdNotifier()
+            var pollInterval = Duration.milliseconds(Int64(poll * 1000))
+            if let idleLimit = notifier?.idleLimit, idleLimit < pollInterval {
+                // An idle loop must still go round often enough to earn its watchdog pings.
+                pollInterval = idleLimit
+            }
+            if let watchdog = notifier?.watchdogTimeout, watchdog <= .milliseconds(Int64(timeout * 1000)) {
+                logger.warning("WatchdogSec is not longer than --timeout: one slow send may look like a hang to systemd", metadata: [
+                    "watchdog_usec": "\(NotifierService.microseconds(watchdog))", "timeout": "\(timeout)",
+                ])
+            }
+            let service = queue.service(pollInterval: pollInterval, shutdownGrace: grace, logger: logger)
+            var services: [any Service] = [service]
+            if let notifier {
+                services.append(NotifierService(
+                    notifier: notifier, queue: queue, heartbeat: service.heartbeat, shutdownGrace: grace, logger: logger
+                ))
             }
             let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             logger.info("sync run starting", metadata: [

@@ -1,0 +1,32 @@
+public import Foundation
+import HTTPCore
+
+extension OfflineQueue {
+    /// Deletes delivered entries older than ``QueueConfiguration/deliveredRetention`` with
+    /// their body files, and gives the freed pages back to the file system. Returns what went.
+    ///
+    /// Dead letters and open entries stay; with a `nil` retention no entry is deleted (free
+    /// pages, such as those a purge left, are still given back). A
+    /// ``QueueService`` calls this when it starts and then every `retentionInterval`; call it
+    /// yourself when you drain without the service.
+    ///
+    /// ```swift
+    /// let removed = try await queue.applyRetention()
+    /// logger.info("retention", metadata: ["deleted": "\(removed.deletedEntries)"])
+    /// ```
+    ///
+    /// - Parameter now: the wall time delivery times are compared with; the queue's clock by
+    ///   default. (Delivery times are wall-clock stamps: a delivered entry has nothing left to
+    ///   send, so a clock step can at worst delete it early or keep it longer.)
+    @discardableResult
+    public func applyRetention(now: Date? = nil) async throws(QueueError) -> RetentionSummary {
+        var summary = RetentionSummary()
+        if let retention = configuration.deliveredRetention {
+            let now = now ?? configuration.clock.now().wall
+            summary = try await store.deleteDelivered(finishedBefore: now.addingTimeInterval(-retention.seconds))
+        }
+        // Also the pages a purge freed: one short transaction when there are none.
+        summary.releasedPages = try await store.releaseFreePages()
+        return summary
+    }
+}

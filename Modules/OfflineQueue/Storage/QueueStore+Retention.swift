@@ -1,0 +1,72 @@
+import Foundation
+import GRDB
+import HTTPCore
+
+/// What one retention pass removed.
+public struct RetentionSummary: Sendable, Hashable, Codable {
+    /// Delivered entries deleted.
+    public var deletedEntries = 0
+    /// Body files deleted with them.
+    public var deletedBodyFiles = 0
+    /// Database pages given back to the file system (`PRAGMA incremental_vacuum`).
+    public var releasedPages = 0
+
+    public init(deletedEntries: Int = 0, deletedBodyFiles: Int = 0, releasedPages: Int = 0) {
+        self.deletedEntries = deletedEntries
+        self.deletedBodyFiles = deletedBodyFiles
+        self.releasedPages = releasedPages
+    }
+}
+
+/// Retention: delivered entries leave the file after their period, and the pages they held
+/// go back to the file system.
+extension QueueStore {
+    /// Rows deleted per transaction: small enough that an enqueue in another process waits
+    /// for one batch at most, not for the whole pass.
+    static let retentionBatch = 500
+    /// Pages released per transaction, for the same reason (2 MiB with SQLite's 4 KiB pages).
+    static let vacuumBatch = 512
+
+    /// Deletes delivered entries whose `finished_at` is before `cutoff`, a batch per
+    /// transaction, and each batch's body files once its rows are gone (a crash in between
+    /// leaves orphan files for ``BodyStore/sweepOrphans(keeping:grace:)``, never a row without
+    /// its body). Dead and open entries are never touched.
+    func deleteDelivered(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
+        var summary = RetentionSummary()
+        let batch = Self.retentionBatch
+        while true {
+            let files = try await write { db -> [String?] in
+                try String?.fetchAll(db, sql: """
+                    DELETE FROM entry WHERE id IN (
+                        SELECT id FROM entry INDEXED BY entry_state
+                        WHERE state = 'delivered' AND finished_at < ? ORDER BY id LIMIT ?)
+                    RETURNING body_file
+                    """, arguments: [cutoff.timeIntervalSince1970, batch])
+            }
+            let names = files.compactMap { $0 }
+            bodies.remove(names)
+            summary.deletedEntries += files.count
+            summary.deletedBodyFiles += names.count
+            if files.count < batch { return summary }
+        }
+    }
+
+    /// Gives the free pages back to the file system, ``vacuumBatch`` at a time. Returns how
+    /// many went. Does nothing on a file whose `auto_vacuum` is not INCREMENTAL.
+    ///
+    /// In WAL mode the file itself shrinks at the next checkpoint.
+    func releaseFreePages() async throws(QueueError) -> Int {
+        var released = 0
+        while true {
+            let freed = try await write { db -> Int in
+                let before = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+                guard before > 0 else { return 0 }
+                try db.execute(sql: "PRAGMA incremental_vacuum(\(Self.vacuumBatch))")
+                return before - (try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0)
+            }
+            released += freed
+            // Nothing freed: the list is empty, or auto_vacuum is not INCREMENTAL.
+            if freed < Self.vacuumBatch { return released }
+        }
+    }
+}
