@@ -90,3 +90,11 @@ struct TransportTests {
         #expect(client == nil, "the HTTPClient was never shut down and released")
     }
 }
+
+@Suite("AsyncHTTPClientTransport: TLS defaults")
+struct TLSDefaultTests {
+    @Test("the default TLS configuration offers TLS 1.2 at the oldest (NIOSSL's own default allows 1.0)")
+    func tlsMinimum() {
+        #expect(AsyncHTTPClientTransport.Configuration().tls.minimumTLSVersion == .tlsv12)
+    }
+}

@@ -86,3 +86,35 @@ final class FakeNow: Sendable {
         #expect(stub.recordedRequests.count == 11)
     }
 }
+
+/// One shared client, two users: a private answer never reaches the other user.
+@Suite("Cache: responses to credentialed requests")
+struct CredentialedCacheTests {
+    func client(_ stub: StubTransport, cacheControl: String) -> APIClient {
+        stub.on(.get, "/me") { request in
+            let user = request.head.headerFields[.authorization] == "Bearer alice" ? "alice" : "bob"
+            return StubTransport.Stub(headers: [.cacheControl: cacheControl], body: Data(user.utf8))
+        }
+        return makeClient(stub, interceptors: [CacheInterceptor()])
+    }
+
+    @Test("Bearer alice's answer is neither stored nor served to Bearer bob", arguments: [HTTPField.Name.authorization, .cookie])
+    func privateAnswers(field: HTTPField.Name) async throws {
+        let stub = StubTransport()
+        let client = client(stub, cacheControl: "max-age=60")
+        let value = { (user: String) in field == .authorization ? "Bearer \(user)" : "session=\(user)" }
+        _ = try await client.data(Request<Data>.get("/me", headers: [field: value("alice")]))
+        let bob = try await client.data(Request<Data>.get("/me", headers: [field: value("bob")]))
+        #expect(bob.body == Data("bob".utf8))
+        #expect(stub.recordedRequests.count == 2, "the second user went to the network")
+    }
+
+    @Test("Cache-Control: public is stored and served even for a credentialed request")
+    func publicAnswers() async throws {
+        let stub = StubTransport()
+        let client = client(stub, cacheControl: "public, max-age=60")
+        _ = try await client.data(Request<Data>.get("/me", headers: [.authorization: "Bearer alice"]))
+        _ = try await client.data(Request<Data>.get("/me", headers: [.authorization: "Bearer bob"]))
+        #expect(stub.recordedRequests.count == 1)
+    }
+}
