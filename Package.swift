@@ -160,7 +160,10 @@ let package = Package(
             .product(name: "MultipartKit", package: "multipart-kit"),
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        tests("ReachabilityTests", ["Reachability", "HTTPCore", "CNetlink", "TestSupport", httpTypes]),
+        tests("ReachabilityTests", [
+            "Reachability", "HTTPCore", "CNetlink", "TestSupport", httpTypes,
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
         tests("SeedParityTests", [
             "HTTPCore", "Encoding", "ErrorMapping", "Plugins", "Multipart", "Reachability", "CombineAdapters",
             "AsyncHTTPClientTransport", "TestSupport", httpTypes,

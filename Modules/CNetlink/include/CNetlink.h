@@ -1,5 +1,5 @@
-// CNetlink: the netlink and rtnetlink macros of the Linux UAPI headers as static inline
-// functions Swift can call, plus helpers for creating sockets inside another network
+// CNetlink: the length macros of the Linux netlink UAPI headers as static inline functions
+// Swift can call, plus helpers for creating sockets inside another network
 // namespace. On platforms other than Linux this header declares nothing.
 #ifndef CNETLINK_H
 #define CNETLINK_H
@@ -12,47 +12,17 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 
-// MARK: - nlmsghdr (NLMSG_*)
+// MARK: - Lengths for building requests (NLMSG_*, RTA_*)
+//
+// Only the arithmetic for messages we build. Received messages are walked in Swift
+// (NetlinkFraming), not with NLMSG_OK/NLMSG_NEXT, RTA_OK/RTA_NEXT or IFLA_RTA and friends: those
+// trust nlmsg_len and read the family header without checking that the message covers it.
 
 static inline uint32_t cnl_nlmsg_align(uint32_t len) { return NLMSG_ALIGN(len); }
 static inline uint32_t cnl_nlmsg_hdrlen(void) { return NLMSG_HDRLEN; }
 static inline uint32_t cnl_nlmsg_length(uint32_t len) { return NLMSG_LENGTH(len); }
-static inline uint32_t cnl_nlmsg_space(uint32_t len) { return NLMSG_SPACE(len); }
-static inline void *cnl_nlmsg_data(struct nlmsghdr *nlh) { return NLMSG_DATA(nlh); }
-static inline int cnl_nlmsg_ok(const struct nlmsghdr *nlh, int len) { return NLMSG_OK(nlh, len); }
-static inline struct nlmsghdr *cnl_nlmsg_next(struct nlmsghdr *nlh, int *len) {
-    return NLMSG_NEXT(nlh, *len);
-}
-static inline int cnl_nlmsg_payload(const struct nlmsghdr *nlh, uint32_t len) {
-    return (int)NLMSG_PAYLOAD(nlh, len);
-}
-
-// MARK: - rtattr (RTA_*)
-
 static inline uint32_t cnl_rta_align(uint32_t len) { return RTA_ALIGN(len); }
-static inline int cnl_rta_ok(const struct rtattr *rta, int len) { return RTA_OK(rta, len); }
-static inline struct rtattr *cnl_rta_next(struct rtattr *rta, int *len) { return RTA_NEXT(rta, *len); }
 static inline uint32_t cnl_rta_length(uint32_t len) { return RTA_LENGTH(len); }
-static inline uint32_t cnl_rta_space(uint32_t len) { return RTA_SPACE(len); }
-static inline void *cnl_rta_data(struct rtattr *rta) { return RTA_DATA(rta); }
-static inline int cnl_rta_payload(const struct rtattr *rta) { return (int)RTA_PAYLOAD(rta); }
-
-// MARK: - Per-message attribute areas (IFA_*, IFLA_*, RTM_*)
-
-static inline struct rtattr *cnl_ifa_rta(struct ifaddrmsg *ifa) { return IFA_RTA(ifa); }
-static inline int cnl_ifa_payload(const struct nlmsghdr *nlh) { return (int)IFA_PAYLOAD(nlh); }
-static inline struct rtattr *cnl_ifla_rta(struct ifinfomsg *ifi) { return IFLA_RTA(ifi); }
-static inline int cnl_ifla_payload(const struct nlmsghdr *nlh) { return (int)IFLA_PAYLOAD(nlh); }
-static inline struct rtattr *cnl_rtm_rta(struct rtmsg *rtm) { return RTM_RTA(rtm); }
-static inline int cnl_rtm_payload(const struct nlmsghdr *nlh) { return (int)RTM_PAYLOAD(nlh); }
-
-// MARK: - Multipath next hops (RTNH_*)
-
-static inline int cnl_rtnh_ok(const struct rtnexthop *rtnh, int len) { return RTNH_OK(rtnh, len); }
-static inline struct rtnexthop *cnl_rtnh_next(struct rtnexthop *rtnh, int *len) {
-    *len -= (int)RTNH_ALIGN(rtnh->rtnh_len);
-    return RTNH_NEXT(rtnh);
-}
 
 // MARK: - Network namespaces
 

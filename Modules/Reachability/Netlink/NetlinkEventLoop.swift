@@ -12,6 +12,8 @@ import HTTPCore
 final class NetlinkEventLoop: Sendable {
     /// Groups: links, IPv4 and IPv6 addresses, IPv4 and IPv6 routes.
     static let groups = UInt32(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE)
+    /// Large enough for any datagram the kernel sends (it sizes dump chunks and notifications
+    /// well below this), so MSG_TRUNC stays a defence rather than a habit.
     static let bufferSize = 256 * 1024
 
     let socket: NetlinkSocket
@@ -21,14 +23,19 @@ final class NetlinkEventLoop: Sendable {
     let broadcast: StatusBroadcast
     /// The latest routing state, for per-destination queries.
     let snapshot: LockedBox<RoutingState>
-    /// Counts the fresh dumps taken after overruns, for tests and diagnostics.
+    /// Counts the fresh dumps taken after overruns, truncated datagrams and malformed messages,
+    /// for tests and diagnostics.
     let resyncs = LockedBox(0)
+    /// The size of the buffer the event thread reads notifications into; tests shrink it to
+    /// provoke truncated datagrams (MSG_TRUNC).
+    private let eventBufferSize: Int
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let stopped = LockedBox(false)
 
     /// Opens the socket, takes the first dump and starts the thread.
-    init(namespacePath: String?, receiveBufferSize: Int) throws(ReachabilityError) {
+    init(namespacePath: String?, receiveBufferSize: Int, eventBufferSize: Int = bufferSize) throws(ReachabilityError) {
+        self.eventBufferSize = eventBufferSize
         socket = try NetlinkSocket(namespacePath: namespacePath, groups: Self.groups, receiveBufferSize: receiveBufferSize)
         let requestSocket: NetlinkSocket
         do { requestSocket = try NetlinkSocket(namespacePath: namespacePath, groups: 0) } catch {
@@ -71,7 +78,7 @@ final class NetlinkEventLoop: Sendable {
     }
 
     private func run(_ initial: RoutingState) {
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.bufferSize, alignment: 8)
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: eventBufferSize, alignment: 8)
         var state = initial
         defer {
             buffer.deallocate()
@@ -91,29 +98,32 @@ final class NetlinkEventLoop: Sendable {
             receiving: while true {
                 var overrun = false
                 var refreshRoutes = false
-                switch try socket.receive(into: buffer, capacity: Self.bufferSize, timeout: -1, wake: wakeRead) {
+                switch try socket.receive(into: buffer, capacity: eventBufferSize, timeout: -1, wake: wakeRead) {
                 case .woken:
                     break receiving
                 case .timedOut:
                     continue
-                case .overrun:
+                case .overrun, .truncated:
+                    // Dropped events (ENOBUFS) and a datagram cut short (MSG_TRUNC) both lose
+                    // changes we will never hear of again.
                     overrun = true
                 case .data(let count):
-                    for message in NetlinkDecoder.decode(buffer, length: count) {
+                    for message in NetlinkDecoder.decode(UnsafeRawBufferPointer(start: buffer, count: count)) {
                         switch message {
-                        case .event(let event):
+                        case .event(let event, _):
                             state.apply(event)
                             refreshRoutes = refreshRoutes || RoutingState.mayFlushRoutesSilently(event)
-                        case .overrun: overrun = true
+                        // A malformed message may have been a change we could not apply.
+                        case .overrun, .malformed: overrun = true
                         default: break
                         }
                     }
                 }
                 if overrun {
-                    // The kernel dropped events: what we hold may be wrong. Discard what is
+                    // Events were lost or unreadable: what we hold may be wrong. Discard what is
                     // queued (it predates the dump) and start again from a full dump, taken on
                     // the request socket, which no multicast traffic can overrun.
-                    try socket.drain(into: buffer, capacity: Self.bufferSize)
+                    try socket.drain(into: buffer, capacity: eventBufferSize)
                     state = try dumpOnRequestSocket(DumpKind.allCases)
                     resyncs.withLock { $0 += 1 }
                 } else if refreshRoutes {
@@ -152,7 +162,8 @@ final class NetlinkEventLoop: Sendable {
     }
 
     /// Dumps links, then addresses, then routes (or the `kinds` asked for) into a fresh state,
-    /// on a socket without multicast groups. Restarts from scratch after an overrun.
+    /// on a socket without multicast groups. Starts again from scratch, up to five times in all,
+    /// when a dump could not be trusted (see ``DumpProgress``).
     static func dump(_ socket: NetlinkSocket, kinds: [DumpKind] = DumpKind.allCases) throws(ReachabilityError) -> RoutingState {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
         defer { buffer.deallocate() }
@@ -161,19 +172,21 @@ final class NetlinkEventLoop: Sendable {
             for request in kinds.map(\.request) {
                 let sequence = socket.nextSequence()
                 try socket.send(type: request.type, flags: NLM_F_REQUEST | NLM_F_DUMP, sequence: sequence, payload: familyHeader(size: request.size, family: AF_UNSPEC))
+                var progress = DumpProgress(sequence: sequence)
                 reading: while true {
                     switch try socket.receive(into: buffer, capacity: bufferSize, timeout: 2000) {
                     case .woken: continue
-                    case .timedOut: throw .timedOut(request.name)
-                    case .overrun: continue attempts
+                    case .timedOut:
+                        if progress.mustRestart { continue attempts }
+                        throw .timedOut(request.name)
+                    case .overrun, .truncated: progress.lostReplies()
                     case .data(let count):
-                        for message in NetlinkDecoder.decode(buffer, length: count) {
-                            switch message {
-                            case .event(let event): state.apply(event)
-                            case .done(sequence): break reading
-                            case .error(sequence, let code) where code != 0: throw .kernel(request: request.name, errno: -code)
-                            case .overrun: continue attempts
-                            default: break
+                        for message in NetlinkDecoder.decode(UnsafeRawBufferPointer(start: buffer, count: count)) {
+                            switch progress.read(message, into: &state) {
+                            case .more: continue
+                            case .finished: break reading
+                            case .restart: continue attempts
+                            case .failed(let errno): throw .kernel(request: request.name, errno: errno)
                             }
                         }
                     }
@@ -181,7 +194,7 @@ final class NetlinkEventLoop: Sendable {
             }
             return state
         }
-        throw .timedOut("a consistent dump (the kernel kept overrunning the socket)")
+        throw .timedOut("a consistent dump (five in a row were interrupted, overrun, truncated or malformed)")
     }
 }
 #endif

@@ -65,9 +65,11 @@ extension NetlinkMonitor {
         while true {
             switch try socket.receive(into: buffer, capacity: 64 * 1024, timeout: 2000) {
             case .timedOut: throw .timedOut("RTM_GETROUTE")
-            case .woken, .overrun: continue
+            // A lost or cut reply to a one-route request cannot be asked for again by
+            // sequence: read on, and the wait ends in the time-out above if it never comes.
+            case .woken, .overrun, .truncated: continue
             case .data(let count):
-                for message in NetlinkDecoder.decode(buffer, length: count) {
+                for message in NetlinkDecoder.decode(UnsafeRawBufferPointer(start: buffer, count: count)) {
                     switch message {
                     case .route(let reply, sequence): return reply
                     case .error(sequence, let code):

@@ -25,7 +25,9 @@ import Glibc
 /// Call ``stop()`` (or drop the last reference) to close the socket and end every stream.
 public final class NetlinkMonitor: NetworkMonitor {
     #if os(Linux)
-    private let loop: NetlinkEventLoop
+    /// Internal rather than private so tests can reach the sockets (their port ids, the count
+    /// of dropped foreign datagrams).
+    let loop: NetlinkEventLoop
     #endif
 
     /// Opens the sockets and takes the initial dump (a few system calls; it does not wait for
@@ -41,11 +43,15 @@ public final class NetlinkMonitor: NetworkMonitor {
         try self.init(namespacePath: namespacePath, receiveBufferSize: 4 << 20)
     }
 
-    /// A monitor whose event socket has a receive buffer of `receiveBufferSize` bytes; tests
-    /// use a tiny one to provoke overruns (ENOBUFS).
-    package init(namespacePath: String?, receiveBufferSize: Int) throws(ReachabilityError) {
+    /// A monitor whose event socket has a receive buffer of `receiveBufferSize` bytes, read
+    /// through a buffer of `eventBufferSize` bytes (256 KiB when `nil`); tests use tiny ones to
+    /// provoke overruns (ENOBUFS) and truncated datagrams (MSG_TRUNC).
+    package init(namespacePath: String?, receiveBufferSize: Int, eventBufferSize: Int? = nil) throws(ReachabilityError) {
         #if os(Linux)
-        loop = try NetlinkEventLoop(namespacePath: namespacePath, receiveBufferSize: receiveBufferSize)
+        loop = try NetlinkEventLoop(
+            namespacePath: namespacePath, receiveBufferSize: receiveBufferSize,
+            eventBufferSize: eventBufferSize ?? NetlinkEventLoop.bufferSize
+        )
         #else
         throw .unsupportedPlatform
         #endif
@@ -79,8 +85,9 @@ public final class NetlinkMonitor: NetworkMonitor {
         #endif
     }
 
-    /// How many times the monitor re-read the whole state because the kernel overran its socket
-    /// buffer (ENOBUFS).
+    /// How many times the monitor re-read the whole state because events were lost: the kernel
+    /// overran its socket buffer (ENOBUFS), a datagram was cut short (MSG_TRUNC) or a message
+    /// was malformed.
     public var resynchronizations: Int {
         #if os(Linux)
         loop.resyncs.current

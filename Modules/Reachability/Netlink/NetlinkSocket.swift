@@ -9,15 +9,22 @@ import HTTPCore
 /// done by one thread at a time (the monitor's event thread, or a request under a lock).
 final class NetlinkSocket: Sendable {
     /// What one ``receive(into:capacity:timeout:wake:)`` produced.
-    enum Received {
+    enum Received: Equatable {
+        /// A whole datagram of this many bytes from the kernel.
         case data(Int)
         case woken
+        /// ENOBUFS: the kernel dropped messages because the receive buffer was full.
         case overrun
+        /// A datagram from the kernel longer than the buffer: its tail is lost (MSG_TRUNC).
+        case truncated
         case timedOut
     }
 
     let descriptor: Int32
     private let sequence = LockedBox<UInt32>(0)
+    /// Counts datagrams dropped because they did not come from the kernel, for tests and
+    /// diagnostics.
+    let foreignDatagrams = LockedBox(0)
 
     /// Opens a socket subscribed to `groups` (`RTMGRP_*` bits; 0 for a request-only socket)
     /// in the namespace at `namespacePath`, or in the caller's when `nil`.
@@ -77,6 +84,9 @@ final class NetlinkSocket: Sendable {
 
     /// Waits up to `timeout` milliseconds (-1: forever) for a datagram or for `wake` to become
     /// readable, and reads the datagram into `buffer`.
+    ///
+    /// Datagrams from anyone but the kernel are dropped (counted in ``foreignDatagrams``) and
+    /// the wait goes on.
     func receive(into buffer: UnsafeMutableRawPointer, capacity: Int, timeout: Int32, wake: Int32? = nil) throws(ReachabilityError) -> Received {
         var descriptors = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)]
         if let wake { descriptors.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0)) }
@@ -88,12 +98,47 @@ final class NetlinkSocket: Sendable {
             }
             if ready == 0 { return .timedOut }
             if descriptors.count > 1, descriptors[1].revents != 0 { return .woken }
-            let count = recv(descriptor, buffer, capacity, Int32(MSG_DONTWAIT))
-            if count >= 0 { return .data(count) }
-            switch errno {
-            case ENOBUFS: return .overrun
-            case EAGAIN, EINTR: continue
-            default: throw .system(call: "recv(netlink)", errno: errno)
+            var sender = sockaddr_nl()
+            var flags: Int32 = 0
+            let count = receiveDatagram(into: buffer, capacity: capacity, sender: &sender, flags: &flags)
+            if count < 0 {
+                switch errno {
+                case ENOBUFS: return .overrun
+                case EAGAIN, EINTR: continue
+                default: throw .system(call: "recvmsg(netlink)", errno: errno)
+                }
+            }
+            // Any local process with CAP_NET_ADMIN (or any at all, on some protocols) can unicast
+            // to our port id; only the kernel (port 0) speaks for the routing tables.
+            guard sender.nl_family == sa_family_t(AF_NETLINK), sender.nl_pid == 0 else {
+                foreignDatagrams.withLock { $0 += 1 }
+                continue
+            }
+            // With MSG_TRUNC in the flags the kernel returns the datagram's real length, so a
+            // datagram longer than the buffer shows as a count past capacity.
+            if count > capacity || flags & Int32(MSG_TRUNC) != 0 { return .truncated }
+            return .data(count)
+        }
+    }
+
+    /// One `recvmsg` that records the sender's address and the message flags; returns what
+    /// `recvmsg` returns (the datagram's full length, thanks to MSG_TRUNC).
+    private func receiveDatagram(
+        into buffer: UnsafeMutableRawPointer, capacity: Int, sender: inout sockaddr_nl, flags: inout Int32
+    ) -> Int {
+        var vector = iovec(iov_base: buffer, iov_len: capacity)
+        return withUnsafeMutablePointer(to: &vector) { vector in
+            withUnsafeMutablePointer(to: &sender) { sender in
+                var header = msghdr()
+                header.msg_name = UnsafeMutableRawPointer(sender)
+                header.msg_namelen = socklen_t(MemoryLayout<sockaddr_nl>.size)
+                header.msg_iov = vector
+                header.msg_iovlen = 1
+                let count = recvmsg(descriptor, &header, Int32(MSG_DONTWAIT | MSG_TRUNC))
+                // A sender address shorter than sockaddr_nl is not the kernel's.
+                if header.msg_namelen < socklen_t(MemoryLayout<sockaddr_nl>.size) { sender.pointee.nl_family = 0 }
+                flags = header.msg_flags
+                return count
             }
         }
     }
@@ -103,7 +148,7 @@ final class NetlinkSocket: Sendable {
         while true {
             switch try receive(into: buffer, capacity: capacity, timeout: 0) {
             case .timedOut: return
-            case .data, .overrun, .woken: continue
+            case .data, .overrun, .truncated, .woken: continue
             }
         }
     }
