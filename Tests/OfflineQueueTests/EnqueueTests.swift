@@ -85,6 +85,7 @@ struct EnqueueTests {
             configuration.secrets = .reject
             configuration.secretHeaders.insert(HTTPField.Name("X-Api-Key")!)
             configuration.templates = HeaderTemplates(environment: ["API_TOKEN": "from-env"], credentialsDirectory: credentials)
+            for name in ["API_TOKEN", "api-token", "NOT_SET"] { try? configuration.templates.allow(name, for: server.baseURL.absoluteString) }
         }
         let url = server.url("/echo").absoluteString
         await #expect(throws: QueueError.secretHeader(name: "Authorization")) {
@@ -176,5 +177,90 @@ struct EnqueueTests {
         await #expect(throws: QueueError.self) { try await queue.enqueue(method: "POST", url: "http://127.0.0.1/x", headers: [("X-Split", "a\r\nInjected: 1")]) }
         #expect(try await queue.counts().total == 0)
         await server.shutdown()
+    }
+}
+
+/// Where a template's secret may go, and where it must never come to rest.
+@Suite("Templates bound to origins; nothing at rest")
+struct TemplateOriginTests {
+    @Test("a template resolves only for the origins allowed for it: another origin gets nothing and the entry is dead with the reason")
+    func boundToOrigins() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let allowed = try await TestHTTPServer.start()
+        let other = try await TestHTTPServer.start()
+        let queue = try makeQueue(path: folder.databasePath, server: allowed) { configuration in
+            configuration.templates = HeaderTemplates(environment: ["API_TOKEN": "tok-123456"], credentialsDirectory: nil)
+            try? configuration.templates.allow("API_TOKEN", for: allowed.baseURL.absoluteString)
+        }
+        let good = try await queue.enqueue(method: "POST", url: allowed.url("/echo").absoluteString, headers: [("Authorization", "Bearer ${env:API_TOKEN}")])
+        let bad = try await queue.enqueue(method: "POST", url: other.url("/echo").absoluteString, headers: [("X-Anything", "${env:API_TOKEN}")])
+        try await drainUntilSettled(queue)
+        #expect(try await queue.entry(good.id)?.state == .delivered)
+        #expect(allowed.requests.last?.values(of: "Authorization") == ["Bearer tok-123456"])
+        let dead = try #require(try await queue.entry(bad.id))
+        #expect(dead.state == .dead)
+        #expect(dead.lastError?.contains("${env:API_TOKEN} is not allowed for \(other.baseURL.absoluteString)") == true, "\(dead.lastError ?? "")")
+        #expect(other.requests.isEmpty, "the other origin never saw a request")
+        await allowed.shutdown()
+        await other.shutdown()
+    }
+
+    @Test("a server that echoes the request's headers into its error body: the token is not at rest in the database")
+    func echoedSecretNotStored() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        server.route("/echo-error") { request, writer in
+            let echoed = request.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
+            try await writer.respond(status: 400, body: Data(echoed.utf8))
+        }
+        let queue = try makeQueue(path: folder.databasePath, server: server, plugins: [BearerTokenStub()]) { configuration in
+            configuration.templates = HeaderTemplates(environment: ["API_TOKEN": "tok-from-template-42"], credentialsDirectory: nil)
+            try? configuration.templates.allow("API_TOKEN", for: server.baseURL.absoluteString)
+        }
+        let ticket = try await queue.enqueue(method: "POST", url: server.url("/echo-error").absoluteString,
+                                             headers: [("X-Auth-Token", "${env:API_TOKEN}")])
+        try await drainUntilSettled(queue)
+        let entry = try #require(try await queue.entry(ticket.id))
+        #expect(entry.state == .dead)
+        #expect(entry.responseExcerpt?.contains("<redacted>") == true, "\(entry.responseExcerpt ?? "")")
+        let bytes = try [folder.databasePath, folder.databasePath + "-wal"].compactMap { path in
+            FileManager.default.fileExists(atPath: path) ? try Data(contentsOf: URL(fileURLWithPath: path)) : nil
+        }.reduce(Data(), +)
+        for secret in ["tok-from-template-42", "plugin-token-99"] {
+            #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(secret) is at rest in the database")
+        }
+        await server.shutdown()
+    }
+
+    @Test("the secret-header set is one: the six credential fields by default, and a template mixed with a literal is a secret")
+    func oneSecretSet() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.secrets = .reject }
+        #expect(queue.configuration.secretHeaders == HTTPField.Name.credentialFields)
+        let url = server.url("/echo").absoluteString
+        for name in ["Authorization", "Cookie", "Proxy-Authorization", "X-API-Key", "Api-Key", "X-Auth-Token"] {
+            await #expect(throws: QueueError.secretHeader(name: name)) {
+                try await queue.enqueue(method: "POST", url: url, headers: [(name, "raw-value")])
+            }
+        }
+        await #expect(throws: QueueError.secretHeader(name: "X-Custom")) {
+            try await queue.enqueue(method: "POST", url: url, headers: [("X-Custom", "sk_live_123${env:SUFFIX}")])
+        }
+        // A scheme word before the template is not a secret.
+        _ = try await queue.enqueue(method: "POST", url: url, headers: [("Authorization", "Bearer ${credential:api-token}")])
+        await server.shutdown()
+    }
+}
+
+/// Adds a bearer token at replay, as an authenticator would.
+private struct BearerTokenStub: Plugin {
+    func prepare(_ request: PreparedRequest, context: CallContext) async throws -> PreparedRequest {
+        var request = request
+        request.headers[.authorization] = "Bearer plugin-token-99"
+        return request
     }
 }

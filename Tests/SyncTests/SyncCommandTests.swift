@@ -92,8 +92,20 @@ struct SyncCommandTests {
         let stored = try await sync("enqueue", "POST", fixture.url("/echo"), "-H", "Authorization: Bearer ${env:API_TOKEN}")
         #expect(stored.status == 0)
         sync.environment["API_TOKEN"] = "from-the-environment"
-        #expect(try await sync("drain", "--no-reachability").status == 0)
-        #expect(fixture.server.requests.last?.values(of: "Authorization") == ["Bearer from-the-environment"])
+        // The same server named `localhost` is another origin: the template is not allowed there.
+        let elsewhere = try await sync("enqueue", "POST", fixture.server.url("/elsewhere", host: "localhost").absoluteString, "-H", "Authorization: Bearer ${env:API_TOKEN}")
+        #expect(elsewhere.status == 0)
+        let drained = try await sync("drain", "--no-reachability", "--allow-secret", "API_TOKEN=\(fixture.server.baseURL.absoluteString)")
+        #expect(drained.status == 0, "\(drained.stdout)\(drained.stderr)")
+        #expect(drained.stdout.contains("dead 1"), "\(drained.stdout)")
+        #expect(fixture.server.requests.first { $0.path == "/echo" && $0.values(of: "Authorization") == ["Bearer from-the-environment"] } != nil)
+        #expect(!fixture.server.requests.contains { $0.path == "/elsewhere" }, "nothing was sent to the origin the secret is not allowed for")
+        let deadID = elsewhere.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let dead = try #require(try await sync("--json", "show", deadID).json() as? [String: Any])
+        #expect((dead["last_error"] as? String)?.contains("not allowed for http://localhost:\(fixture.server.port)") == true, "\(dead)")
+        // Clear-text http off loopback is refused at once.
+        let cleartext = try await sync("drain", "--no-reachability", "--allow-secret", "API_TOKEN=http://api.example.com")
+        #expect(cleartext.status == 64)
         let file = try Data(contentsOf: URL(fileURLWithPath: sync.database))
         #expect(!String(decoding: file, as: UTF8.self).contains("raw-token"))
         await fixture.finish()

@@ -32,7 +32,7 @@ extension APIClient {
         if let length = draft.body?.length, head.headerFields[.contentLength] == nil, length > 0 || draft.method.allowsBody {
             head.headerFields[.contentLength] = String(length)
         }
-        return PreparedRequest(head: head, body: draft.body, timeout: endpoint.timeout ?? configuration.timeout)
+        return PreparedRequest(head: head, body: draft.body, timeout: endpoint.timeout ?? configuration.timeout, credentialFields: draft.credentialFields)
     }
 
     /// The endpoint's URL without its query items: an absolute path as it is, otherwise the

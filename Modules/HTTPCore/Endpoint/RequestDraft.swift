@@ -16,6 +16,9 @@ public struct RequestDraft: Sendable {
     public var headers: HTTPFields
     /// The body, if any.
     public var body: RequestBody?
+    /// Header fields that carry credentials besides the client's set (see
+    /// ``PreparedRequest/credentialFields``).
+    public var credentialFields: Set<HTTPField.Name> = []
 
     public init(method: HTTPRequest.Method, url: URL, headers: HTTPFields = [:], body: RequestBody? = nil) {
         self.method = method

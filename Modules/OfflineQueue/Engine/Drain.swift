@@ -314,6 +314,7 @@ extension OfflineQueue {
         do {
             endpoint = try ReplayEndpoint(entry: entry, queue: self)
         } catch {
+            // A template not allowed for the entry's origin lands here: nothing is sent.
             return .invalid(message: "\(error)")
         }
         do {
@@ -324,17 +325,22 @@ extension OfflineQueue {
             // backed off like any failure, so it cannot turn into a loop of instant retries.
             return .failed(message: "cancelled, though the drain was not", retryable: true)
         } catch {
-            return classify(error)
+            return classify(error, secrets: endpoint.secrets)
         }
     }
 
-    /// A failed send in the lifecycle's terms.
-    func classify(_ error: NetworkError) -> AttemptOutcome {
+    /// A failed send in the lifecycle's terms. `secrets` are values the request carried
+    /// (resolved templates, credential fields) that must not come to rest in the row: a server
+    /// that echoes request headers into its error body would otherwise store them.
+    func classify(_ error: NetworkError, secrets: SecretScrubber = SecretScrubber()) -> AttemptOutcome {
         if case .cancelled = error { return .interrupted }
-        if isNetworkGone(error) { return .networkGone(message: error.description) }
+        if isNetworkGone(error) { return .networkGone(message: secrets.scrub(error.description)) }
         if let response = error.response {
             let retryAfter = response.headers[.retryAfter].flatMap { RetryAfter.delay(from: $0, now: configuration.clock.now().wall) }
-            let excerpt = response.body.isEmpty ? nil : String(decoding: response.body.prefix(configuration.policy.excerptLimit), as: UTF8.self)
+            // What went on the wire, plugin-added credentials included.
+            var scrubber = secrets
+            for field in response.request.headerFields where configuration.secretHeaders.contains(field.name) { scrubber.add(field.value) }
+            let excerpt = response.body.isEmpty ? nil : scrubber.scrub(String(decoding: response.body.prefix(configuration.policy.excerptLimit), as: UTF8.self))
             return .rejected(status: response.status.code, retryAfter: retryAfter, excerpt: excerpt)
         }
         switch error {
@@ -363,14 +369,27 @@ struct ReplayEndpoint: Endpoint {
     let timeout: Duration?
     let scopes: Set<PluginScope>
     let name: String
+    /// The values of resolved templates and credential fields, kept out of stored excerpts.
+    let secrets: SecretScrubber
 
     init(entry: QueueEntry, queue: OfflineQueue) throws {
         guard let method = HTTPRequest.Method(entry.method) else { throw QueueError.invalidRequest("stored method \(entry.method) is invalid") }
+        let origin = URL(string: entry.url).flatMap(Origin.init)
         var headers = HTTPFields()
+        var credentials: Set<HTTPField.Name> = []
+        var secrets = SecretScrubber()
         for header in entry.headers {
             guard let name = HTTPField.Name(header.name) else { throw QueueError.invalidRequest("stored header \(header.name) is invalid") }
-            headers.append(HTTPField(name: name, value: try queue.configuration.templates.resolve(header.value)))
+            let value = try queue.configuration.templates.resolve(header.value, for: origin)
+            if value != header.value || queue.configuration.secretHeaders.contains(name) {
+                // A resolved template is a credential wherever it sits: dropped when a redirect
+                // leaves the origin, and never stored in an excerpt.
+                credentials.insert(name)
+                secrets.add(value)
+            }
+            headers.append(HTTPField(name: name, value: value))
         }
+        self.secrets = secrets
         headers[queue.configuration.idempotencyHeader] = entry.idempotencyKey
         var requestBody: RequestBody?
         switch entry.body {
@@ -379,10 +398,14 @@ struct ReplayEndpoint: Endpoint {
         case nil: requestBody = nil
         }
         let body = requestBody
+        let credentialFields = credentials
         self.path = entry.url
         self.method = method
         self.headers = headers
-        self.body = RequestContent { draft, _ in draft.body = body }
+        self.body = RequestContent { draft, _ in
+            draft.body = body
+            draft.credentialFields.formUnion(credentialFields)
+        }
         self.timeout = entry.timeout
         self.scopes = Set(entry.scopes.map { PluginScope($0) })
         self.name = entry.name

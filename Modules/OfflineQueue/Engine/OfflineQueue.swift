@@ -158,7 +158,12 @@ public final class OfflineQueue: Sendable {
                 key = key ?? value
                 continue
             }
-            if configuration.secretHeaders.contains(fieldName), !HeaderTemplates.containsPlaceholder(value) {
+            // A secret field is stored only as a template (`Bearer ${credential:x}`); a value that
+            // mixes a template with literal text may carry a secret in that text, in any field.
+            let literalSecret = HeaderTemplates.containsPlaceholder(value)
+                ? HeaderTemplates.mixesLiteralSecret(value)
+                : configuration.secretHeaders.contains(fieldName)
+            if literalSecret {
                 switch configuration.secrets {
                 case .drop: continue
                 case .store: break

@@ -1,4 +1,5 @@
 import Foundation
+public import HTTPCore
 public import HTTPTypes
 
 /// Everything an ``OfflineQueue`` needs besides its client and monitor.
@@ -22,8 +23,10 @@ public struct QueueConfiguration: Sendable {
     public var concurrency: Int
     /// The header every attempt carries with the entry's idempotency key.
     public var idempotencyHeader: HTTPField.Name
-    /// Header fields holding secrets: `Authorization`, `Cookie` and `Proxy-Authorization`
-    /// unless changed.
+    /// Header fields holding secrets: HTTPCore's one credential set
+    /// (`HTTPField.Name.credentialFields`: `Authorization`, `Proxy-Authorization`, `Cookie`,
+    /// `X-API-Key`, `Api-Key`, `X-Auth-Token`) unless changed. Enqueue, replay (redirects,
+    /// excerpts) and `sync show` all use this set.
     public var secretHeaders: Set<HTTPField.Name>
     /// What enqueue does with a secret header.
     public var secrets: SecretHandling
@@ -46,7 +49,7 @@ public struct QueueConfiguration: Sendable {
         policy: DeliveryPolicy = DeliveryPolicy(),
         concurrency: Int = 8,
         idempotencyHeader: HTTPField.Name = HTTPField.Name("Idempotency-Key")!,
-        secretHeaders: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization],
+        secretHeaders: Set<HTTPField.Name> = HTTPField.Name.credentialFields,
         secrets: SecretHandling = .drop,
         inlineBodyLimit: Int = 64 * 1024,
         templates: HeaderTemplates = HeaderTemplates(),

@@ -38,6 +38,8 @@ struct Drain: AsyncParsableCommand {
 
     @OptionGroup var network: NetworkOptions
 
+    @OptionGroup var secrets: SecretOptions
+
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
@@ -52,7 +54,8 @@ struct Drain: AsyncParsableCommand {
         let summary: DrainSummary = try await reporting {
             let queue = try options.openQueue(
                 create: false, transport: transport, monitor: monitor,
-                concurrency: concurrency, timeout: .milliseconds(Int64(timeout * 1000))
+                concurrency: concurrency, timeout: .milliseconds(Int64(timeout * 1000)),
+                templates: try secrets.templates()
             )
             let due = try await queue.counts().pending
             let progress = options.json ? nil : ProgressBar(total: due)

@@ -35,6 +35,8 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var network: NetworkOptions
 
+    @OptionGroup var secrets: SecretOptions
+
 
     @Option(name: .long, help: ArgumentHelp("The limit for one request, in seconds.", valueName: "seconds"))
     var timeout: Double = 30
@@ -68,7 +70,8 @@ struct Run: AsyncParsableCommand {
         try await reporting {
             let queue = try options.openQueue(
                 create: true, transport: transport, monitor: monitor,
-                concurrency: concurrency, timeout: .milliseconds(Int64(timeout * 1000))
+                concurrency: concurrency, timeout: .milliseconds(Int64(timeout * 1000)),
+                templates: try secrets.templates()
             )
             let grace = Duration.seconds(5)
             let notifier = SystemdNotifier()

@@ -43,7 +43,8 @@ struct QueueOptions: ParsableArguments {
         transport: (any Transport)? = nil,
         monitor: (any NetworkMonitor)? = nil,
         concurrency: Int = 8,
-        timeout: Duration = .seconds(30)
+        timeout: Duration = .seconds(30),
+        templates: HeaderTemplates = HeaderTemplates()
     ) throws(QueueError) -> OfflineQueue {
         let path = self.path
         if create {
@@ -56,6 +57,7 @@ struct QueueOptions: ParsableArguments {
         }
         var configuration = QueueConfiguration(path: path, createIfMissing: create, concurrency: concurrency)
         configuration.secrets = secrets
+        configuration.templates = templates
         let client = APIClient(
             configuration: ClientConfiguration(baseURL: URL(string: "http://localhost")!, timeout: timeout),
             transport: transport ?? UnusedTransport()
