@@ -75,6 +75,34 @@ struct BadInputTests {
         await server.shutdown()
     }
 
+    @Test("a foreign SQLite database with its own tables and user_version 5 (or 1) is refused and left byte for byte, still in its journal mode", arguments: [5, 1])
+    func foreignWithVersion(version: Int) async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        // Own tables, a user_version, a rollback journal: once taken for a newer (5) or an
+        // older (1) Courier file, and switched to WAL before any check.
+        try await DatabaseQueue(path: folder.databasePath).write { db in
+            try db.execute(sql: """
+                CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada');
+                PRAGMA user_version = \(version)
+                """)
+        }
+        let before = try #require(FileManager.default.contents(atPath: folder.databasePath))
+        #expect(before[18] == 1 && before[19] == 1, "a rollback-journal file to begin with")
+        for readOnly in [false, true] {
+            #expect {
+                _ = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = readOnly }
+            } throws: { error in
+                guard case .corruptDatabase(let path, let reason) = error as? QueueError else { return false }
+                return path == folder.databasePath && reason.contains("users")
+            }
+        }
+        #expect(FileManager.default.contents(atPath: folder.databasePath) == before, "not a byte changed, the journal mode neither")
+        #expect(!FileManager.default.fileExists(atPath: folder.databasePath + "-wal"))
+        await server.shutdown()
+    }
+
     @Test("a file from a newer schema is refused, and keeps its version")
     func newerSchema() async throws {
         let folder = try TempFolder()
@@ -86,7 +114,7 @@ struct BadInputTests {
         }
         try await DatabaseQueue(path: folder.databasePath).write { try $0.execute(sql: "PRAGMA user_version = 99") }
         let before = FileManager.default.contents(atPath: folder.databasePath)
-        #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 99, supported: 2)) {
+        #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 99, supported: 3)) {
             _ = try open(folder.databasePath, server: server)
         }
         #expect(FileManager.default.contents(atPath: folder.databasePath) == before, "not a byte changed")

@@ -39,10 +39,13 @@ public final class OfflineQueue: Sendable {
     /// Names this drainer in leases: `host:pid:token:boot`.
     var owner: String { ownerLock.owner }
 
-    /// Opens the queue at `configuration.path`, creating it unless told not to.
+    /// Opens the queue at `configuration.path`, creating it unless told not to, or for reading
+    /// only when ``QueueConfiguration/readOnly`` is set.
     ///
-    /// - Throws: ``QueueError/corruptDatabase(path:reason:)``, ``QueueError/newerSchema(path:found:supported:)``,
-    ///   ``QueueError/cannotCreate(path:reason:)``, ``QueueError/databaseMissing(path:)``.
+    /// - Throws: ``QueueError/corruptDatabase(path:reason:)`` (damaged, or another
+    ///   application's file), ``QueueError/newerSchema(path:found:supported:)``,
+    ///   ``QueueError/cannotCreate(path:reason:)`` (not writable, or an unsafe body folder),
+    ///   ``QueueError/databaseMissing(path:)``.
     public init(configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil) throws(QueueError) {
         self.configuration = configuration
         self.monitor = monitor
@@ -50,7 +53,10 @@ public final class OfflineQueue: Sendable {
         clientConfiguration.retryPolicy = .none
         self.client = APIClient(configuration: clientConfiguration, transport: client.transport)
         self.callerClient = client
-        self.store = try QueueStore(path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability)
+        self.store = try QueueStore(
+            path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability,
+            readOnly: configuration.readOnly
+        )
         self.ownerLock = OwnerLock(databasePath: configuration.path, boot: configuration.clock.now().boot)
     }
 

@@ -41,6 +41,15 @@ public struct QueueConfiguration: Sendable {
     /// purged. Seven days unless changed. Dead letters are never deleted by retention: they
     /// wait for someone to retry or purge them.
     public var deliveredRetention: Duration?
+    /// Opens an existing file for reading only, for a process that may not write it or its
+    /// folder (`sync list`, `show`, `stats`). `false` unless set.
+    ///
+    /// Such a queue reads entries and counts; everything that writes (enqueue, drain, retry,
+    /// purge, retention) throws ``QueueError/cannotCreate(path:reason:)``, and nothing is
+    /// created beside the file, not even a body folder. ``createIfMissing`` does not apply: a
+    /// missing file is ``QueueError/databaseMissing(path:)``. See "Files and permissions" in
+    /// `Docs/OfflineQueue.md` for what a reader without write access sees.
+    public var readOnly: Bool = false
 
     public init(
         path: String,

@@ -5,10 +5,17 @@ public import Foundation
 public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file exists but is not a Courier queue database (or is damaged). It was not
     /// modified.
+    ///
+    /// Also thrown for a row naming a body file in a form Courier never writes (such as
+    /// `../queue.db`): that file is neither read nor removed.
     case corruptDatabase(path: String, reason: String)
     /// The file was written by a newer Courier, whose schema this one does not know.
     case newerSchema(path: String, found: Int, supported: Int)
     /// The database (or its body folder) could not be created or opened for writing.
+    ///
+    /// Also what a queue opened with ``QueueConfiguration/readOnly`` throws for every write
+    /// (reason "the queue was opened read-only"), and what opening throws for a body folder
+    /// that is a symbolic link or open to other users (reason "refusing the body folder: …").
     case cannotCreate(path: String, reason: String)
     /// A read-only command was pointed at a database that does not exist.
     case databaseMissing(path: String)

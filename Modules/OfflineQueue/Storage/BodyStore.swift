@@ -10,23 +10,47 @@ import Darwin
 ///
 /// A body file is written in full and flushed to disk before its row is committed, and
 /// removed after its row is deleted, so a crash leaves at worst an orphan file, which
-/// ``sweepOrphans(keeping:)`` removes later, and never a row without its body.
+/// ``sweepOrphans(keeping:grace:)`` removes later, and never a row without its body.
+///
+/// The folder is private (0700) and is never reached through a symbolic link: every access
+/// goes through a descriptor of the folder opened with `O_NOFOLLOW` and checked, so a folder
+/// swapped for a link after opening is refused too. Names come from rows, which anyone who
+/// can write the file can set, so only the form Courier writes (a lowercase UUID) is ever
+/// opened or unlinked: a name such as `../queue.db` cannot leave the folder.
 struct BodyStore: Sendable {
     let folder: URL
+    /// The database whose bodies these are, for messages.
+    let databasePath: String
+    /// Whether the queue was opened read-only: nothing is written or removed.
+    let readOnly: Bool
 
-    init(databasePath: String) {
+    init(databasePath: String, readOnly: Bool = false) {
         folder = URL(fileURLWithPath: databasePath + ".bodies", isDirectory: true)
+        self.databasePath = databasePath
+        self.readOnly = readOnly
     }
 
-    func url(for name: String) -> URL { folder.appendingPathComponent(name) }
+    /// The file holding body `name`, for reading it.
+    ///
+    /// - Throws: ``QueueError/corruptDatabase(path:reason:)`` when `name` is not one Courier
+    ///   writes; ``QueueError/cannotCreate(path:reason:)`` when the folder is unsafe.
+    func url(for name: String) throws(QueueError) -> URL {
+        guard Self.isBodyName(name) else { throw invalidName(name) }
+        try withFolder { _ throws(QueueError) in }
+        return folder.appendingPathComponent(name)
+    }
 
     /// Writes `stream` to a new file and returns its name and length.
     func write(_ stream: ByteStream) async throws(QueueError) -> (name: String, length: Int) {
+        if readOnly { throw QueueStore.readOnlyRefusal(folder.path) }
         try ensureFolder()
         let name = UUID().uuidString.lowercased()
-        let path = url(for: name).path
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Self.error(errno, path: path) }
+        let path = folder.appendingPathComponent(name).path
+        let fd = try withFolder { directory throws(QueueError) in
+            let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw Self.error(errno, path: path) }
+            return fd
+        }
         var length = 0
         do {
             for try await chunk in stream {
@@ -49,33 +73,119 @@ struct BodyStore: Sendable {
             close(fd)
         } catch {
             close(fd)
-            unlink(path)
+            remove([name])
             if let error = error as? QueueError { throw error }
             throw .invalidRequest("cannot read the body: \(error)")
         }
         return (name, length)
     }
 
+    /// Unlinks the body files `names`, skipping any name Courier does not write.
     func remove(_ names: [String]) {
-        for name in names { unlink(url(for: name).path) }
+        let names = names.filter(Self.isBodyName)
+        guard !readOnly, !names.isEmpty else { return }
+        // An unsafe folder was refused at opening; one that became unsafe since is left alone.
+        try? withFolder { directory throws(QueueError) in
+            for name in names { unlinkat(directory, name, 0) }
+        }
     }
 
     /// Removes body files that no row names and that are older than `grace` (a file younger
     /// than that may belong to an enqueue still under way in another process).
+    ///
+    /// Only regular files named as Courier names them are candidates: a file of another
+    /// program, a link or a folder in there is left alone, and nothing outside is reached.
     func sweepOrphans(keeping referenced: Set<String>, grace: TimeInterval = 600) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
-        let cutoff = Date().addingTimeInterval(-grace)
-        for name in names where !referenced.contains(name) {
-            let path = url(for: name).path
-            let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? .distantPast
-            if modified < cutoff { unlink(path) }
+        guard !readOnly else { return }
+        let cutoff = Date().addingTimeInterval(-grace).timeIntervalSince1970
+        try? withFolder { directory throws(QueueError) in
+            for name in Self.names(in: directory) where Self.isBodyName(name) && !referenced.contains(name) {
+                var info = stat()
+                guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+                #if canImport(Darwin)
+                let modified = Double(info.st_mtimespec.tv_sec)
+                #else
+                let modified = Double(info.st_mtim.tv_sec)
+                #endif
+                if modified < cutoff { unlinkat(directory, name, 0) }
+            }
         }
+    }
+
+    /// Refuses a folder that a symbolic link stands for, that is not a folder, or that other
+    /// users may enter; a missing folder is fine (it is made at the first large body).
+    func checkFolder() throws(QueueError) {
+        var info = stat()
+        guard lstat(folder.path, &info) == 0 else {
+            if errno == ENOENT { return }
+            throw Self.error(errno, path: folder.path)
+        }
+        try Self.checkFolder(info, path: folder.path)
+    }
+
+    /// Whether `name` has the one form ``write(_:)`` gives: a lowercase UUID, 36 characters.
+    static func isBodyName(_ name: String) -> Bool {
+        name.utf8.count == 36 && UUID(uuidString: name)?.uuidString.lowercased() == name
     }
 
     private func ensureFolder() throws(QueueError) {
         if mkdir(folder.path, 0o700) != 0 && errno != EEXIST {
             throw Self.error(errno, path: folder.path)
         }
+    }
+
+    /// Runs `body` with a descriptor of the folder, opened without following a link and
+    /// checked like ``checkFolder()``, so what `body` reaches is inside the folder we checked.
+    private func withFolder<T>(_ body: (Int32) throws(QueueError) -> T) throws(QueueError) -> T {
+        let directory = open(folder.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard directory >= 0 else {
+            // ELOOP or ENOTDIR: the last component is a link (or a file).
+            if errno == ELOOP || errno == ENOTDIR { throw Self.unsafe(folder.path, "it is a symbolic link or not a folder") }
+            throw Self.error(errno, path: folder.path)
+        }
+        defer { close(directory) }
+        var info = stat()
+        guard fstat(directory, &info) == 0 else { throw Self.error(errno, path: folder.path) }
+        try Self.checkFolder(info, path: folder.path)
+        return try body(directory)
+    }
+
+    private static func checkFolder(_ info: stat, path: String) throws(QueueError) {
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: break
+        case S_IFLNK: throw unsafe(path, "it is a symbolic link")
+        default: throw unsafe(path, "it is not a folder")
+        }
+        let mode = info.st_mode & 0o7777
+        if mode & 0o077 != 0 {
+            throw unsafe(path, "other users may use it (mode \(String(mode, radix: 8))); it must be 0700")
+        }
+    }
+
+    /// The names in the folder `directory`, read through a duplicate of its descriptor.
+    private static func names(in directory: Int32) -> [String] {
+        let copy = dup(directory)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return []
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    private static func unsafe(_ path: String, _ reason: String) -> QueueError {
+        .cannotCreate(path: path, reason: "refusing the body folder: \(reason)")
+    }
+
+    private func invalidName(_ name: String) -> QueueError {
+        .corruptDatabase(path: databasePath, reason: "a row names body file \(name.debugDescription), which is not a name Courier writes")
     }
 
     static func error(_ code: Int32, path: String) -> QueueError {

@@ -22,6 +22,8 @@ public enum QueueDurability: String, Sendable, Hashable {
 final class QueueStore: Sendable {
     let path: String
     let bodies: BodyStore
+    /// Whether the file was opened read-only: every write is refused before SQLite sees it.
+    let readOnly: Bool
 
     /// One finished attempt, to record.
     struct Settlement: Sendable {
@@ -29,17 +31,28 @@ final class QueueStore: Sendable {
         var transition: Transition
     }
 
-    let pool: DatabasePool
+    /// A `DatabasePool` when writing; one read-only `DatabaseQueue` when reading only, since a
+    /// pool would set up WAL, which a reader without write access cannot do.
+    let pool: any DatabaseWriter
 
-    /// Opens (and, when `create` is set, creates) the database at `path`.
+    /// Opens (and, when `create` is set, creates) the database at `path`; with `readOnly`,
+    /// opens an existing one for reading only.
     ///
     /// A missing file is created with mode 0600. A file that is not a queue database, or was
-    /// written by a newer schema, is refused before anything is written to it.
-    init(path: String, create: Bool, durability: QueueDurability) throws(QueueError) {
+    /// written by a newer schema, is refused before anything is written to it, and so is a body
+    /// folder that is a symbolic link or open to other users.
+    init(path: String, create: Bool, durability: QueueDurability, readOnly: Bool = false) throws(QueueError) {
         self.path = path
-        self.bodies = BodyStore(databasePath: path)
-        if !FileManager.default.fileExists(atPath: path) {
-            guard create else { throw .databaseMissing(path: path) }
+        self.readOnly = readOnly
+        self.bodies = BodyStore(databasePath: path, readOnly: readOnly)
+        let exists = FileManager.default.fileExists(atPath: path)
+        if !exists && (readOnly || !create) { throw .databaseMissing(path: path) }
+        try bodies.checkFolder()
+        if readOnly {
+            pool = try Self.openReadOnly(path)
+            return
+        }
+        if !exists {
             let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if fd < 0 && errno != EEXIST { throw BodyStore.error(errno, path: path) }
             if fd >= 0 { close(fd) }
@@ -49,6 +62,7 @@ final class QueueStore: Sendable {
         configuration.busyMode = .timeout(30)
         configuration.label = "courier.queue"
         let synchronous = durability == .full ? "FULL" : "NORMAL"
+        let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             // GRDB sets NORMAL when it turns WAL on, after `prepareDatabase`: set it again on
@@ -57,6 +71,7 @@ final class QueueStore: Sendable {
         } catch {
             throw Self.map(error, path: path, opening: true)
         }
+        self.pool = pool
         try enableIncrementalVacuum()
         try checkSchemaAndMigrate()
     }
@@ -95,28 +110,108 @@ final class QueueStore: Sendable {
     private static func inspect(_ path: String) throws(QueueError) {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
         guard size > 0 else { return }
+        _ = try check(try connectReadOnly(path), path: path)
+    }
+
+    /// Opens `path` for reading only, for a queue that never writes; refuses what
+    /// ``inspect(_:)`` refuses, and a file too old to read without migrating it.
+    private static func openReadOnly(_ path: String) throws(QueueError) -> DatabaseQueue {
+        let reader = try connectReadOnly(path)
+        let version = try check(reader, path: path)
+        guard version >= Schema.oldestReadOnlyVersion else {
+            throw .corruptDatabase(path: path, reason: "schema version \(version) cannot be read without migrating it; open it once for writing first")
+        }
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.busyMode = .timeout(30)
-            let (version, foreignTables) = try DatabaseQueue(path: path, configuration: configuration).read { db -> (Int, [String]) in
+            if try reader.read({ try Schema.migrator.hasBeenSuperseded($0) }) {
+                throw QueueError.newerSchema(path: path, found: version, supported: Schema.version)
+            }
+        } catch {
+            throw map(error, path: path, opening: true)
+        }
+        return reader
+    }
+
+    /// Refuses a file that is not Courier's, or is newer; returns its schema version.
+    ///
+    /// A Courier file carries ``Schema/applicationID``. One that carries 0 is accepted only
+    /// when it could be an older Courier's: no table but Courier's, and a version from before
+    /// the id. Anything else is another application's database, left as it is.
+    private static func check(_ reader: DatabaseQueue, path: String) throws(QueueError) -> Int {
+        do {
+            let (application, version, foreignTables) = try reader.read { db -> (Int32, Int, [String]) in
+                let application = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
                 let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
                 let tables = try String.fetchAll(db, sql: """
-                    SELECT name FROM sqlite_master WHERE type = 'table'
-                    AND name NOT LIKE 'sqlite_%' AND name NOT IN ('entry', 'grdb_migrations')
+                    SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name
                     """)
-                return (version, tables)
+                return (application, version, tables.filter { !Schema.tables.contains($0) })
+            }
+            if application != Schema.applicationID {
+                if application != 0 {
+                    throw QueueError.corruptDatabase(path: path, reason: "a SQLite database of another application (application_id \(hex(application)))")
+                }
+                if !foreignTables.isEmpty {
+                    throw QueueError.corruptDatabase(path: path, reason: "a SQLite database of another application (tables: \(foreignTables.prefix(3).joined(separator: ", ")))")
+                }
+                if version > Schema.lastUnstampedVersion {
+                    throw QueueError.corruptDatabase(path: path, reason: "user_version \(version) without Courier's application_id \(hex(Schema.applicationID))")
+                }
             }
             if version > Schema.version {
                 throw QueueError.newerSchema(path: path, found: version, supported: Schema.version)
             }
-            if version == 0 && !foreignTables.isEmpty {
-                throw QueueError.corruptDatabase(path: path, reason: "a SQLite database of another application (tables: \(foreignTables.prefix(3).joined(separator: ", ")))")
+            return version
+        } catch {
+            throw map(error, path: path, opening: true)
+        }
+    }
+
+    /// A read-only connection to `path` that a user without write access to the file or its
+    /// folder can make, and that writes nothing there.
+    ///
+    /// A WAL file is read through its `-shm` index, which a read-only connection creates when
+    /// it is missing. When it cannot (no write access to the folder), and no `-wal` or
+    /// `-journal` file holds transactions the main file lacks, the main file is the whole
+    /// database: it is then opened `immutable`, without locks, index or journal. Such a reader
+    /// does not see what a writer commits after it opened; a command that reads once does not
+    /// mind. (URI filenames: SQLite must interpret them, as Debian's and Ubuntu's builds do,
+    /// with `SQLITE_USE_URI`.)
+    private static func connectReadOnly(_ path: String) throws(QueueError) -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(30)
+        configuration.label = "courier.queue.readonly"
+        do {
+            let reader = try DatabaseQueue(path: path, configuration: configuration)
+            // The first read opens the WAL index: where a reader without write access fails.
+            try reader.read { _ = try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_master") }
+            return reader
+        } catch let error as DatabaseError where [.SQLITE_READONLY, .SQLITE_CANTOPEN].contains(error.resultCode.primaryResultCode)
+            && !holdsTransactions(path + "-wal") && !holdsTransactions(path + "-journal") {
+            do {
+                return try DatabaseQueue(path: immutableURI(path), configuration: configuration)
+            } catch {
+                throw map(error, path: path, opening: true)
             }
         } catch {
             throw map(error, path: path, opening: true)
         }
     }
+
+    /// Whether the journal file at `path` exists and is not empty.
+    private static func holdsTransactions(_ path: String) -> Bool {
+        ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0) > 0
+    }
+
+    /// `file:PATH?immutable=1`, with the characters a URI gives a meaning escaped.
+    private static func immutableURI(_ path: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#%")
+        return "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
+    }
+
+    /// `0x43524951`, for messages.
+    private static func hex(_ value: Int32) -> String { "0x" + String(UInt32(bitPattern: value), radix: 16, uppercase: true) }
 
     private func checkSchemaAndMigrate() throws(QueueError) {
         let path = self.path
@@ -137,7 +232,9 @@ final class QueueStore: Sendable {
 
     // MARK: - Plumbing
 
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction; refused on a read-only queue.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(QueueError) -> T {
+        if readOnly { throw Self.readOnlyRefusal(path) }
         do {
             return try await pool.writeWithoutTransaction { db in
                 var result: T?
@@ -158,6 +255,12 @@ final class QueueStore: Sendable {
         } catch {
             throw Self.map(error, path: path, opening: false)
         }
+    }
+
+    /// What a write to a queue opened read-only throws: `cannotCreate`, the error for a file
+    /// that cannot be opened for writing, so `sync` exits with 73 as for a file it may not write.
+    static func readOnlyRefusal(_ path: String) -> QueueError {
+        .cannotCreate(path: path, reason: "the queue was opened read-only")
     }
 
     /// Whether the file system holding `path` has no block left for us.

@@ -6,7 +6,24 @@ import GRDB
 /// `user_version` is above ``version`` was written by a newer Courier and is refused.
 enum Schema {
     /// The schema version this code writes and understands (`PRAGMA user_version`).
-    static let version = 2
+    static let version = 3
+
+    /// `PRAGMA application_id` of every Courier queue file: the ASCII bytes `CRIQ` ("Courier
+    /// queue"), so `file(1)` and Courier itself can tell a queue from any other SQLite file.
+    ///
+    /// Files written before schema 3 carry 0, SQLite's default; opening one that holds only
+    /// Courier's tables stamps it (migration `v3-application-id`).
+    static let applicationID: Int32 = 0x4352_4951
+
+    /// The last schema whose files carry no ``applicationID``.
+    static let lastUnstampedVersion = 2
+
+    /// The oldest schema a read-only queue reads as it is: it cannot migrate, and schema 3
+    /// changed only the file header, not a column.
+    static let oldestReadOnlyVersion = 2
+
+    /// The tables Courier creates; any other (outside SQLite's own) marks a foreign file.
+    static let tables: Set<String> = ["entry", "grdb_migrations"]
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -78,6 +95,12 @@ enum Schema {
                 CREATE INDEX entry_budget ON entry(budget_uptime) WHERE state IN ('pending', 'inflight');
                 PRAGMA user_version = 2;
                 """)
+        }
+        migrator.registerMigration("v3-application-id") { db in
+            // From now on the file says it is a queue: opening refuses a file that carries
+            // another application's id, whatever its user_version.
+            try db.execute(sql: "PRAGMA application_id = \(applicationID)")
+            try db.execute(sql: "PRAGMA user_version = 3")
         }
         return migrator
     }

@@ -47,7 +47,7 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try options.openQueue(create: false)
+            let queue = try options.openQueue(create: false, readOnly: true)
             let entries = try await queue.entries(EntryFilter(states: state.states, group: group, limit: limit))
             if options.json {
                 Output.json(entries.map { Output.object($0, full: false) })
@@ -86,7 +86,7 @@ struct Show: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try options.openQueue(create: false)
+            let queue = try options.openQueue(create: false, readOnly: true)
             guard let entry = try await queue.entry(id) else { throw QueueError.noSuchEntry(id) }
             let object = Output.object(entry, full: true, reveal: revealSecrets, bodyFolder: options.path + ".bodies")
             if options.json {
@@ -129,7 +129,7 @@ struct Stats: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try options.openQueue(create: false)
+            let queue = try options.openQueue(create: false, readOnly: true)
             let counts = try await queue.counts()
             let age = counts.oldestPendingCreatedAt.map { max(0, Date().timeIntervalSince($0)) }
             if options.json {

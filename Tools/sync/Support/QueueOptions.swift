@@ -36,9 +36,11 @@ struct QueueOptions: ParsableArguments {
     }
 
     /// Opens the queue. Commands that only read or change existing entries pass
-    /// `create: false`, so a mistyped path is a clear "no such database" (66).
+    /// `create: false`, so a mistyped path is a clear "no such database" (66); commands that
+    /// only read pass `readOnly: true` too, so they work for a user who may not write the file.
     func openQueue(
         create: Bool,
+        readOnly: Bool = false,
         secrets: SecretHandling = .reject,
         transport: (any Transport)? = nil,
         monitor: (any NetworkMonitor)? = nil,
@@ -58,6 +60,7 @@ struct QueueOptions: ParsableArguments {
         var configuration = QueueConfiguration(path: path, createIfMissing: create, concurrency: concurrency)
         configuration.secrets = secrets
         configuration.templates = templates
+        configuration.readOnly = readOnly
         let client = APIClient(
             configuration: ClientConfiguration(baseURL: URL(string: "http://localhost")!, timeout: timeout),
             transport: transport ?? UnusedTransport()
