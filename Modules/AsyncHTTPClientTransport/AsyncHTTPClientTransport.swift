@@ -86,7 +86,8 @@ public final class AsyncHTTPClientTransport: Transport {
         if Task.isCancelled { throw NetworkError.cancelled }
         let outgoing = try HTTPClientRequest(request, body: body)
         if let failure = SpecialUseDomain.failure(for: request) { throw failure }
-        let deadline: NIODeadline? = timeout.map { .now() + TimeAmount($0) }
+        // Clamped: NIO traps on a TimeAmount beyond Int64 nanoseconds (292 years).
+        let deadline: NIODeadline? = timeout.map { .now() + TimeAmount(min($0, .longestInput)) }
         do {
             let response = try await client.execute(outgoing, deadline: deadline ?? .distantFuture)
             if decodesBodies, let encoding = Self.unsupportedEncoding(response.headers["content-encoding"]) {

@@ -32,6 +32,24 @@ import Testing
         #expect(HTTPDate.format(now) == "Sun, 06 Nov 1994 08:49:37 GMT")
     }
 
+    @Test("a Retry-After far in the future, and durations from any Double, are clamped, never trapped on")
+    func outOfRangeDurations() {
+        let now = Date(timeIntervalSince1970: 784_111_777)
+        #expect(RetryAfter.delay(from: "9223372036854775807", now: now) == .longestInput)
+        #expect(RetryAfter.delay(from: "99999999999999999999999", now: now) == nil)
+        if let date = HTTPDate.parse("Fri, 31 Dec 9999999 23:59:59 GMT") {
+            #expect(RetryAfter.delay(from: HTTPDate.format(date), now: now).map { $0 <= .longestInput } ?? true)
+        }
+        #expect(Duration.clamped(seconds: .infinity) == nil)
+        #expect(Duration.clamped(seconds: .nan) == nil)
+        #expect(Duration.clamped(seconds: 1e300) == .longestInput)
+        #expect(Duration.clamped(seconds: -5) == .zero)
+        #expect(Duration.clamped(seconds: 1.5) == .milliseconds(1500))
+        #expect(Duration.seconds(Int64.max).saturatingMilliseconds == .max)
+        #expect(Duration.seconds(Int64.min).saturatingMilliseconds == .min)
+        #expect(Duration.milliseconds(2500).saturatingMilliseconds == 2500)
+    }
+
     @Test func retryableStatusesAreRetriedWithBackoffWithoutSleeping() async throws {
         let stub = StubTransport()
         stub.on(.get, "/flaky", respond: .status(503), .status(502), try .json(User(id: 1, name: "Ada")))

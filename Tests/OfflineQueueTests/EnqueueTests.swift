@@ -256,6 +256,85 @@ struct TemplateOriginTests {
     }
 }
 
+extension TemplateOriginTests {
+    @Test("an online send resolves templates as a replay does: its origin only, dropped by a redirect that leaves it, stored as the template when the network is gone")
+    func onlineSend() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let allowed = try await TestHTTPServer.start()
+        let other = try await TestHTTPServer.start()
+        allowed.route("/hop") { _, writer in
+            try await writer.respond(status: 307, headers: [HeaderField(name: "Location", value: other.url("/echo?landed=1").absoluteString)])
+        }
+        let monitor = ManualMonitor(.online(interface: "lo", family: .ipv4))
+        let queue = try makeQueue(path: folder.databasePath, server: allowed, monitor: monitor) { configuration in
+            configuration.templates = HeaderTemplates(environment: ["API_TOKEN": "tok-online-77"], credentialsDirectory: nil)
+            try? configuration.templates.allow("API_TOKEN", for: allowed.baseURL.absoluteString)
+        }
+        let templated: HTTPFields = [.authorization: "Bearer ${env:API_TOKEN}", HTTPField.Name("X-Trace")!: "t-${env:API_TOKEN}"]
+
+        // The allowed origin gets the value.
+        guard case .sent(let response) = try await queue.send(Request<Data>.post("/echo", headers: templated)) else {
+            Issue.record("expected a send"); return
+        }
+        #expect(response.status == .ok)
+        #expect(allowed.requests.last?.values(of: "Authorization") == ["Bearer tok-online-77"])
+        #expect(allowed.requests.last?.values(of: "X-Trace") == ["t-tok-online-77"])
+
+        // Another origin: refused before anything is sent or stored.
+        await #expect(throws: TemplateError.notAllowed(template: "${env:API_TOKEN}", origin: other.baseURL.absoluteString)) {
+            _ = try await queue.send(Request<Data>.post(other.url("/echo").absoluteString, headers: templated))
+        }
+        #expect(other.requests.isEmpty)
+
+        // A redirect off the origin: the resolved fields stay behind.
+        _ = try await queue.send(Request<Data>.post("/hop", headers: templated))
+        let landed = try #require(other.requests.last)
+        #expect(landed.queryValue("landed") == "1")
+        #expect(landed.values(of: "Authorization").isEmpty && landed.values(of: "X-Trace").isEmpty, "\(landed.headers)")
+
+        // Offline: stored as the template, the value nowhere in the file.
+        monitor.status = .offline(.noCarrier)
+        let ticket = try #require(try await queue.send(Request<Data>.post("/echo", headers: templated)).ticket)
+        let stored = try #require(try await queue.entry(ticket.id))
+        #expect(stored.headers.contains(StoredHeader(name: "Authorization", value: "Bearer ${env:API_TOKEN}")))
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: folder.databasePath)) + ((try? Data(contentsOf: URL(fileURLWithPath: folder.databasePath + "-wal"))) ?? Data())
+        #expect(bytes.range(of: Data("tok-online-77".utf8)) == nil)
+        #expect(try await queue.counts().total == 1)
+        await allowed.shutdown()
+        await other.shutdown()
+    }
+
+    @Test("times from input are range-checked: a notBefore centuries away or past the maximum age, a timeout that is not positive")
+    func timesRangeChecked() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let queue = try makeQueue(path: folder.databasePath, server: server, policy: DeliveryPolicy(maxAge: .seconds(3600)))
+        let url = server.url("/echo").absoluteString
+        for notBefore in [Date(timeIntervalSince1970: 1e300), Date.distantFuture, Date().addingTimeInterval(7200)] {
+            do {
+                _ = try await queue.enqueue(method: "POST", url: url, options: EnqueueOptions(notBefore: notBefore))
+                Issue.record("notBefore \(notBefore) was accepted")
+            } catch QueueError.invalidRequest(let reason) {
+                #expect(reason.contains("100 years") || reason.contains("maximum age"), "\(reason)")
+            }
+        }
+        // A long client timeout is stored (saturated), not trapped on.
+        var request = try APIClient(baseURL: server.baseURL, transport: sharedTransport).request(for: Request<Data>.post(url))
+        request.timeout = .seconds(Int64.max)
+        let long = try await queue.enqueue(request)
+        #expect(try await queue.entry(long.id)?.timeout == .milliseconds(Int64.max))
+        request.timeout = .zero
+        await #expect(throws: QueueError.self) { try await queue.enqueue(request) }
+        // Within range it is kept.
+        let soon = try await queue.enqueue(method: "POST", url: url, options: EnqueueOptions(notBefore: Date().addingTimeInterval(60)))
+        #expect(try await queue.entry(soon.id)?.state == .pending)
+        #expect(try await queue.counts().total == 2)
+        await server.shutdown()
+    }
+}
+
 /// Adds a bearer token at replay, as an authenticator would.
 private struct BearerTokenStub: Plugin {
     func prepare(_ request: PreparedRequest, context: CallContext) async throws -> PreparedRequest {

@@ -200,6 +200,45 @@ struct SyncCommandTests {
         await fixture.finish()
     }
 
+    @Test("what reaches the terminal is safe: URL passwords redacted, control characters escaped, seconds range-checked")
+    func safeOutput() async throws {
+        let fixture = try await Fixture()
+        let sync = fixture.sync
+        fixture.server.route("/hostile") { _, writer in
+            try await writer.respond(status: 400, body: Data("nope\u{1B}[2J\u{1B}]0;owned\u{07}\u{202E}txt.exe".utf8))
+        }
+        var withPassword = URLComponents(url: fixture.server.url("/hostile"), resolvingAgainstBaseURL: false)!
+        withPassword.user = "ops"
+        withPassword.password = "pa55word"
+        let enqueued = try await sync("enqueue", "POST", withPassword.string!, "--data", "line1\n\u{1B}[31mred\tcol")
+        #expect(enqueued.status == 0, "\(enqueued.stderr)")
+        _ = try await sync("drain", "--no-reachability")
+
+        let listed = try await sync("list")
+        #expect(listed.status == 0)
+        #expect(!listed.stdout.contains("pa55word"), "\(listed.stdout)")
+        #expect(listed.stdout.contains("ops:"))
+        let listedJSON = try await sync("--json", "list")
+        #expect(!listedJSON.stdout.contains("pa55word"))
+
+        let shown = try await sync("show", "1")
+        #expect(shown.status == 0)
+        #expect(!shown.stdout.contains("pa55word"))
+        #expect(!shown.stdout.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{07}" || $0 == "\u{202E}" }, "\(shown.stdout.debugDescription)")
+        #expect(shown.stdout.contains("nope\\x1b[2J\\x1b]0;owned\\x07\\u{202e}txt.exe"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("line1\n\\x1b[31mred\tcol"), "a body keeps its line breaks and tabs: \(shown.stdout)")
+        let revealed = try #require(try await sync("--json", "show", "1", "--reveal-secrets").json() as? [String: Any])
+        #expect((revealed["url"] as? String)?.contains("pa55word") == true, "--reveal-secrets shows the URL as stored")
+
+        for (command, option, value) in [("drain", "--timeout", "inf"), ("drain", "--timeout", "1e300"), ("drain", "--timeout", "nan"),
+                                         ("run", "--poll", "inf"), ("run", "--timeout", "100000")] {
+            let refused = try await sync(command, "--no-reachability", option, value)
+            #expect(refused.status == 64, "\(command) \(option) \(value): \(refused.stderr)")
+            #expect(refused.stderr.contains("\(option) must be a number of seconds"), "\(refused.stderr)")
+        }
+        await fixture.finish()
+    }
+
     @Test("sync demo finishes with exit 0")
     func demo() async throws {
         let result = try await SyncRunner(database: "/unused")("demo")

@@ -50,4 +50,28 @@ extension Duration {
         let parts = components
         return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
+
+    /// The longest duration made from outside input: a hundred years. Anything longer is
+    /// a mistake or an attack, and converting it to whole milliseconds would overflow.
+    public static let longestInput = Duration.seconds(100 * 365 * 86_400)
+
+    /// `seconds` as a duration no shorter than zero and no longer than `limit`; `nil` for
+    /// NaN or infinity. Safe for any `Double`, where `.milliseconds(Int64(seconds * 1000))`
+    /// traps on a large or non-finite value.
+    public static func clamped(seconds: Double, to limit: Duration = .longestInput) -> Duration? {
+        guard seconds.isFinite else { return nil }
+        if seconds <= 0 { return .zero }
+        if seconds >= limit.seconds { return limit }
+        return .milliseconds(Int64((seconds * 1000).rounded(.up)))
+    }
+
+    /// The duration in whole milliseconds, rounded down, saturating at `Int64`'s bounds.
+    public var saturatingMilliseconds: Int64 {
+        let parts = components
+        let (product, overflow) = parts.seconds.multipliedReportingOverflow(by: 1000)
+        if overflow { return parts.seconds < 0 ? .min : .max }
+        let (sum, overflowed) = product.addingReportingOverflow(parts.attoseconds / 1_000_000_000_000_000)
+        if overflowed { return parts.seconds < 0 ? .min : .max }
+        return sum
+    }
 }

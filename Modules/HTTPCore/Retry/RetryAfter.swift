@@ -3,15 +3,16 @@ public import Foundation
 /// Parsing of the `Retry-After` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
 public enum RetryAfter {
     /// The delay `value` asks for, measured from `now`; `nil` when it is neither form.
-    /// A date in the past means no delay.
+    /// A date in the past means no delay; a delay longer than ``Duration/longestInput`` is
+    /// clamped to it.
     public static func delay(from value: String, now: Date) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if let seconds = Int(trimmed) {
-            return seconds >= 0 ? .seconds(seconds) : nil
+            return seconds >= 0 ? min(.seconds(seconds), .longestInput) : nil
         }
         guard let date = HTTPDate.parse(trimmed) else { return nil }
-        let interval = date.timeIntervalSince(now)
-        return interval > 0 ? .milliseconds(Int64((interval * 1000).rounded(.up))) : .zero
+        // A date far in the future (year 99999999, say) is clamped, never converted as it is.
+        return Duration.clamped(seconds: date.timeIntervalSince(now)) ?? .zero
     }
 }
 

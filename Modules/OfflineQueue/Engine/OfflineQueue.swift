@@ -68,15 +68,44 @@ public final class OfflineQueue: Sendable {
     /// The send goes through the client as given, with its retry policy. Other failures (a
     /// 4xx, a 5xx, a timeout) are thrown as for any call: the caller was online and can decide. Use ``enqueue(_:options:)`` to hand a request to the queue
     /// unconditionally.
+    ///
+    /// Header templates (``HeaderTemplates``) resolve for a send made now exactly as for a
+    /// replay: only for the origins ``QueueConfiguration/templates`` allows, and the resolved
+    /// value is a credential field, dropped by a redirect that leaves the origin. A request
+    /// stored because the network was gone keeps the template, never the value.
+    ///
+    /// - Throws: ``TemplateError`` when a template may not go to the endpoint's origin, or
+    ///   its variable or credential is missing: nothing is sent and nothing stored.
     public func send(_ endpoint: some Endpoint, options: EnqueueOptions = EnqueueOptions()) async throws -> SendOutcome {
         if let monitor, !monitor.status.isOnline {
             return .queued(try await enqueue(endpoint, options: options))
         }
+        let live = try resolvingTemplates(endpoint)
         do {
-            return .sent(try await callerClient.data(endpoint))
+            return .sent(try await callerClient.data(live))
         } catch let error where isNetworkGone(error) {
             return .queued(try await enqueue(endpoint, options: options))
         }
+    }
+
+    /// `endpoint` with its header templates (and the client's default headers' templates)
+    /// resolved for its origin; `endpoint` itself when it has none.
+    private func resolvingTemplates<E: Endpoint>(_ endpoint: E) throws -> any Endpoint {
+        let defaults = callerClient.configuration.defaultHeaders
+        let templated = { (fields: HTTPFields) in fields.contains { HeaderTemplates.containsPlaceholder($0.value) } }
+        guard templated(endpoint.headers) || templated(defaults) else { return endpoint }
+        let origin = try callerClient.request(for: endpoint).url.flatMap(Origin.init)
+        var headers = HTTPFields()
+        var credentials: Set<HTTPField.Name> = []
+        // The endpoint's fields replace the defaults of the same name, as the client does.
+        let own = Set(endpoint.headers.map(\.name))
+        let templatedDefaults = defaults.filter { !own.contains($0.name) && HeaderTemplates.containsPlaceholder($0.value) }
+        for field in Array(endpoint.headers) + templatedDefaults {
+            let value = try configuration.templates.resolve(field.value, for: origin)
+            if value != field.value { credentials.insert(field.name) }
+            headers.append(HTTPField(name: field.name, value: value))
+        }
+        return TemplatesResolved(base: endpoint, headers: headers, credentials: credentials)
     }
 
     /// Stores `endpoint` as the client would build it, before plugins run, to be sent by a
@@ -178,6 +207,7 @@ public final class OfflineQueue: Sendable {
             }
             headers.append(StoredHeader(name: name, value: value))
         }
+        try checkTimes(request)
         return NewEntry(
             idempotencyKey: key ?? UUID().uuidString.lowercased(),
             method: request.method,
@@ -191,6 +221,24 @@ public final class OfflineQueue: Sendable {
             timeout: request.timeout,
             notBefore: request.options.notBefore
         )
+    }
+
+    /// Range checks for the request's times, so that a mistaken or hostile value is refused
+    /// with a reason instead of trapping later or expiring the entry unseen.
+    private func checkTimes(_ request: QueuedRequest) throws(QueueError) {
+        if let timeout = request.timeout, timeout <= .zero {
+            throw .invalidRequest("the timeout \(timeout) is not positive")
+        }
+        guard let notBefore = request.options.notBefore else { return }
+        let ahead = notBefore.timeIntervalSince(configuration.clock.now().wall)
+        guard ahead.isFinite, ahead <= Duration.longestInput.seconds else {
+            throw .invalidRequest("notBefore \(notBefore) is more than 100 years away")
+        }
+        if let maxAge = configuration.policy.maxAge, ahead >= maxAge.seconds {
+            throw .invalidRequest(
+                "notBefore is \(Int(ahead)) s ahead, beyond the policy's maximum age of \(maxAge.components.seconds) s: the entry would expire before its first attempt"
+            )
+        }
     }
 
     // MARK: - Looking and changing
@@ -302,5 +350,30 @@ public struct QueuedRequest: Sendable {
             timeout: request.timeout,
             options: options
         )
+    }
+}
+
+/// An endpoint sent online with its templates resolved: the base endpoint but for its headers,
+/// whose resolved fields are marked as credentials.
+private struct TemplatesResolved<Base: Endpoint>: Endpoint {
+    let base: Base
+    let headers: HTTPFields
+    let credentials: Set<HTTPField.Name>
+
+    var baseURL: URL? { base.baseURL }
+    var path: String { base.path }
+    var method: HTTPRequest.Method { base.method }
+    var query: [URLQueryItem] { base.query }
+    var timeout: Duration? { base.timeout }
+    var validation: StatusValidation { base.validation }
+    var scopes: Set<PluginScope> { base.scopes }
+    var name: String { base.name }
+    var body: RequestContent {
+        let content = base.body
+        let credentials = credentials
+        return RequestContent { draft, context in
+            try content.apply(to: &draft, context: context)
+            draft.credentialFields.formUnion(credentials)
+        }
     }
 }

@@ -127,7 +127,7 @@ public struct QueueService: Service {
             }
             var delay = pollInterval
             if let next = nextAttemptAt {
-                let untilNext = Duration.milliseconds(Int64(max(0, next.timeIntervalSinceNow) * 1000))
+                let untilNext = Duration.clamped(seconds: next.timeIntervalSinceNow) ?? .zero
                 delay = min(delay, max(untilNext, didWork ? .zero : .milliseconds(100)))
             }
             if delay > .zero { await wake.wait(timeout: delay) }

@@ -136,6 +136,6 @@ public enum EntryLifecycle {
     }
 
     private static func expiredMessage(_ maxAge: Duration) -> String {
-        "older than the maximum age of \(Int(maxAge.seconds)) s"
+        "older than the maximum age of \(maxAge.components.seconds) s"
     }
 }

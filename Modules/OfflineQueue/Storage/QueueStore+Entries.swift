@@ -25,7 +25,7 @@ extension QueueStore {
                 case .file(let name, _): file = name
                 case nil: break
                 }
-                let timeout = entry.timeout.map { Int64($0.seconds * 1000) }
+                let timeout = entry.timeout.map(\.saturatingMilliseconds)
                 let wall = now.wall.timeIntervalSince1970
                 let wait = max(0, (entry.notBefore?.timeIntervalSince1970 ?? wall) - wall)
                 try insert.execute(arguments: [

@@ -43,7 +43,7 @@ struct Drain: AsyncParsableCommand {
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        try Seconds.check(timeout, option: "--timeout")
     }
 
     func run() async throws {
@@ -54,7 +54,7 @@ struct Drain: AsyncParsableCommand {
         let summary: DrainSummary = try await reporting {
             let queue = try options.openQueue(
                 create: false, transport: transport, monitor: monitor,
-                concurrency: concurrency, timeout: .milliseconds(Int64(timeout * 1000)),
+                concurrency: concurrency, timeout: Seconds.duration(timeout),
                 templates: try secrets.templates()
             )
             let due = try await queue.counts().pending

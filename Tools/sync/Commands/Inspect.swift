@@ -60,7 +60,7 @@ struct List: AsyncParsableCommand {
                 var fields = [String(entry.id), entry.state.rawValue, entry.method, Output.url(entry, reveal: false),
                               "attempts=\(entry.attempts)", "next=\(next)", "status=\(status)"]
                 if entry.state == .inflight, let owner = entry.leaseOwner { fields.append("owner=\(owner)") }
-                print(fields.joined(separator: "  "))
+                print(Output.terminalSafe(fields.joined(separator: "  ")))
             }
         }
     }
@@ -99,13 +99,13 @@ struct Show: AsyncParsableCommand {
             for key in order {
                 let value = object[key]
                 if value == nil || value is NSNull { continue }
-                print("\(key): \(value!)")
+                print("\(key): \(Output.terminalSafe("\(value!)"))")
             }
             print("headers:")
-            for (name, value) in Output.headers(entry, reveal: revealSecrets) { print("  \(name): \(value)") }
+            for (name, value) in Output.headers(entry, reveal: revealSecrets) { print(Output.terminalSafe("  \(name): \(value)")) }
             if let body = object["body"] as? [String: Any] {
                 print("body: \(body["length"] ?? 0) bytes, \(body["stored"] ?? "")\((body["path"] as? String).map { " at \($0)" } ?? "")")
-                if let text = body["text"] as? String { print(text) }
+                if let text = body["text"] as? String { print(Output.terminalSafe(text, keepingLineBreaks: true)) }
             }
         }
     }

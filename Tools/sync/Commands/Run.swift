@@ -52,7 +52,8 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
-        guard timeout > 0, poll > 0 else { throw ValidationError("--timeout and --poll must be positive") }
+        try Seconds.check(timeout, option: "--timeout")
+        try Seconds.check(poll, option: "--poll")
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
     }
 
@@ -70,17 +71,17 @@ struct Run: AsyncParsableCommand {
         try await reporting {
             let queue = try options.openQueue(
                 create: true, transport: transport, monitor: monitor,
-                concurrency: concurrency, timeout: .milliseconds(Int64(timeout * 1000)),
+                concurrency: concurrency, timeout: Seconds.duration(timeout),
                 templates: try secrets.templates()
             )
             let grace = Duration.seconds(5)
             let notifier = SystemdNotifier()
-            var pollInterval = Duration.milliseconds(Int64(poll * 1000))
+            var pollInterval = Seconds.duration(poll)
             if let idleLimit = notifier?.idleLimit, idleLimit < pollInterval {
                 // An idle loop must still go round often enough to earn its watchdog pings.
                 pollInterval = idleLimit
             }
-            if let watchdog = notifier?.watchdogTimeout, watchdog <= .milliseconds(Int64(timeout * 1000)) {
+            if let watchdog = notifier?.watchdogTimeout, watchdog <= Seconds.duration(timeout) {
                 logger.warning("WatchdogSec is not longer than --timeout: one slow send may look like a hang to systemd", metadata: [
                     "watchdog_usec": "\(NotifierService.microseconds(watchdog))", "timeout": "\(timeout)",
                 ])

@@ -20,7 +20,7 @@ enum SysExit {
 
 /// Says `message` on standard error as one line, prefixed with the tool's name.
 func complain(_ message: String) {
-    FileHandle.standardError.write(Data("sync: \(message)\n".utf8))
+    FileHandle.standardError.write(Data("sync: \(Output.terminalSafe(message))\n".utf8))
 }
 
 /// The exit status for a queue error, after saying what went wrong.

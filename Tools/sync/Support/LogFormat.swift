@@ -30,7 +30,8 @@ struct LineLogHandler: LogHandler {
         case .logfmt:
             var parts = ["ts=\(time)", "level=\(event.level)", "msg=\(Self.quote(event.message.description))"]
             for key in fields.keys.sorted() { parts.append("\(key)=\(Self.quote(fields[key]!.description))") }
-            line = parts.joined(separator: " ")
+            // Error messages may quote a server's answer: nothing in it reaches the terminal raw.
+            line = Output.terminalSafe(parts.joined(separator: " "))
         case .json:
             var object: [String: String] = ["ts": time, "level": "\(event.level)", "msg": event.message.description, "logger": label]
             for (key, value) in fields { object[key] = value.description }

@@ -31,7 +31,10 @@ enum Output {
     }
 
     static func duration(_ seconds: Double) -> String {
-        switch seconds {
+        // A stored time can be anything: keep the conversions below in range.
+        guard seconds.isFinite else { return "?" }
+        let seconds = min(seconds, 1e12)
+        return switch seconds {
         case ..<60: "\(Int(seconds))s"
         case ..<3600: "\(Int(seconds / 60))m"
         case ..<86400: "\(Int(seconds / 3600))h"
@@ -50,9 +53,31 @@ enum Output {
         }
     }
 
-    /// The URL with secret query values replaced, unless `reveal`.
+    /// The URL with its password and secret query values replaced, unless `reveal`.
     static func url(_ entry: QueueEntry, reveal: Bool) -> String {
-        reveal ? entry.url : Redaction.standard.redactQuery(of: entry.url)
+        if reveal { return entry.url }
+        return URL(string: entry.url).map(Redaction.standard.redact(url:)) ?? Redaction.standard.redactQuery(of: entry.url)
+    }
+
+    /// `text` fit for a terminal: control characters (C0, DEL, C1) and the bidirectional
+    /// overrides that reorder what is shown are written as escapes (`\x1b`, `\u{202e}`), so a
+    /// stored body or a server's answer cannot move the cursor, retitle the window or disguise
+    /// text. Line feeds and tabs are kept when `keepingLineBreaks` (a body shown whole).
+    static func terminalSafe(_ text: String, keepingLineBreaks: Bool = false) -> String {
+        func escaped(_ scalar: Unicode.Scalar) -> String? {
+            switch scalar.value {
+            case 0x0A, 0x09: keepingLineBreaks ? nil : (scalar == "\n" ? "\\n" : "\\t")
+            case 0..<0x20, 0x7F...0x9F: "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+            case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: "\\u{" + String(scalar.value, radix: 16) + "}"
+            default: nil
+            }
+        }
+        guard text.unicodeScalars.contains(where: { escaped($0) != nil }) else { return text }
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if let escape = escaped(scalar) { result.append(contentsOf: escape.unicodeScalars) } else { result.append(scalar) }
+        }
+        return String(result)
     }
 
     /// One entry as a JSON object; `full` adds headers and the body.
