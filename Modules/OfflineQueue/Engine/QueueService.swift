@@ -55,33 +55,65 @@ public struct QueueService: Service {
         defer { heartbeat.finish() }
         try await withGracefulShutdownHandler {
             try await runLoop()
-        } onGracefulShutdown: { [control, queue, shutdownGrace] in
-            control.shutDown(grace: shutdownGrace, wake: queue.enqueued)
+        } onGracefulShutdown: { [control, queue] in
+            control.shutDown(wake: queue.enqueued)
         }
     }
 
     /// Starts a graceful shutdown, as a `ServiceGroup` does on SIGTERM; for running the service
     /// outside a group.
     public func shutDown() {
-        control.shutDown(grace: shutdownGrace, wake: queue.enqueued)
+        control.shutDown(wake: queue.enqueued)
+    }
+
+    /// One drain, as children of a task group: the drain, and a watcher that on shutdown stops
+    /// its claiming and, `shutdownGrace` later, cancels it, so that its sends are cut short and
+    /// their entries given back. Neither outlives the call.
+    private func drainWithGrace() async throws -> DrainSummary {
+        let drainControl = DrainControl()
+        return try await withThrowingTaskGroup(of: DrainSummary?.self) { [queue, control, shutdownGrace] group in
+            group.addTask { try await queue.drain(.untilIdle, control: drainControl) }
+            group.addTask {
+                await control.shutdownRequested()
+                drainControl.stop()
+                try? await Task.sleep(for: shutdownGrace)
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let summary = result { return summary }
+                // The grace is over: cut the sends short.
+                group.cancelAll()
+            }
+            throw CancellationError()
+        }
     }
 
     private func runLoop() async throws {
         let wake = queue.enqueued
-        let watcher = Task { [queue, logger] in
-            guard let monitor = queue.monitor else { return }
-            var wasOnline = monitor.status.isOnline
-            for await status in monitor.statusUpdates() {
-                logger.debug("network status", metadata: ["status": "\(status)"])
-                if status.isOnline && !wasOnline {
-                    // The drain this wakes makes the entries that waited for the network due.
-                    logger.info("network is back", metadata: ["status": "\(status)"])
+        // The network watcher is a child task: it ends with the loop, never outliving it.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            if let monitor = queue.monitor {
+                group.addTask { [logger] in
+                    var wasOnline = monitor.status.isOnline
+                    for await status in monitor.statusUpdates() {
+                        logger.debug("network status", metadata: ["status": "\(status)"])
+                        if status.isOnline && !wasOnline {
+                            // The drain this wakes makes the entries that waited for the network due.
+                            logger.info("network is back", metadata: ["status": "\(status)"])
+                        }
+                        wasOnline = status.isOnline
+                        wake.fire()
+                    }
                 }
-                wasOnline = status.isOnline
-                wake.fire()
             }
+            defer { group.cancelAll() }
+            try await serve(wake: wake)
         }
-        defer { watcher.cancel() }
+    }
+
+    /// The loop: drain while there is work and the network is there, wait otherwise.
+    private func serve(wake: WakeSignal) async throws {
         logger.info("queue service started", metadata: ["db": "\(queue.configuration.path)"])
         do {
             try await queue.sweepOrphanBodies()
@@ -97,14 +129,11 @@ public struct QueueService: Service {
             var didWork = false
             var nextAttemptAt: Date?
             if online {
-                let drainControl = DrainControl()
-                let task = Task { try await queue.drain(.untilIdle, control: drainControl) }
-                control.begin(drainControl, task: task)
                 do {
                     // Events during the drain beat too: a drain that keeps a steady stream
                     // of entries moving may not return for a long time, and is not stuck.
                     let summary = try await heartbeat.beating(during: queue.events(bufferingPolicy: .bufferingNewest(1))) {
-                        try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+                        try await drainWithGrace()
                     }
                     didWork = summary.delivered + summary.failed + summary.dead + summary.waitingForNetwork > 0
                     nextAttemptAt = summary.nextAttemptAt
@@ -117,9 +146,8 @@ public struct QueueService: Service {
                 } catch {
                     logger.error("drain failed", metadata: ["error": "\(error)"])
                 }
-                control.end()
             }
-            if control.isStopping || Task.isCancelled { break }
+        if control.isStopping || Task.isCancelled { break }
             // At most once per iteration, so never more often than the drains.
             if ContinuousClock.now - lastRetention >= retentionInterval {
                 await applyRetention()
@@ -246,45 +274,22 @@ extension OfflineQueue {
     }
 }
 
-/// The service's shutdown state and the drain under way.
+/// The service's shutdown state.
 private final class ServiceControl: Sendable {
-    private struct State {
-        var stopping = false
-        var drain: DrainControl?
-        var task: Task<DrainSummary, any Error>?
-    }
+    private let stopping = LockedBox(false)
+    private let signal = WakeSignal()
 
-    private let state = LockedBox(State())
+    var isStopping: Bool { stopping.current }
 
-    var isStopping: Bool { state.current.stopping }
-
-    func begin(_ drain: DrainControl, task: Task<DrainSummary, any Error>) {
-        let stopNow = state.withLock { state -> Bool in
-            state.drain = drain
-            state.task = task
-            return state.stopping
-        }
-        if stopNow { drain.stop() }
-    }
-
-    func end() {
-        state.withLock { state in
-            state.drain = nil
-            state.task = nil
-        }
-    }
-
-    /// Stops claiming now; cancels the drain under way after `grace`.
-    func shutDown(grace: Duration, wake: WakeSignal) {
-        let drain = state.withLock { state -> DrainControl? in
-            state.stopping = true
-            return state.drain
-        }
-        drain?.stop()
+    /// Marks the service as stopping and wakes the loop and the drain under way.
+    func shutDown(wake: WakeSignal) {
+        stopping.withLock { $0 = true }
+        signal.fire()
         wake.fire()
-        Task { [weak self] in
-            try? await Task.sleep(for: grace)
-            self?.state.withLock { $0.task }?.cancel()
-        }
+    }
+
+    /// Returns once ``shutDown(wake:)`` was called, or when the task is cancelled.
+    func shutdownRequested() async {
+        while !isStopping && !Task.isCancelled { await signal.wait() }
     }
 }

@@ -1,0 +1,192 @@
+/// The drain's decisions as a state machine: events in, one action out at a time. No clock
+/// (time comes in as the `Duration` since the drain began), no I/O, no locks, no tasks; the
+/// driver (``OfflineQueue/drain(_:concurrency:control:)``) performs each action and feeds
+/// back what came of it.
+///
+/// The rules it keeps:
+/// - **Claim ahead.** A claim asks for up to twice the concurrency, so one write transaction
+///   serves many sends; the next claim waits until no more than `limit` are claimed or
+///   running, and, once a claim found fewer than it asked for, until nothing is.
+/// - **One commit per turn.** Finished attempts are recorded together with the next claim,
+///   once `limit` of them wait, `flushDelay` after the oldest finished, when the drain is
+///   idle, or when it stops.
+/// - **Stop.** A stop, a failed commit, the monitor saying offline or a send finding the
+///   network gone end claiming; claimed entries not started are given back; sends under way
+///   run to their end (cancelling the drain's task cuts them short).
+/// - **Leases.** Each claimed entry's lease is renewed `renewal` after its claim or last
+///   renewal, while it is held.
+/// - **The end.** Idle, with nothing left to record, after a claim found nothing more, or
+///   while stopping.
+struct DrainMachine {
+    struct Settings: Sendable {
+        /// Sends under way at most.
+        var limit: Int
+        /// How long a finished attempt may wait to be recorded.
+        var flushDelay: Duration = .milliseconds(50)
+        /// When a held lease is renewed after its claim or last renewal; `nil`: never.
+        var renewal: Duration?
+        /// Entries of drainers that are gone are looked for at most this often.
+        var reclaimInterval: Duration = .seconds(1)
+        /// The longest wait a row from another boot may keep.
+        var maxDelay: Duration
+    }
+
+    /// Record `settlements` and claim up to `claimLimit` entries (none when 0), in one
+    /// transaction.
+    struct Commit: Sendable {
+        var settlements: [QueueStore.Settlement]
+        var claimLimit: Int
+        var chores: QueueStore.ClaimChores
+    }
+
+    enum Action {
+        case commit(Commit)
+        /// Start a send for each of these claimed entries.
+        case start([QueueEntry])
+        /// Renew the leases of these entries.
+        case renew([EntryID])
+        /// Wait for the next event: a send finishing, a stop, the network changing, or (when
+        /// given) this point in time, when there is something to do.
+        case wait(until: Duration?)
+        /// The drain is over; ``summary`` says what it did.
+        case finish
+    }
+
+    let settings: Settings
+    /// What the drain did so far: committed outcomes only.
+    private(set) var summary = DrainSummary()
+    /// The first storage failure: the drain stops and throws it.
+    private(set) var failure: QueueError?
+
+    /// Claimed, not started.
+    private var ready: [QueueEntry] = []
+    private var running = 0
+    /// Finished attempts not yet recorded, and when the oldest finished.
+    private var unsettled: [QueueStore.Settlement] = []
+    private var oldestUnsettled: Duration?
+    /// The commit the driver is performing.
+    private var committing: Commit?
+    /// Whether the last claim found fewer entries than it asked for.
+    private var exhausted = false
+    /// Whether a claim made while idle found nothing more.
+    private var drained = false
+    /// When each held entry (ready or running) was claimed or last renewed.
+    private var leasedAt: [EntryID: Duration] = [:]
+    private var chores: QueueStore.ClaimChores
+    private var lastReclaim: Duration = .zero
+    private var stopRequested = false
+    private var online: Bool
+    private var networkGone = false
+
+    init(settings: Settings, online: Bool) {
+        self.settings = settings
+        self.online = online
+        // The first claim carries rows over from another boot and takes back the entries of
+        // drainers that are gone.
+        chores = QueueStore.ClaimChores(carryOver: true, reclaimOrphans: true, maxDelay: settings.maxDelay)
+    }
+
+    var isStopping: Bool { stopRequested || failure != nil || !online || networkGone }
+    private var isIdle: Bool { running == 0 && ready.isEmpty }
+
+    // MARK: - Events
+
+    /// Stop claiming (``DrainControl/stop()``, or the drain's task was cancelled).
+    mutating func stop() { stopRequested = true }
+
+    /// The monitor's status changed.
+    mutating func network(online: Bool) { self.online = online }
+
+    /// A send ended; `settlement` is the lifecycle's transition for it.
+    mutating func finished(_ settlement: QueueStore.Settlement, networkGone gone: Bool, at now: Duration) {
+        running -= 1
+        leasedAt[settlement.id] = nil
+        unsettled.append(settlement)
+        if oldestUnsettled == nil { oldestUnsettled = now }
+        if gone { networkGone = true }
+    }
+
+    /// The commit last asked for is done.
+    mutating func committed(_ result: QueueStore.ClaimResult, at now: Duration) {
+        guard let commit = committing else { return }
+        committing = nil
+        for settlement in commit.settlements {
+            if result.lost.contains(settlement.id) { summary.leasesLost += 1 } else { summary.count(settlement.transition) }
+        }
+        summary.reclaimed += result.reclaimed
+        guard commit.claimLimit > 0 else { return }
+        if commit.chores.reclaimOrphans { lastReclaim = now }
+        chores.carryOver = false
+        chores.reclaimOrphans = false
+        exhausted = result.claimed.count < commit.claimLimit
+        ready += result.claimed
+        for entry in result.claimed { leasedAt[entry.id] = now }
+        if exhausted && isIdle { drained = true }
+    }
+
+    /// These leases were renewed.
+    mutating func renewed(_ ids: [EntryID], at now: Duration) {
+        for id in ids where leasedAt[id] != nil { leasedAt[id] = now }
+    }
+
+    /// A commit or a renewal failed: the drain stops, and what it was recording is not
+    /// recorded (the leases lapse, or the next drain takes the entries back).
+    mutating func failed(_ error: QueueError) {
+        failure = failure ?? error
+        committing = nil
+    }
+
+    // MARK: - The decision
+
+    /// What to do now.
+    mutating func next(at now: Duration) -> Action {
+        if !online || networkGone { summary.offline = true }
+        let stopping = isStopping
+        if stopping && !ready.isEmpty {
+            // Claimed but never sent: give them back.
+            unsettled += ready.map { QueueStore.Settlement(id: $0.id, transition: .release) }
+            for entry in ready { leasedAt[entry.id] = nil }
+            ready.removeAll()
+            if oldestUnsettled == nil { oldestUnsettled = now }
+        }
+        if !stopping, running < settings.limit, !ready.isEmpty {
+            let batch = Array(ready.prefix(settings.limit - running))
+            ready.removeFirst(batch.count)
+            running += batch.count
+            return .start(batch)
+        }
+        if isIdle && (unsettled.isEmpty || failure != nil) && (stopping || drained) { return .finish }
+
+        var claimLimit = 0
+        if !stopping && running + ready.count <= settings.limit && (!exhausted || isIdle) {
+            claimLimit = 2 * settings.limit - running - ready.count
+        }
+        let flushDue = failure == nil && !unsettled.isEmpty && (
+            unsettled.count >= settings.limit || isIdle || stopping
+                || oldestUnsettled.map { now - $0 >= settings.flushDelay } ?? false
+        )
+        if claimLimit > 0 || flushDue {
+            if claimLimit > 0 && now - lastReclaim >= settings.reclaimInterval { chores.reclaimOrphans = true }
+            let commit = Commit(
+                settlements: unsettled, claimLimit: claimLimit,
+                chores: claimLimit > 0 ? chores : QueueStore.ClaimChores(maxDelay: settings.maxDelay)
+            )
+            committing = commit
+            unsettled.removeAll(keepingCapacity: true)
+            oldestUnsettled = nil
+            return .commit(commit)
+        }
+
+        var deadline: Duration?
+        if failure == nil, let oldest = oldestUnsettled { deadline = oldest + settings.flushDelay }
+        if failure == nil, let renewal = settings.renewal, let earliest = leasedAt.values.min() {
+            let renewAt = earliest + renewal
+            if now >= renewAt {
+                let due = leasedAt.filter { now - $0.value >= renewal }.map(\.key).sorted()
+                return .renew(due)
+            }
+            deadline = min(deadline ?? renewAt, renewAt)
+        }
+        return .wait(until: deadline)
+    }
+}

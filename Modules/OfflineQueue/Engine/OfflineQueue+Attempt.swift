@@ -1,0 +1,133 @@
+import Foundation
+import HTTPCore
+import HTTPTypes
+
+/// One attempt, from a claimed entry to the lifecycle's transition, and the store's side of a
+/// drain's turn: the work the drain's driver hands to its child tasks and performs.
+extension OfflineQueue {
+    /// Sends a claimed entry and settles how it went: the drain's child task, which hands the
+    /// machine its transition. `networkGone` says the send found the network gone.
+    func attemptAndSettle(_ entry: QueueEntry) async -> (settlement: QueueStore.Settlement, networkGone: Bool) {
+        let policy = configuration.policy
+        // The entry's age when its attempt starts, on the boot clock.
+        let age = Duration.seconds(max(0, configuration.clock.now().uptime - entry.budgetUptime))
+        let outcome = await attempt(entry, age: age)
+        let transition: Transition
+        if case .interrupted = outcome {
+            transition = .release
+        } else if let expired = EntryLifecycle.admit(age: age, policy: policy) {
+            // Too old when its attempt started: `attempt` did not send it.
+            transition = expired
+        } else {
+            transition = EntryLifecycle.transition(
+                after: outcome, attempts: entry.attempts, age: age, policy: policy, unitRandom: Double.random(in: 0..<1)
+            )
+        }
+        let gone = if case .networkGone = outcome { true } else { false }
+        return (QueueStore.Settlement(id: entry.id, transition: transition), gone)
+    }
+
+    /// Sends one claimed entry through the client (its plugins run again) and says how it went.
+    func attempt(_ entry: QueueEntry, age: Duration) async -> AttemptOutcome {
+        if Task.isCancelled { return .interrupted }
+        // An entry too old at its claim is not sent; `settlements` turns it into an expiry.
+        if EntryLifecycle.admit(age: age, policy: configuration.policy) != nil {
+            return .invalid(message: "expired")
+        }
+        let endpoint: ReplayEndpoint
+        do {
+            endpoint = try ReplayEndpoint(entry: entry, queue: self)
+        } catch {
+            // A template not allowed for the entry's origin lands here: nothing is sent.
+            return .invalid(message: "\(error)")
+        }
+        do {
+            let response = try await client.send(endpoint)
+            return .delivered(status: response.status.code)
+        } catch .cancelled where !Task.isCancelled {
+            // Nobody cancelled the drain: a plugin or transport gave up by itself. Counted and
+            // backed off like any failure, so it cannot turn into a loop of instant retries.
+            return .failed(message: "cancelled, though the drain was not", retryable: true)
+        } catch {
+            return classify(error, secrets: endpoint.secrets)
+        }
+    }
+
+    /// A failed send in the lifecycle's terms. `secrets` are values the request carried
+    /// (resolved templates, credential fields) that must not come to rest in the row: a server
+    /// that echoes request headers into its error body would otherwise store them.
+    func classify(_ error: NetworkError, secrets: SecretScrubber = SecretScrubber()) -> AttemptOutcome {
+        if case .cancelled = error { return .interrupted }
+        if isNetworkGone(error) { return .networkGone(message: secrets.scrub(error.description)) }
+        if let response = error.response {
+            let retryAfter = response.headers[.retryAfter].flatMap { RetryAfter.delay(from: $0, now: configuration.clock.now().wall) }
+            // What went on the wire, plugin-added credentials included.
+            var scrubber = secrets
+            for field in response.request.headerFields where configuration.secretHeaders.contains(field.name) { scrubber.add(field.value) }
+            let excerpt = response.body.isEmpty ? nil : scrubber.scrub(String(decoding: response.body.prefix(configuration.policy.excerptLimit), as: UTF8.self))
+            return .rejected(status: response.status.code, retryAfter: retryAfter, excerpt: excerpt)
+        }
+        switch error {
+        case .invalidRequest, .encoding:
+            return .invalid(message: error.description)
+        case .underlying:
+            // A plugin or interceptor failed (a token refresh, say): worth another try.
+            return .failed(message: error.description, retryable: true)
+        case .transport(let failure):
+            // A garbled or cut-off answer may be a passing fault of a proxy or a restarting
+            // server: retried within the budget. A TLS failure needs a person: dead at once.
+            return .failed(message: error.description, retryable: failure.kind != .tls)
+        default:
+            return .failed(message: error.description, retryable: error.isRetryable)
+        }
+    }
+
+    /// The store's `settleAndClaim`, which still runs when the drain's task is cancelled (GRDB
+    /// refuses work from a cancelled task), so interrupted entries are always given back.
+    func settleAndClaim(
+        _ settlements: [QueueStore.Settlement], now: QueueTime, claimLimit: Int, attemptedSince: Double?, chores: QueueStore.ClaimChores
+    ) async throws(QueueError) -> QueueStore.ClaimResult {
+        guard Task.isCancelled else {
+            return try await store.settleAndClaim(
+                settlements, owner: owner, now: now, claimLimit: claimLimit,
+                lease: configuration.policy.leaseDuration, attemptedSince: attemptedSince, chores: chores
+            )
+        }
+        let store = self.store, owner = self.owner
+        let result = await Task { () async -> Result<Set<EntryID>, QueueError> in
+            do throws(QueueError) {
+                return .success(try await store.settle(settlements, owner: owner, now: now))
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        return QueueStore.ClaimResult(lost: try result.get())
+    }
+
+    /// Tells subscribers what a commit recorded (the machine counts it).
+    func announce(_ settlements: [QueueStore.Settlement], lost: Set<EntryID>) {
+        guard broadcast.hasSubscribers else { return }
+        for settlement in settlements {
+            let id = settlement.id
+            if lost.contains(id) {
+                broadcast.publish(.leaseLost(id: id))
+                continue
+            }
+            switch settlement.transition {
+            case .deliver(let status):
+                broadcast.publish(.delivered(id: id, status: status))
+            case .retry(let delay, _, let waiting, _, let error, _):
+                if waiting {
+                    broadcast.publish(.waitingForNetwork(id: id))
+                } else {
+                    let at = configuration.clock.now().wall.addingTimeInterval(delay.seconds)
+                    broadcast.publish(.willRetry(id: id, at: at, error: error))
+                }
+            case .deadLetter(let reason, _, let error, _):
+                broadcast.publish(.deadLettered(id: id, reason: reason, error: error))
+            case .release:
+                broadcast.publish(.released(id: id))
+            }
+        }
+    }
+}

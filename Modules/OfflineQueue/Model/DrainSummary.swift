@@ -1,0 +1,42 @@
+public import Foundation
+
+/// What one drain did.
+public struct DrainSummary: Sendable, Hashable, Codable {
+    /// Entries the server accepted.
+    public var delivered = 0
+    /// Attempts that failed and were scheduled again.
+    public var failed = 0
+    /// Entries that went to dead letters.
+    public var dead = 0
+    /// Attempts that found the network gone (not counted against budgets).
+    public var waitingForNetwork = 0
+    /// Attempts interrupted by a stop and given back.
+    public var released = 0
+    /// Attempts whose lease lapsed before they ended.
+    public var leasesLost = 0
+    /// Entries taken back from drainers that had died holding them.
+    public var reclaimed = 0
+    /// Entries still pending when the drain ended (in this file, from every process).
+    public var remaining = 0
+    /// Entries in flight under other drainers that live, when the drain ended.
+    public var inflightElsewhere = 0
+    /// Those drainers (`host:pid:token:boot`).
+    public var otherDrainers: [String] = []
+    /// When the next of them is due.
+    public var nextAttemptAt: Date?
+    /// Whether the drain stopped, or did not start, because the network is gone.
+    public var offline = false
+
+    public init() {}
+
+    /// Counts one recorded transition.
+    mutating func count(_ transition: Transition) {
+        switch transition {
+        case .deliver: delivered += 1
+        case .retry(_, _, let waitingForNetwork, _, _, _):
+            if waitingForNetwork { self.waitingForNetwork += 1 } else { failed += 1 }
+        case .deadLetter: dead += 1
+        case .release: released += 1
+        }
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+@testable import OfflineQueue
+import Testing
+
+/// The drain's policy on its own: events in, actions out, time given as numbers. No store, no
+/// server, no sleeping.
+@Suite("DrainMachine: claims, starts, flushes, renewals, stops and the end")
+struct DrainMachineTests {
+    static func entry(_ id: EntryID) -> QueueEntry {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        return QueueEntry(
+            id: id, idempotencyKey: "key-\(id)", method: "POST", url: "http://127.0.0.1/x", headers: [], body: nil,
+            scopes: [], name: "POST /x", group: nil, priority: 0, timeout: nil, state: .inflight, attempts: 0,
+            createdAt: now, budgetStartedAt: now, nextAttemptAt: now, lastAttemptAt: nil, finishedAt: nil,
+            waitingForNetwork: false, leaseOwner: "me", leaseExpiresAt: nil, lastStatus: nil, lastError: nil, responseExcerpt: nil
+        )
+    }
+
+    static func entries(_ ids: ClosedRange<EntryID>) -> [QueueEntry] { ids.map(entry) }
+
+    static func machine(limit: Int = 2, renewal: Duration? = nil, online: Bool = true) -> DrainMachine {
+        DrainMachine(settings: DrainMachine.Settings(limit: limit, renewal: renewal, maxDelay: .seconds(300)), online: online)
+    }
+
+    static func ms(_ value: Int64) -> Duration { .milliseconds(value) }
+
+    static func delivered(_ id: EntryID) -> QueueStore.Settlement { QueueStore.Settlement(id: id, transition: .deliver(status: 200)) }
+
+    /// The commit the machine asks for next, failing the test when it asks for something else.
+    static func expectCommit(_ machine: inout DrainMachine, at now: Duration, sourceLocation: SourceLocation = #_sourceLocation) -> DrainMachine.Commit? {
+        guard case .commit(let commit) = machine.next(at: now) else {
+            Issue.record("expected a commit", sourceLocation: sourceLocation)
+            return nil
+        }
+        return commit
+    }
+
+    @Test("the first claim asks for twice the limit, with both chores; claimed entries start up to the limit; the rest wait")
+    func claimAndStart() throws {
+        var machine = Self.machine(limit: 2)
+        let first = try #require(Self.expectCommit(&machine, at: .zero))
+        #expect(first.claimLimit == 4 && first.settlements.isEmpty)
+        #expect(first.chores.carryOver && first.chores.reclaimOrphans)
+        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...4)), at: .zero)
+        guard case .start(let started) = machine.next(at: .zero) else { Issue.record("expected a start"); return }
+        #expect(started.map(\.id) == [1, 2])
+        // Two running and two ready: more than the limit held, so no claim; nothing to record.
+        guard case .wait(let deadline) = machine.next(at: .zero) else { Issue.record("expected a wait"); return }
+        #expect(deadline == nil, "nothing is due at a time: only an event can move the drain")
+    }
+
+    @Test("a finished attempt is recorded with the next claim, after the flush delay at the latest")
+    func flush() throws {
+        var machine = Self.machine(limit: 4)
+        _ = Self.expectCommit(&machine, at: .zero)
+        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...8)), at: .zero)
+        _ = machine.next(at: .zero)   // start 1...4
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(10))
+        guard case .start(let next) = machine.next(at: Self.ms(10)) else { Issue.record("expected a start"); return }
+        #expect(next.map(\.id) == [5])
+        guard case .wait(let deadline) = machine.next(at: Self.ms(10)) else { Issue.record("expected a wait"); return }
+        #expect(deadline == Self.ms(60), "the flush delay after the oldest finished")
+        let commit = try #require(Self.expectCommit(&machine, at: Self.ms(60)))
+        #expect(commit.settlements.map(\.id) == [1])
+        #expect(commit.claimLimit == 0, "four running and three ready: no claim yet")
+        #expect(!commit.chores.carryOver && !commit.chores.reclaimOrphans, "a commit without a claim does no chores")
+        machine.committed(QueueStore.ClaimResult(), at: Self.ms(61))
+        #expect(machine.summary.delivered == 1)
+    }
+
+    @Test("`limit` finished attempts are recorded at once, without waiting for the delay")
+    func flushWhenFull() throws {
+        var machine = Self.machine(limit: 2)
+        _ = Self.expectCommit(&machine, at: .zero)
+        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...2)), at: .zero)
+        _ = machine.next(at: .zero)
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(1))
+        machine.finished(Self.delivered(2), networkGone: false, at: Self.ms(2))
+        let commit = try #require(Self.expectCommit(&machine, at: Self.ms(2)))
+        #expect(commit.settlements.count == 2)
+        #expect(commit.claimLimit == 4, "idle: claim again, since retries may have come due")
+    }
+
+    @Test("exhaustion: a claim that finds less waits for idle; an idle claim that finds nothing ends the drain")
+    func exhaustion() throws {
+        var machine = Self.machine(limit: 2)
+        _ = Self.expectCommit(&machine, at: .zero)
+        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...1)), at: .zero)
+        _ = machine.next(at: .zero)   // start 1
+        guard case .wait = machine.next(at: .zero) else { Issue.record("no claim while the last found less than it asked for"); return }
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(5))
+        let again = try #require(Self.expectCommit(&machine, at: Self.ms(5)))
+        #expect(again.claimLimit == 4 && again.settlements.count == 1)
+        machine.committed(QueueStore.ClaimResult(), at: Self.ms(6))
+        guard case .finish = machine.next(at: Self.ms(6)) else { Issue.record("expected the end"); return }
+        #expect(machine.summary.delivered == 1)
+    }
+
+    @Test("stop: claimed entries not started are given back; sends under way end; then the drain ends")
+    func stop() throws {
+        var machine = Self.machine(limit: 2)
+        _ = Self.expectCommit(&machine, at: .zero)
+        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...4)), at: .zero)
+        _ = machine.next(at: .zero)   // start 1, 2
+        machine.stop()
+        let release = try #require(Self.expectCommit(&machine, at: Self.ms(1)))
+        #expect(release.claimLimit == 0)
+        #expect(release.settlements.map(\.id) == [3, 4])
+        #expect(release.settlements.allSatisfy { $0.transition == .release })
+        machine.committed(QueueStore.ClaimResult(), at: Self.ms(2))
+        #expect(machine.summary.released == 2)
+        guard case .wait = machine.next(at: Self.ms(2)) else { Issue.record("sends under way run to their end"); return }
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(3))
+        machine.finished(QueueStore.Settlement(id: 2, transition: .release), networkGone: false, at: Self.ms(4))
+        let last = try #require(Self.expectCommit(&machine, at: Self.ms(4)))
+        #expect(last.settlements.count == 2 && last.claimLimit == 0)
+        machine.committed(QueueStore.ClaimResult(), at: Self.ms(5))
+        guard case .finish = machine.next(at: Self.ms(5)) else { Issue.record("expected the end"); return }
+        #expect(machine.summary.delivered == 1 && machine.summary.released == 3)
+        #expect(!machine.summary.offline)
+    }
+
+    @Test("network loss, from a send or the monitor, stops claiming and marks the summary offline; the network back resumes")
+    func networkLoss() throws {
+        var machine = Self.machine(limit: 2)
+        _ = Self.expectCommit(&machine, at: .zero)
+        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...3)), at: .zero)
+        _ = machine.next(at: .zero)   // start 1, 2
+        let waiting = QueueStore.Settlement(
+            id: 1, transition: .retry(after: .seconds(30), consumesAttempt: false, waitingForNetwork: true, status: nil, error: "offline", excerpt: nil)
+        )
+        machine.finished(waiting, networkGone: true, at: Self.ms(1))
+        let commit = try #require(Self.expectCommit(&machine, at: Self.ms(1)))
+        #expect(commit.claimLimit == 0)
+        #expect(commit.settlements.map(\.id) == [1, 3], "the waiter, and the ready entry given back")
+        machine.committed(QueueStore.ClaimResult(), at: Self.ms(2))
+        #expect(machine.summary.offline && machine.summary.waitingForNetwork == 1)
+
+        // The monitor: offline stops claiming, online again claims.
+        var monitored = Self.machine(limit: 1, online: false)
+        guard case .finish = monitored.next(at: .zero) else { Issue.record("offline from the start: nothing claimed, the end"); return }
+        #expect(monitored.summary.offline)
+        var flipping = Self.machine(limit: 1)
+        flipping.network(online: false)
+        flipping.network(online: true)
+        #expect(try #require(Self.expectCommit(&flipping, at: .zero)).claimLimit == 2)
+    }
+
+    @Test("leases are renewed at the renewal interval after their claim or last renewal, and only while held")
+    func leaseRenewal() throws {
+        var machine = Self.machine(limit: 2, renewal: .seconds(150))
+        _ = Self.expectCommit(&machine, at: .zero)
+        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...2)), at: .zero)
+        _ = machine.next(at: .zero)   // start 1, 2
+        // Exhausted and not idle: a wait, with a timer for the renewal.
+        guard case .wait(let deadline) = machine.next(at: .seconds(1)) else { Issue.record("expected a wait"); return }
+        #expect(deadline == .seconds(150))
+        guard case .renew(let ids) = machine.next(at: .seconds(150)) else { Issue.record("expected a renewal"); return }
+        #expect(ids == [1, 2])
+        machine.renewed(ids, at: .seconds(150))
+        guard case .wait(let later) = machine.next(at: .seconds(150)) else { Issue.record("expected a wait"); return }
+        #expect(later == .seconds(300))
+        machine.finished(Self.delivered(1), networkGone: false, at: .seconds(200))
+        _ = Self.expectCommit(&machine, at: .seconds(201))   // flush
+        machine.committed(QueueStore.ClaimResult(), at: .seconds(201))
+        guard case .renew(let remaining) = machine.next(at: .seconds(300)) else { Issue.record("expected a renewal"); return }
+        #expect(remaining == [2], "a finished entry's lease is no longer the drain's to renew")
+        // Without renewal, no timer at all.
+        var plain = Self.machine(limit: 1)
+        _ = Self.expectCommit(&plain, at: .zero)
+        plain.committed(QueueStore.ClaimResult(claimed: [Self.entry(9)]), at: .zero)
+        _ = plain.next(at: .zero)
+        guard case .wait(nil) = plain.next(at: .seconds(10_000)) else { Issue.record("expected a wait without a timer"); return }
+    }
+
+    @Test("orphans are looked for at the first claim and then at most once per interval; carry-over only at the first")
+    func chores() throws {
+        var machine = Self.machine(limit: 1)
+        #expect(try #require(Self.expectCommit(&machine, at: .zero)).chores.reclaimOrphans)
+        machine.committed(QueueStore.ClaimResult(claimed: [Self.entry(1)]), at: .zero)
+        _ = machine.next(at: .zero)
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(100))
+        let soon = try #require(Self.expectCommit(&machine, at: Self.ms(100)))
+        #expect(!soon.chores.reclaimOrphans && !soon.chores.carryOver)
+        machine.committed(QueueStore.ClaimResult(claimed: [Self.entry(2)]), at: Self.ms(100))
+        _ = machine.next(at: Self.ms(100))
+        machine.finished(Self.delivered(2), networkGone: false, at: .seconds(2))
+        let later = try #require(Self.expectCommit(&machine, at: .seconds(2)))
+        #expect(later.chores.reclaimOrphans && !later.chores.carryOver)
+    }
+
+    @Test("a failed commit stops the drain: nothing more is claimed or recorded, and the failure is kept")
+    func failure() throws {
+        var machine = Self.machine(limit: 2)
+        _ = Self.expectCommit(&machine, at: .zero)
+        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...2)), at: .zero)
+        _ = machine.next(at: .zero)
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(1))
+        _ = Self.expectCommit(&machine, at: Self.ms(100))
+        machine.failed(.diskFull(path: "/q.db"))
+        guard case .wait(nil) = machine.next(at: Self.ms(100)) else { Issue.record("the send under way ends first"); return }
+        machine.finished(Self.delivered(2), networkGone: false, at: Self.ms(120))
+        guard case .finish = machine.next(at: Self.ms(120)) else { Issue.record("expected the end"); return }
+        #expect(machine.failure == .diskFull(path: "/q.db"))
+        #expect(machine.summary.delivered == 0, "nothing it could not record is counted")
+    }
+
+    @Test("lost leases are counted as lost, not as their transitions")
+    func lostLeases() throws {
+        var machine = Self.machine(limit: 2)
+        _ = Self.expectCommit(&machine, at: .zero)
+        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...2)), at: .zero)
+        _ = machine.next(at: .zero)
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(1))
+        machine.finished(Self.delivered(2), networkGone: false, at: Self.ms(2))
+        _ = Self.expectCommit(&machine, at: Self.ms(2))
+        machine.committed(QueueStore.ClaimResult(lost: [2], reclaimed: 3), at: Self.ms(3))
+        #expect(machine.summary.delivered == 1 && machine.summary.leasesLost == 1 && machine.summary.reclaimed == 3)
+    }
+}
