@@ -145,23 +145,45 @@ struct ProcessTests {
         await server.shutdown()
     }
 
-    @Test("a live drainer renews its leases: a send longer than the lease is not taken over")
+    /// A route that holds its first `held` calls until `release` is set, counting arrivals.
+    static func holdingRoute(_ server: TestHTTPServer, _ path: String, held: Int = .max) -> (arrived: LockedBox<Int>, release: LockedBox<Bool>) {
+        let arrived = LockedBox(0)
+        let release = LockedBox(false)
+        server.route(path) { _, writer in
+            let call = arrived.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            // The server's own wait for the test's word, not a timing assumption.
+            while call <= held && !release.current { try await Task.sleep(for: .milliseconds(5)) }
+            try await writer.respond(status: 200)
+        }
+        return (arrived, release)
+    }
+
+    @Test("a live drainer renews its leases: a send longer than the lease is not taken over (injected clock, no sleeping)")
     func leaseRenewal() async throws {
         let folder = try TempFolder()
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
-        server.route("/long") { _, writer in
-            try await Task.sleep(for: .milliseconds(1500))
-            try await writer.respond(status: 200)
-        }
+        let (arrived, release) = Self.holdingRoute(server, "/long")
+        let clock = ManualQueueClock()
         let policy = DeliveryPolicy(leaseDuration: .milliseconds(400))
-        let first = try makeQueue(path: folder.databasePath, server: server, policy: policy)
-        let second = try makeQueue(path: folder.databasePath, server: server, policy: policy)
+        let first = try makeQueue(path: folder.databasePath, server: server, policy: policy) { $0.clock = clock.queueClock }
+        let second = try makeQueue(path: folder.databasePath, server: server, policy: policy) { $0.clock = clock.queueClock }
         let ticket = try await first.enqueue(method: "PUT", url: server.url("/long").absoluteString)
         let long = Task { try await first.drain() }
-        try await Task.sleep(for: .milliseconds(900))   // two lease lengths
+        #expect(await eventually { arrived.current == 1 && clock.sleepers == 1 }, "the send is under way and its renewal timer set")
+        // Two and a half lease lengths pass in steps; each step past half a lease wakes the
+        // drain's renewal timer, which renews and sets the next one.
+        for _ in 0..<10 {
+            clock.advance(by: .milliseconds(100))
+            #expect(await eventually { clock.sleepers == 1 })
+        }
         let other = try await second.drain()
         #expect(other.delivered == 0, "the entry was still leased")
+        #expect(other.inflightElsewhere == 1)
+        release.withLock { $0 = true }
         let summary = try await long.value
         #expect(summary.delivered == 1)
         #expect(summary.leasesLost == 0)
@@ -169,29 +191,26 @@ struct ProcessTests {
         await server.shutdown()
     }
 
-    @Test("an expired lease returns the entry: another drainer takes it, and the first one's late result is not recorded")
+    @Test("an expired lease returns the entry: another drainer takes it, and the first one's late result is not recorded (injected clock)")
     func leaseExpiry() async throws {
         let folder = try TempFolder()
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
-        let calls = LockedBox(0)
-        server.route("/slow-once") { _, writer in
-            let call = calls.withLock { count -> Int in
-                count += 1
-                return count
-            }
-            if call == 1 { try await Task.sleep(for: .seconds(2)) }
-            try await writer.respond(status: 200)
-        }
+        let (arrived, release) = Self.holdingRoute(server, "/slow-once", held: 1)
+        let clock = ManualQueueClock()
         var hung = DeliveryPolicy(leaseDuration: .milliseconds(300))
         hung.renewsLeases = false   // a drainer that hangs without dying: its lease lapses
-        let first = try makeQueue(path: folder.databasePath, server: server, policy: hung)
-        let second = try makeQueue(path: folder.databasePath, server: server, policy: DeliveryPolicy(leaseDuration: .milliseconds(300)))
+        let first = try makeQueue(path: folder.databasePath, server: server, policy: hung) { $0.clock = clock.queueClock }
+        let second = try makeQueue(path: folder.databasePath, server: server, policy: DeliveryPolicy(leaseDuration: .milliseconds(300))) {
+            $0.clock = clock.queueClock
+        }
         let ticket = try await first.enqueue(method: "POST", url: server.url("/slow-once").absoluteString)
         let slow = Task { try await first.drain() }
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(await eventually { arrived.current == 1 })
+        clock.advance(by: .milliseconds(500))
         let fast = try await second.drain()
         #expect(fast.delivered == 1)
+        release.withLock { $0 = true }
         let late = try await slow.value
         #expect(late.leasesLost == 1)
         #expect(late.delivered == 0)

@@ -50,7 +50,9 @@ extension OfflineQueue {
     public func drain(_ mode: DrainMode = .untilIdle, concurrency: Int? = nil, control: DrainControl? = nil) async throws(QueueError) -> DrainSummary {
         let control = control ?? DrainControl()
         let clock = configuration.clock
-        let started = clock.now(), origin = ContinuousClock.now
+        let started = clock.now()
+        // The machine's time: seconds on the queue's boot clock since the drain began.
+        let elapsed = { Duration.clamped(seconds: clock.now().uptime - started.uptime) ?? .zero }
         try ownerLock.acquire()
         let online = monitor?.status.isOnline ?? true
         // The network is there now: entries that found it gone are due again.
@@ -66,7 +68,7 @@ extension OfflineQueue {
             var timer: Duration?   // the deadline of the earliest timer running
             while true {
                 if Task.isCancelled { machine.stop() }
-                switch machine.next(at: ContinuousClock.now - origin) {
+                switch machine.next(at: elapsed()) {
                 case .start(let entries):
                     for entry in entries {
                         if broadcast.hasSubscribers { broadcast.publish(.attemptStarted(id: entry.id, attempt: entry.attempts + 1)) }
@@ -79,24 +81,24 @@ extension OfflineQueue {
                             attemptedSince: mode == .once ? started.uptime : nil, chores: commit.chores
                         )
                         announce(commit.settlements, lost: result.lost)
-                        machine.committed(result, at: ContinuousClock.now - origin)
+                        machine.committed(result, at: elapsed())
                     } catch { machine.failed(error) }
                 case .renew(let ids):
                     do throws(QueueError) {
                         try await store.renewLeases(ids, owner: owner, now: clock.now(), lease: policy.leaseDuration)
-                        machine.renewed(ids, at: ContinuousClock.now - origin)
+                        machine.renewed(ids, at: elapsed())
                     } catch { machine.failed(error) }
                 case .wait(let deadline):
                     if let deadline, timer.map({ deadline < $0 }) ?? true {
                         timer = deadline
                         group.addTask {
-                            try? await Task.sleep(until: origin + deadline, clock: .continuous)
+                            await clock.sleep(started.uptime + deadline.seconds)
                             return .tick(deadline)
                         }
                     }
                     switch await group.next() {
                     case .finished(let result)?:
-                        machine.finished(result.settlement, networkGone: result.networkGone, at: ContinuousClock.now - origin)
+                        machine.finished(result.settlement, networkGone: result.networkGone, at: elapsed())
                     case .stop?: machine.stop()
                     case .network(let online)?:
                         machine.network(online: online)
