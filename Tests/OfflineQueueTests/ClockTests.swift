@@ -134,7 +134,7 @@ struct ClockTests {
         clock.reboot()
         let summary = try await queue.drain()
         #expect(summary.dead == 1)
-        #expect(try await queue.entry(old.id)?.lastError?.contains("expired") == true)
+        #expect(try await queue.entry(old.id)?.deadReason == .expired)
         await server.shutdown()
     }
 }

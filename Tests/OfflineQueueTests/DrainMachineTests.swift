@@ -127,7 +127,7 @@ struct DrainMachineTests {
         machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...3)), at: .zero)
         _ = machine.next(at: .zero)   // start 1, 2
         let waiting = QueueStore.Settlement(
-            id: 1, transition: .retry(after: .seconds(30), consumesAttempt: false, waitingForNetwork: true, status: nil, error: "offline", excerpt: nil)
+            id: 1, transition: .retry(.init(after: .seconds(30), consumesAttempt: false, waitingForNetwork: true, error: "offline"))
         )
         machine.finished(waiting, networkGone: true, at: Self.ms(1))
         let commit = try #require(Self.expectCommit(&machine, at: Self.ms(1)))

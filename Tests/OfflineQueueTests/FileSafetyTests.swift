@@ -54,7 +54,7 @@ struct FileSafetyTests {
         _ = try makeQueue(path: folder.databasePath, server: server)
         let header = try await header(folder.databasePath)
         #expect(header.application == Self.applicationID)
-        #expect(header.version == 3)
+        #expect(header.version == 4)
         await server.shutdown()
     }
 
@@ -67,17 +67,50 @@ struct FileSafetyTests {
             let queue = try makeQueue(path: folder.databasePath, server: server)
             _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
         }
-        // What Courier wrote before the id: schema 2, no application_id.
+        // What Courier wrote before the id: schema 2, no application_id, no dead_reason.
         try await execute(folder.databasePath, """
             PRAGMA application_id = 0; PRAGMA user_version = 2;
-            DELETE FROM grdb_migrations WHERE identifier = 'v3-application-id'
+            ALTER TABLE entry DROP COLUMN dead_reason;
+            DELETE FROM grdb_migrations WHERE identifier IN ('v3-application-id', 'v4-dead-reason')
             """)
         let older = try await header(folder.databasePath)
         #expect(older.application == 0 && older.version == 2)
         let queue = try makeQueue(path: folder.databasePath, server: server)
         let stamped = try await header(folder.databasePath)
-        #expect(stamped.application == Self.applicationID && stamped.version == 3)
+        #expect(stamped.application == Self.applicationID && stamped.version == 4)
         #expect(try await queue.counts().pending == 1)
+        await server.shutdown()
+    }
+
+    @Test("a schema 3 file, whose dead rows keep their reason as the prefix of last_error, reads the reason as it is and splits it when migrated")
+    func deadReasonMigration() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let id: EntryID
+        do {
+            let queue = try makeQueue(path: folder.databasePath, server: server)
+            id = try await queue.enqueue(method: "POST", url: server.url("/status/410").absoluteString).id
+            _ = try await queue.drain()
+            let dead = try #require(try await queue.entry(id))
+            #expect(dead.deadReason == .rejected && dead.lastError == "HTTP 410")
+        }
+        // What schema 3 wrote: the reason in front of the error, no column for it.
+        try await execute(folder.databasePath, """
+            UPDATE entry SET last_error = dead_reason || ': ' || last_error;
+            ALTER TABLE entry DROP COLUMN dead_reason;
+            DELETE FROM grdb_migrations WHERE identifier = 'v4-dead-reason';
+            PRAGMA user_version = 3
+            """)
+        let reader = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = true }
+        let read = try #require(try await reader.entry(id))
+        #expect(read.deadReason == .rejected, "read from the prefix, without migrating")
+        #expect(try await header(folder.databasePath).version == 3, "a read-only queue migrates nothing")
+        let migrated = try makeQueue(path: folder.databasePath, server: server)
+        let entry = try #require(try await migrated.entry(id))
+        #expect(entry.deadReason == .rejected)
+        #expect(entry.lastError == "HTTP 410")
+        #expect(try await header(folder.databasePath).version == 4)
         await server.shutdown()
     }
 

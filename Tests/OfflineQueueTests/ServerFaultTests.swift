@@ -85,7 +85,7 @@ struct ServerFaultTests {
         #expect(entry.state == .dead)
         #expect(entry.attempts == 3)
         #expect(keys.count == 3)
-        #expect(entry.lastError?.contains("attemptsExhausted") == true)
+        #expect(entry.deadReason == .attemptsExhausted)
     }
 
     @Test("400, 404 and 422 go to dead letters at once, with status and body excerpt", arguments: [400, 404, 422])

@@ -73,14 +73,13 @@ public enum NetworkError: Error, Sendable {
     /// The HTTP status of ``response``.
     public var status: HTTPResponse.Status? { response?.status }
 
-    /// Whether trying the same request again later may succeed: 408, 429, 5xx, transport
-    /// failures other than TLS and malformed responses, and being offline.
+    /// Whether trying the same request again later may succeed: a status that
+    /// ``StatusClassification/isRetryable(_:)`` names, transport failures other than TLS and
+    /// malformed responses, and being offline.
     public var isRetryable: Bool {
         switch self {
-        case .server:
-            true
-        case .client(let response):
-            response.status.code == 408 || response.status.code == 429
+        case .server(let response), .client(let response):
+            StatusClassification.isRetryable(response.status.code)
         case .transport(let failure):
             failure.kind != .tls && failure.kind != .invalidResponse
         case .offline:

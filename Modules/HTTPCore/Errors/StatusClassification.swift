@@ -23,4 +23,22 @@ public enum StatusClassification {
         default: .unacceptableStatus(response)
         }
     }
+
+    /// Whether a status is worth another try later: 408 Request Timeout, 425 Too Early, 429 Too
+    /// Many Requests, and every 5xx but 501 Not Implemented and 505 HTTP Version Not
+    /// Supported, which a server answers the same way every time.
+    ///
+    /// The one table of retryable statuses: ``NetworkError/isRetryable``, the default
+    /// ``RetryPolicy/retryableStatuses`` and the offline queue's lifecycle all read it.
+    public static func isRetryable(_ code: Int) -> Bool {
+        switch code {
+        case 408, 425, 429: true
+        case 501, 505: false
+        case 500..<600: true
+        default: false
+        }
+    }
+
+    /// ``isRetryable(_:)`` as a set of codes, for ``RetryPolicy/retryableStatuses``.
+    public static let retryableStatuses: Set<Int> = Set((100..<600).filter(isRetryable))
 }

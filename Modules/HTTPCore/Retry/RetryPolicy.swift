@@ -4,7 +4,8 @@ public import HTTPTypes
 /// When and how ``APIClient`` sends a request again.
 ///
 /// A response is retried when its method is retryable (idempotent methods by default), its
-/// status is retryable (408, 429, 500, 502, 503, 504 by default) and attempts remain; a
+/// status is retryable (by default, ``StatusClassification/isRetryable(_:)``: 408, 425, 429
+/// and 5xx but 501 and 505) and attempts remain; a
 /// transport failure is retried under the same conditions when ``NetworkError/isRetryable``.
 /// The wait is the larger of the backoff delay and the server's `Retry-After`, capped by
 /// ``maxRetryAfter``.
@@ -33,7 +34,7 @@ public struct RetryPolicy: Sendable {
         maxAttempts: Int,
         backoff: Backoff = Backoff(),
         retryableMethods: Set<HTTPRequest.Method> = RetryPolicy.idempotentMethods,
-        retryableStatuses: Set<Int> = [408, 429, 500, 502, 503, 504],
+        retryableStatuses: Set<Int> = StatusClassification.retryableStatuses,
         maxRetryAfter: Duration = .seconds(120),
         clock: RetryClock = .continuous,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }

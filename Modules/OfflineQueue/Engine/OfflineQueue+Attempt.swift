@@ -116,15 +116,15 @@ extension OfflineQueue {
             switch settlement.transition {
             case .deliver(let status):
                 broadcast.publish(.delivered(id: id, status: status))
-            case .retry(let delay, _, let waiting, _, let error, _):
-                if waiting {
+            case .retry(let retry):
+                if retry.waitingForNetwork {
                     broadcast.publish(.waitingForNetwork(id: id))
                 } else {
-                    let at = configuration.clock.now().wall.addingTimeInterval(delay.seconds)
-                    broadcast.publish(.willRetry(id: id, at: at, error: error))
+                    let at = configuration.clock.now().wall.addingTimeInterval(retry.after.seconds)
+                    broadcast.publish(.willRetry(id: id, at: at, error: retry.error))
                 }
-            case .deadLetter(let reason, _, let error, _):
-                broadcast.publish(.deadLettered(id: id, reason: reason, error: error))
+            case .deadLetter(let dead):
+                broadcast.publish(.deadLettered(id: id, reason: dead.reason, error: dead.error))
             case .release:
                 broadcast.publish(.released(id: id))
             }

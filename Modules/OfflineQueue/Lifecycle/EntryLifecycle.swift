@@ -19,16 +19,59 @@ public enum AttemptOutcome: Sendable, Hashable {
     case interrupted
 }
 
-/// What happens to an entry next. Produced by ``EntryLifecycle``; applied by the store.
+/// What happens to an entry next. Produced by ``EntryLifecycle``; applied by the store as it
+/// is: the store infers nothing.
 public enum Transition: Sendable, Hashable {
-    /// Mark delivered.
+    /// Mark delivered (the attempt counts).
     case deliver(status: Int)
-    /// Back to pending, due again after `after`; `consumesAttempt` says whether the attempt counted.
-    case retry(after: Duration, consumesAttempt: Bool, waitingForNetwork: Bool, status: Int?, error: String, excerpt: String?)
+    /// Back to pending, due again later.
+    case retry(Retry)
     /// Give up.
-    case deadLetter(DeadReason, status: Int?, error: String, excerpt: String?)
+    case deadLetter(DeadLetter)
     /// Back to pending, due now, nothing counted (the drainer stopped).
     case release
+
+    /// A failed attempt tried again later.
+    public struct Retry: Sendable, Hashable {
+        /// The wait before the entry is due again.
+        public var after: Duration
+        /// Whether the attempt counts against the budget (not when the network was gone).
+        public var consumesAttempt: Bool
+        /// Whether the entry waits for the network to come back (then it is due at once).
+        public var waitingForNetwork: Bool
+        /// The status the server answered, if it answered.
+        public var status: Int?
+        public var error: String
+        /// The start of the error response's body, secrets redacted.
+        public var excerpt: String?
+
+        public init(after: Duration, consumesAttempt: Bool = true, waitingForNetwork: Bool = false, status: Int? = nil, error: String, excerpt: String? = nil) {
+            self.after = after
+            self.consumesAttempt = consumesAttempt
+            self.waitingForNetwork = waitingForNetwork
+            self.status = status
+            self.error = error
+            self.excerpt = excerpt
+        }
+    }
+
+    /// An entry given up on.
+    public struct DeadLetter: Sendable, Hashable {
+        public var reason: DeadReason
+        /// Whether this ends an attempt that counts (not for an entry that expired unsent).
+        public var consumesAttempt: Bool
+        public var status: Int?
+        public var error: String
+        public var excerpt: String?
+
+        public init(_ reason: DeadReason, consumesAttempt: Bool = true, status: Int? = nil, error: String, excerpt: String? = nil) {
+            self.reason = reason
+            self.consumesAttempt = consumesAttempt
+            self.status = status
+            self.error = error
+            self.excerpt = excerpt
+        }
+    }
 }
 
 /// Why an entry went to dead letters.
@@ -61,7 +104,7 @@ public enum EntryLifecycle {
     /// sent: checked before sending, so an expired entry is never sent.
     public static func admit(age: Duration, policy: DeliveryPolicy) -> Transition? {
         guard let maxAge = policy.maxAge, age >= maxAge else { return nil }
-        return .deadLetter(.expired, status: nil, error: "\(expiredMessage(maxAge)); not sent", excerpt: nil)
+        return .deadLetter(.init(.expired, consumesAttempt: false, error: "\(expiredMessage(maxAge)); not sent"))
     }
 
     /// The next step after an attempt.
@@ -85,30 +128,32 @@ public enum EntryLifecycle {
             return .release
 
         case .invalid(let message):
-            return .deadLetter(.unsendable, status: nil, error: message, excerpt: nil)
+            return .deadLetter(.init(.unsendable, error: message))
 
         case .networkGone(let message):
             if let expired = admit(age: age, policy: policy) { return expired }
-            return .retry(after: policy.networkRecheck, consumesAttempt: false, waitingForNetwork: true, status: nil, error: message, excerpt: nil)
+            return .retry(.init(after: policy.networkRecheck, consumesAttempt: false, waitingForNetwork: true, error: message))
 
         case .rejected(let status, let retryAfter, let excerpt):
             let error = "HTTP \(status)"
             guard isRetryable(status: status) else {
-                return .deadLetter(.rejected, status: status, error: error, excerpt: excerpt)
+                return .deadLetter(.init(.rejected, status: status, error: error, excerpt: excerpt))
             }
             return retryOrGiveUp(attempts: attempts, age: age, policy: policy, unitRandom: unitRandom,
                                  retryAfter: retryAfter, status: status, error: error, excerpt: excerpt)
 
         case .failed(let message, let retryable):
-            guard retryable else { return .deadLetter(.unsendable, status: nil, error: message, excerpt: nil) }
+            guard retryable else { return .deadLetter(.init(.unsendable, error: message)) }
             return retryOrGiveUp(attempts: attempts, age: age, policy: policy, unitRandom: unitRandom,
                                  retryAfter: nil, status: nil, error: message, excerpt: nil)
         }
     }
 
-    /// 408, 429 and every 5xx are worth another try; other statuses are the server's final word.
+    /// Whether `status` is worth another try: HTTPCore's one table,
+    /// ``StatusClassification/isRetryable(_:)`` (408, 425, 429, and 5xx but 501 and 505); other
+    /// statuses are the server's final word.
     public static func isRetryable(status: Int) -> Bool {
-        status == 408 || status == 429 || (500..<600).contains(status)
+        StatusClassification.isRetryable(status)
     }
 
     /// The wait before retry number `counted`: the backoff, or the server's `Retry-After` when
@@ -126,13 +171,13 @@ public enum EntryLifecycle {
     ) -> Transition {
         let counted = attempts + 1
         if let maxAttempts = policy.maxAttempts, counted >= maxAttempts {
-            return .deadLetter(.attemptsExhausted, status: status, error: "\(error); gave up after \(counted) attempts", excerpt: excerpt)
+            return .deadLetter(.init(.attemptsExhausted, status: status, error: "\(error); gave up after \(counted) attempts", excerpt: excerpt))
         }
         if let maxAge = policy.maxAge, age >= maxAge {
-            return .deadLetter(.expired, status: status, error: "\(error); \(expiredMessage(maxAge))", excerpt: excerpt)
+            return .deadLetter(.init(.expired, status: status, error: "\(error); \(expiredMessage(maxAge))", excerpt: excerpt))
         }
         let delay = retryDelay(counted: counted, retryAfter: retryAfter, policy: policy, unitRandom: unitRandom)
-        return .retry(after: delay, consumesAttempt: true, waitingForNetwork: false, status: status, error: error, excerpt: excerpt)
+        return .retry(.init(after: delay, status: status, error: error, excerpt: excerpt))
     }
 
     private static func expiredMessage(_ maxAge: Duration) -> String {

@@ -33,8 +33,8 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     mutating func count(_ transition: Transition) {
         switch transition {
         case .deliver: delivered += 1
-        case .retry(_, _, let waitingForNetwork, _, _, _):
-            if waitingForNetwork { self.waitingForNetwork += 1 } else { failed += 1 }
+        case .retry(let retry):
+            if retry.waitingForNetwork { waitingForNetwork += 1 } else { failed += 1 }
         case .deadLetter: dead += 1
         case .release: released += 1
         }

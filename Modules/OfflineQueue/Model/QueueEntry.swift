@@ -73,6 +73,8 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     /// When the current budget started on the boot clock (see ``QueueTime``); what the age
     /// limit measures from.
     package var budgetUptime: Double = 0
+    /// Why the entry is dead; `nil` unless it is.
+    public var deadReason: DeadReason? = nil
 }
 
 /// One header field as stored.

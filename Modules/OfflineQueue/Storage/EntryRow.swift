@@ -86,7 +86,15 @@ extension QueueEntry {
             lastStatus: row[23],
             lastError: row[24],
             responseExcerpt: row[25],
-            budgetUptime: row[26]
+            budgetUptime: row[26],
+            deadReason: (row[27] as String?).flatMap(DeadReason.init(rawValue:)) ?? Self.legacyDeadReason(state: stateText, lastError: row[24])
         )
+    }
+
+    /// The reason a dead row of schema 3 or older, read without migrating it, kept as the
+    /// prefix of its last error (`expired: older than …`).
+    private static func legacyDeadReason(state: String, lastError: String?) -> DeadReason? {
+        guard state == EntryState.dead.rawValue, let lastError, let colon = lastError.range(of: ": ") else { return nil }
+        return DeadReason(rawValue: String(lastError[..<colon.lowerBound]))
     }
 }

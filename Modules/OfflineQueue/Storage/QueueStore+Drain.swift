@@ -169,23 +169,25 @@ extension QueueStore {
             switch settlement.transition {
             case .deliver:
                 continue   // recorded above
-            case .retry(let delay, let consumes, let waiting, let status, let error, let excerpt):
+            case .retry(let retry):
                 sql = """
                     UPDATE entry SET state = 'pending', attempts = attempts + ?, next_attempt_at = ?, due_uptime = ?,
                         waiting_network = ?, last_status = ?, last_error = ?, response_excerpt = ?,
                         lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL
                     WHERE id = ? AND state = 'inflight' AND lease_owner = ?
                     """
-                arguments = [consumes ? 1 : 0, wall + delay.seconds, now.uptime + delay.seconds, waiting, status, error, excerpt, settlement.id, owner]
-            case .deadLetter(let reason, let status, let error, let excerpt):
+                arguments = [
+                    retry.consumesAttempt ? 1 : 0, wall + retry.after.seconds, now.uptime + retry.after.seconds, retry.waitingForNetwork,
+                    retry.status, retry.error, retry.excerpt, settlement.id, owner,
+                ]
+            case .deadLetter(let dead):
                 sql = """
                     UPDATE entry SET state = 'dead', attempts = attempts + ?, finished_at = ?, last_status = ?,
-                        last_error = ?, response_excerpt = ?, waiting_network = 0,
+                        dead_reason = ?, last_error = ?, response_excerpt = ?, waiting_network = 0,
                         lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL
                     WHERE id = ? AND state = 'inflight' AND lease_owner = ?
                     """
-                let counted = reason == .expired && status == nil ? 0 : 1
-                arguments = [counted, wall, status, "\(reason.rawValue): \(error)", excerpt, settlement.id, owner]
+                arguments = [dead.consumesAttempt ? 1 : 0, wall, dead.status, dead.reason.rawValue, dead.error, dead.excerpt, settlement.id, owner]
             case .release:
                 sql = """
                     UPDATE entry SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL

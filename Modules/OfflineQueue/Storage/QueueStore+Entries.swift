@@ -118,13 +118,13 @@ extension QueueStore {
 
     func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Schema.entryColumns) FROM entry WHERE id = ?", arguments: [id]).map(QueueEntry.init(row:))
+            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM entry WHERE id = ?", arguments: [id]).map(QueueEntry.init(row:))
         }
     }
 
     func entry(idempotencyKey key: String) async throws(QueueError) -> QueueEntry? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Schema.entryColumns) FROM entry WHERE idempotency_key = ?", arguments: [key]).map(QueueEntry.init(row:))
+            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM entry WHERE idempotency_key = ?", arguments: [key]).map(QueueEntry.init(row:))
         }
     }
 
@@ -147,7 +147,7 @@ extension QueueStore {
             }
             let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
             _ = arguments.append(contentsOf: [max(0, filter.limit)])
-            return try Row.fetchAll(db, sql: "SELECT \(Schema.entryColumns) FROM entry \(whereClause) ORDER BY id LIMIT ?", arguments: arguments)
+            return try Row.fetchAll(db, sql: "SELECT \(self.entryColumns) FROM entry \(whereClause) ORDER BY id LIMIT ?", arguments: arguments)
                 .map(QueueEntry.init(row:))
         }
     }

@@ -34,6 +34,9 @@ final class QueueStore: Sendable {
     /// A `DatabasePool` when writing; one read-only `DatabaseQueue` when reading only, since a
     /// pool would set up WAL, which a reader without write access cannot do.
     let pool: any DatabaseWriter
+    /// The columns read into a ``QueueEntry``: ``Schema/entryColumns``, or, for an older file
+    /// opened read-only (which cannot migrate), the same with what it lacks read as `NULL`.
+    let entryColumns: String
 
     /// Opens (and, when `create` is set, creates) the database at `path`; with `readOnly`,
     /// opens an existing one for reading only.
@@ -49,9 +52,12 @@ final class QueueStore: Sendable {
         if !exists && (readOnly || !create) { throw .databaseMissing(path: path) }
         try bodies.checkFolder()
         if readOnly {
-            pool = try Self.openReadOnly(path)
+            let (reader, version) = try Self.openReadOnly(path)
+            pool = reader
+            entryColumns = Schema.entryColumns(readingVersion: version)
             return
         }
+        entryColumns = Schema.entryColumns
         if !exists {
             let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if fd < 0 && errno != EEXIST { throw BodyStore.error(errno, path: path) }
@@ -115,7 +121,7 @@ final class QueueStore: Sendable {
 
     /// Opens `path` for reading only, for a queue that never writes; refuses what
     /// ``inspect(_:)`` refuses, and a file too old to read without migrating it.
-    private static func openReadOnly(_ path: String) throws(QueueError) -> DatabaseQueue {
+    private static func openReadOnly(_ path: String) throws(QueueError) -> (DatabaseQueue, version: Int) {
         let reader = try connectReadOnly(path)
         let version = try check(reader, path: path)
         guard version >= Schema.oldestReadOnlyVersion else {
@@ -128,7 +134,7 @@ final class QueueStore: Sendable {
         } catch {
             throw map(error, path: path, opening: true)
         }
-        return reader
+        return (reader, version)
     }
 
     /// Refuses a file that is not Courier's, or is newer; returns its schema version.

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The queue's schema, as named, append-only migrations.
@@ -6,7 +7,7 @@ import GRDB
 /// `user_version` is above ``version`` was written by a newer Courier and is refused.
 enum Schema {
     /// The schema version this code writes and understands (`PRAGMA user_version`).
-    static let version = 3
+    static let version = 4
 
     /// `PRAGMA application_id` of every Courier queue file: the ASCII bytes `CRIQ` ("Courier
     /// queue"), so `file(1)` and Courier itself can tell a queue from any other SQLite file.
@@ -102,6 +103,20 @@ enum Schema {
             try db.execute(sql: "PRAGMA application_id = \(applicationID)")
             try db.execute(sql: "PRAGMA user_version = 3")
         }
+        migrator.registerMigration("v4-dead-reason") { db in
+            // Why an entry is dead becomes a column of its own. Before, it was the prefix of
+            // `last_error` ("expired: older than …"): rows of earlier versions are split.
+            try db.execute(sql: """
+                ALTER TABLE entry ADD COLUMN dead_reason TEXT
+                    CHECK (dead_reason IN ('rejected', 'attemptsExhausted', 'expired', 'unsendable'));
+                UPDATE entry SET
+                    dead_reason = substr(last_error, 1, instr(last_error, ': ') - 1),
+                    last_error = substr(last_error, instr(last_error, ': ') + 2)
+                WHERE state = 'dead'
+                    AND substr(last_error, 1, instr(last_error, ': ') - 1) IN ('rejected', 'attemptsExhausted', 'expired', 'unsendable');
+                PRAGMA user_version = 4;
+                """)
+        }
         return migrator
     }
 
@@ -110,6 +125,12 @@ enum Schema {
         id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
         priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, last_attempt_at,
         finished_at, waiting_network, lease_owner, lease_expires_at, last_status, last_error, response_excerpt,
-        budget_uptime
+        budget_uptime, dead_reason
         """
+
+    /// ``entryColumns`` for a file of schema `version` read as it is: the columns later
+    /// migrations add read as `NULL`.
+    static func entryColumns(readingVersion version: Int) -> String {
+        version >= 4 ? entryColumns : entryColumns.replacingOccurrences(of: "dead_reason", with: "NULL AS dead_reason")
+    }
 }

@@ -111,6 +111,7 @@ enum Output {
         object["finished_at"] = timestamp(entry.finishedAt)
         object["waiting_for_network"] = entry.waitingForNetwork
         object["lease_expires_at"] = timestamp(entry.leaseExpiresAt)
+        object["dead_reason"] = entry.deadReason.map { $0.rawValue as Any } ?? NSNull()
         object["last_error"] = entry.lastError.map { $0 as Any } ?? NSNull()
         object["response_excerpt"] = entry.responseExcerpt.map { $0 as Any } ?? NSNull()
         object["body"] = body(entry, bodyFolder: bodyFolder)
