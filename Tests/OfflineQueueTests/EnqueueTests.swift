@@ -164,6 +164,31 @@ struct EnqueueTests {
         await server.shutdown()
     }
 
+    @Test("a replay is the stored request itself: the row's headers over the client's defaults, the body's length, the key; a prepared request is stored typed until its text is changed")
+    func replayIsTheStoredRequest() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        var clientConfiguration = ClientConfiguration(baseURL: server.baseURL)
+        clientConfiguration.defaultHeaders = [.accept: "application/json", .userAgent: "courier-test"]
+        let client = APIClient(configuration: clientConfiguration, transport: sharedTransport)
+        let queue = try OfflineQueue(configuration: QueueConfiguration(path: folder.databasePath), client: client)
+        let text = try await queue.enqueue(method: "PUT", url: server.url("/echo?n=1").absoluteString,
+                                           headers: [("Accept", "text/plain")], body: .data(Data("12345".utf8)))
+        try await drainUntilSettled(queue)
+        let seen = try #require(server.requests.first { $0.queryValue("n") == "1" })
+        #expect(seen.values(of: "Accept") == ["text/plain"], "the row's field replaces the default")
+        #expect(seen.values(of: "User-Agent") == ["courier-test"], "a default the row does not set is added")
+        #expect(seen.values(of: "Content-Length") == ["5"])
+        #expect(seen.values(of: "Idempotency-Key") == [text.idempotencyKey])
+
+        var prepared = QueuedRequest(try client.request(for: Request<Data>.post("/echo?n=2")))
+        #expect(try await queue.enqueue([prepared]).count == 1)
+        prepared.url = "not a url"
+        await #expect(throws: QueueError.self) { try await queue.enqueue([prepared]) }
+        await server.shutdown()
+    }
+
     @Test("bad requests are refused at enqueue and store nothing")
     func invalidRequests() async throws {
         let folder = try TempFolder()

@@ -1,5 +1,5 @@
-import Foundation
-import HTTPTypes
+package import Foundation
+package import HTTPTypes
 
 extension APIClient {
     /// The endpoint as this client builds it, before any plugin or interceptor runs: base URL,
@@ -15,12 +15,7 @@ extension APIClient {
 
     /// The endpoint as a request: URL, query, headers, body and timeout.
     func makeRequest(_ endpoint: some Endpoint, bodyOverride: RequestBody?) throws(NetworkError) -> PreparedRequest {
-        var headers = configuration.defaultHeaders
-        for field in endpoint.headers {
-            headers[fields: field.name] = []
-        }
-        headers.append(contentsOf: endpoint.headers)
-        var draft = RequestDraft(method: endpoint.method, url: try url(for: endpoint), headers: headers)
+        var draft = RequestDraft(method: endpoint.method, url: try url(for: endpoint), headers: withDefaults(endpoint.headers))
         draft.appendQuery(endpoint.query)
         try endpoint.body.apply(to: &draft, context: EncodingContext(jsonEncoder: configuration.encoder))
         if let bodyOverride { draft.body = bodyOverride }
@@ -28,11 +23,20 @@ extension APIClient {
         guard url.host != nil, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw .invalidRequest(.malformedURL(url.absoluteString))
         }
-        var head = HTTPRequest(method: draft.method, url: url, headerFields: draft.headers)
-        if let length = draft.body?.length, head.headerFields[.contentLength] == nil, length > 0 || draft.method.allowsBody {
-            head.headerFields[.contentLength] = String(length)
+        return PreparedRequest(
+            method: draft.method, url: url, headers: draft.headers, body: draft.body,
+            timeout: endpoint.timeout ?? configuration.timeout, credentialFields: draft.credentialFields
+        )
+    }
+
+    /// The client's default headers, then `headers`, which replace defaults of the same name.
+    package func withDefaults(_ headers: HTTPFields) -> HTTPFields {
+        var merged = configuration.defaultHeaders
+        for field in headers {
+            merged[fields: field.name] = []
         }
-        return PreparedRequest(head: head, body: draft.body, timeout: endpoint.timeout ?? configuration.timeout, credentialFields: draft.credentialFields)
+        merged.append(contentsOf: headers)
+        return merged
     }
 
     /// The endpoint's URL without its query items: an absolute path as it is, otherwise the
@@ -100,4 +104,19 @@ extension APIClient {
 extension HTTPRequest.Method {
     /// Whether requests with this method normally carry a body (and so a `Content-Length: 0`).
     var allowsBody: Bool { self == .post || self == .put || self == .patch }
+}
+
+extension PreparedRequest {
+    /// A request as the client builds one: `Content-Length` from a body of known length (and
+    /// 0 for an empty body of a method that carries one) unless the headers set it.
+    package init(
+        method: HTTPRequest.Method, url: URL, headers: HTTPFields, body: RequestBody?, timeout: Duration,
+        credentialFields: Set<HTTPField.Name> = []
+    ) {
+        var head = HTTPRequest(method: method, url: url, headerFields: headers)
+        if let length = body?.length, head.headerFields[.contentLength] == nil, length > 0 || method.allowsBody {
+            head.headerFields[.contentLength] = String(length)
+        }
+        self.init(head: head, body: body, timeout: timeout, credentialFields: credentialFields)
+    }
 }

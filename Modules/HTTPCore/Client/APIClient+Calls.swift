@@ -8,7 +8,7 @@ extension APIClient {
         try await perform(endpoint, read: Self.dropBody)
     }
 
-    private static func dropBody(_ raw: TransportResponse, _ request: HTTPRequest) async throws -> (value: Void, bodyForPlugins: Data, bytes: Int) {
+    static func dropBody(_ raw: TransportResponse, _ request: HTTPRequest) async throws -> (value: Void, bodyForPlugins: Data, bytes: Int) {
         var bytes = 0
         for try await chunk in raw.body { bytes += chunk.count }
         return ((), Data(), bytes)

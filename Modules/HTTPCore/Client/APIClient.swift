@@ -47,19 +47,44 @@ public final class APIClient: Sendable {
         bodyOverride: RequestBody? = nil,
         read: (TransportResponse, HTTPRequest) async throws -> (value: Result, bodyForPlugins: Data, bytes: Int)
     ) async throws(NetworkError) -> Response<Result> {
+        try await perform(
+            name: endpoint.name, scopes: endpoint.scopes, validation: endpoint.validation,
+            build: { () throws(NetworkError) in try makeRequest(endpoint, bodyOverride: bodyOverride) }, read: read
+        )
+    }
+
+    /// Sends a request built elsewhere (the offline queue's replay of a stored request) as a
+    /// call named `name` in `scopes`: the plugins of those scopes prepare it again and see the
+    /// result; interceptors, retries, redirects and `validation` apply as for an endpoint. The
+    /// body is dropped.
+    @discardableResult
+    package func send(
+        _ request: PreparedRequest, name: String, scopes: Set<PluginScope>, validation: StatusValidation = .successful
+    ) async throws(NetworkError) -> Response<Void> {
+        try await perform(name: name, scopes: scopes, validation: validation, build: { () throws(NetworkError) in request }, read: Self.dropBody)
+    }
+
+    /// One call from a request `build` makes: see the order of work above.
+    private func perform<Result>(
+        name: String,
+        scopes: Set<PluginScope>,
+        validation: StatusValidation,
+        build: () throws(NetworkError) -> PreparedRequest,
+        read: (TransportResponse, HTTPRequest) async throws -> (value: Result, bodyForPlugins: Data, bytes: Int)
+    ) async throws(NetworkError) -> Response<Result> {
         let started = ContinuousClock.now
-        let context = CallContext(endpointName: endpoint.name, scopes: endpoint.scopes, startedAt: started)
-        let plugins = configuration.plugins.filter { $0.scope.applies(to: endpoint.scopes) }
+        let context = CallContext(endpointName: name, scopes: scopes, startedAt: started)
+        let plugins = configuration.plugins.filter { $0.scope.applies(to: scopes) }
         let hops = HopRecorder()
         var attempts = 0
         var prepared: PreparedRequest?
         do {
-            var request = try makeRequest(endpoint, bodyOverride: bodyOverride)
+            var request = try build()
             for plugin in plugins { request = try await plugin.prepare(request, context: context) }
             prepared = request
             let raw = try await sendWithRetries(request, context: context, plugins: plugins, attempts: &attempts, hops: hops)
             let finalRequest = hops.lastRequest ?? request.head
-            guard endpoint.validation.accepts(raw.head.status.code) else {
+            guard validation.accepts(raw.head.status.code) else {
                 let excerpt = try await raw.body.collectPrefix(configuration.maxErrorBodySize)
                 let metrics = ResponseMetrics(duration: .now - started, attempts: attempts, redirects: hops.count, bytesReceived: excerpt.count)
                 throw StatusClassification.error(for: Response(status: raw.head.status, headers: raw.head.headerFields, body: excerpt, request: finalRequest, metrics: metrics))

@@ -34,22 +34,22 @@ extension OfflineQueue {
         if EntryLifecycle.admit(age: age, policy: configuration.policy) != nil {
             return .invalid(message: "expired")
         }
-        let endpoint: ReplayEndpoint
+        let replay: ReplayRequest
         do {
-            endpoint = try ReplayEndpoint(entry: entry, queue: self)
+            replay = try ReplayRequest(entry: entry, queue: self)
         } catch {
             // A template not allowed for the entry's origin lands here: nothing is sent.
             return .invalid(message: "\(error)")
         }
         do {
-            let response = try await client.send(endpoint)
+            let response = try await client.send(replay.request, name: entry.name, scopes: Set(entry.scopes.map { PluginScope($0) }))
             return .delivered(status: response.status.code)
         } catch .cancelled where !Task.isCancelled {
             // Nobody cancelled the drain: a plugin or transport gave up by itself. Counted and
             // backed off like any failure, so it cannot turn into a loop of instant retries.
             return .failed(message: "cancelled, though the drain was not", retryable: true)
         } catch {
-            return classify(error, secrets: endpoint.secrets)
+            return classify(error, secrets: replay.secrets)
         }
     }
 

@@ -176,7 +176,9 @@ public final class OfflineQueue: Sendable {
         return .file(name: name, length: length)
     }
 
-    private func validate(_ request: QueuedRequest) throws(QueueError) -> NewEntry {
+    /// A request given as text (`sync enqueue`, ``enqueue(method:url:headers:body:options:)``)
+    /// parsed and validated, once.
+    private static func parse(_ request: QueuedRequest) throws(QueueError) -> (method: String, url: URL, fields: [HTTPField]) {
         guard HTTPRequest.Method(request.method) != nil else {
             throw .invalidRequest("\(request.method.debugDescription) is not an HTTP method")
         }
@@ -184,11 +186,29 @@ public final class OfflineQueue: Sendable {
               let host = url.host, !host.isEmpty else {
             throw .invalidRequest("\(request.url.debugDescription) is not an absolute http or https URL")
         }
-        var headers: [StoredHeader] = []
-        var key = request.options.idempotencyKey
+        var fields: [HTTPField] = []
+        fields.reserveCapacity(request.headers.count)
         for (name, value) in request.headers {
             guard let fieldName = HTTPField.Name(name) else { throw .invalidRequest("\(name.debugDescription) is not a header name") }
             guard HTTPField.isValidValue(value) else { throw .invalidRequest("the value of header \(name) is not valid") }
+            fields.append(HTTPField(name: fieldName, value: value))
+        }
+        return (request.method, url, fields)
+    }
+
+    private func validate(_ request: QueuedRequest) throws(QueueError) -> NewEntry {
+        // A prepared request is typed already: it is stored as it is, not parsed again.
+        let (method, url, fields): (String, URL, [HTTPField])
+        if let prepared = request.prepared {
+            guard let preparedURL = prepared.url else { throw .invalidRequest("the prepared request has no URL") }
+            (method, url, fields) = (prepared.head.method.rawValue, preparedURL, Array(prepared.head.headerFields))
+        } else {
+            (method, url, fields) = try Self.parse(request)
+        }
+        var headers: [StoredHeader] = []
+        var key = request.options.idempotencyKey
+        for field in fields {
+            let (fieldName, name, value) = (field.name, field.name.rawName, field.value)
             if fieldName == configuration.idempotencyHeader {
                 key = key ?? value
                 continue
@@ -210,12 +230,12 @@ public final class OfflineQueue: Sendable {
         try checkTimes(request)
         return NewEntry(
             idempotencyKey: key ?? UUID().uuidString.lowercased(),
-            method: request.method,
+            method: method,
             url: url.absoluteString,
             headers: headers,
             body: nil,
             scopes: request.scopes,
-            name: request.name ?? "\(request.method) \(url.path)",
+            name: request.name ?? "\(method) \(url.path)",
             group: request.options.group,
             priority: request.options.priority,
             timeout: request.timeout,
@@ -315,14 +335,18 @@ public final class OfflineQueue: Sendable {
 
 /// One request for ``OfflineQueue/enqueue(_:)``, in stored form.
 public struct QueuedRequest: Sendable {
-    public var method: String
-    public var url: String
-    public var headers: [(name: String, value: String)]
+    // Changing the method, the URL or the headers makes the request text again, validated as
+    // text; a prepared request is stored as it is.
+    public var method: String { didSet { prepared = nil } }
+    public var url: String { didSet { prepared = nil } }
+    public var headers: [(name: String, value: String)] { didSet { prepared = nil } }
     public var body: RequestBody?
     public var scopes: [String]
     public var name: String?
     public var timeout: Duration?
     public var options: EnqueueOptions
+    /// The typed request this was made from, stored as it is without parsing its text forms.
+    private(set) var prepared: PreparedRequest?
 
     public init(
         method: String, url: String, headers: [(name: String, value: String)] = [], body: RequestBody? = nil,
@@ -336,20 +360,20 @@ public struct QueuedRequest: Sendable {
         self.name = name
         self.timeout = timeout
         self.options = options
+        self.prepared = nil
     }
 
     /// A prepared request (from ``HTTPCore/APIClient/request(for:)``) in stored form.
     public init(_ request: PreparedRequest, scopes: [String] = [], name: String? = nil, options: EnqueueOptions = EnqueueOptions()) {
-        self.init(
-            method: request.head.method.rawValue,
-            url: request.url?.absoluteString ?? "",
-            headers: request.head.headerFields.map { ($0.name.rawName, $0.value) },
-            body: request.body,
-            scopes: scopes,
-            name: name,
-            timeout: request.timeout,
-            options: options
-        )
+        method = request.head.method.rawValue
+        url = request.url?.absoluteString ?? ""
+        headers = request.head.headerFields.map { ($0.name.rawName, $0.value) }
+        body = request.body
+        self.scopes = scopes
+        self.name = name
+        timeout = request.timeout
+        self.options = options
+        prepared = request
     }
 }
 

@@ -1,0 +1,48 @@
+import Foundation
+import HTTPCore
+import HTTPTypes
+
+/// A stored entry rebuilt as the request the client sends, at each attempt: the row's typed
+/// parts (method, URL, headers, body, timeout) with the client's default headers for names the
+/// row does not set, the idempotency key, and the templates resolved for the entry's origin.
+/// No endpoint and no second trip through the client's request building: the client's
+/// replay entry point runs the plugins of the entry's scopes, its interceptors, redirects and
+/// validation on this request.
+struct ReplayRequest {
+    let request: PreparedRequest
+    /// The values of resolved templates and credential fields, kept out of stored excerpts.
+    let secrets: SecretScrubber
+
+    /// - Throws: ``QueueError/invalidRequest(_:)`` for a row that is not a request, or a
+    ///   ``TemplateError`` for a template not allowed for the entry's origin.
+    init(entry: QueueEntry, queue: OfflineQueue) throws {
+        guard let method = HTTPRequest.Method(entry.method) else { throw QueueError.invalidRequest("stored method \(entry.method) is invalid") }
+        guard let url = URL(string: entry.url), url.host != nil else { throw QueueError.invalidRequest("stored URL \(entry.url) is invalid") }
+        let origin = Origin(url)
+        var headers = HTTPFields()
+        var credentials: Set<HTTPField.Name> = []
+        var secrets = SecretScrubber()
+        for header in entry.headers {
+            guard let name = HTTPField.Name(header.name) else { throw QueueError.invalidRequest("stored header \(header.name) is invalid") }
+            let value = try queue.configuration.templates.resolve(header.value, for: origin)
+            if value != header.value || queue.configuration.secretHeaders.contains(name) {
+                // A resolved template is a credential wherever it sits: dropped when a redirect
+                // leaves the origin, and never stored in an excerpt.
+                credentials.insert(name)
+                secrets.add(value)
+            }
+            headers.append(HTTPField(name: name, value: value))
+        }
+        headers[queue.configuration.idempotencyHeader] = entry.idempotencyKey
+        let body: RequestBody? = switch entry.body {
+        case .inline(let data): .data(data)
+        case .file(let name, _): try RequestBody.file(queue.store.bodies.url(for: name))
+        case nil: nil
+        }
+        self.secrets = secrets
+        request = PreparedRequest(
+            method: method, url: url, headers: queue.client.withDefaults(headers), body: body,
+            timeout: entry.timeout ?? queue.client.configuration.timeout, credentialFields: credentials
+        )
+    }
+}
