@@ -65,7 +65,7 @@ extension OfflineQueue {
         await withTaskGroup(of: DrainEvent.self) { group in
             group.addTask { await control.stopRequested(); return .stop }
             if let monitor { group.addTask { await Self.change(of: monitor, from: online) } }
-            var timer: Duration?   // the deadline of the earliest timer running
+            var timers: [Duration] = []   // the deadlines of the timers running
             while true {
                 if Task.isCancelled { machine.stop() }
                 switch machine.next(at: elapsed()) {
@@ -89,8 +89,9 @@ extension OfflineQueue {
                         machine.renewed(ids, at: elapsed())
                     } catch { machine.failed(error) }
                 case .wait(let deadline):
-                    if let deadline, timer.map({ deadline < $0 }) ?? true {
-                        timer = deadline
+                    // A timer due at or before the deadline wakes the loop in time: no second one.
+                    if let deadline, !timers.contains(where: { $0 <= deadline }) {
+                        timers.append(deadline)
                         group.addTask {
                             await clock.sleep(started.uptime + deadline.seconds)
                             return .tick(deadline)
@@ -103,7 +104,7 @@ extension OfflineQueue {
                     case .network(let online)?:
                         machine.network(online: online)
                         if let monitor { group.addTask { await Self.change(of: monitor, from: online) } }
-                    case .tick(let deadline)?: if timer == deadline { timer = nil }
+                    case .tick(let deadline)?: timers.removeAll { $0 == deadline }
                     case .monitorEnded?, nil: break
                     }
                 case .finish:
