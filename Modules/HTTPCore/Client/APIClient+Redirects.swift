@@ -9,16 +9,18 @@ extension APIClient {
     /// method and body. When a hop leaves the origin (scheme, host, effective port), every
     /// credential field is dropped; a hop from `https` to `http` is refused unless the
     /// configuration allows it (curl CVE-2022-27776 is this class of leak).
-    func exchange(_ request: PreparedRequest, context: CallContext, plugins: [any Plugin], hops: HopRecorder) async throws -> TransportResponse {
+    /// The response carries the last hop's request and the number of redirects followed.
+    func exchange(_ request: PreparedRequest, context: CallContext, plugins: [any Plugin]) async throws -> TransportResponse {
         var current = request
         var count = 0
         while true {
             for plugin in plugins { await plugin.willSend(current, context: context) }
             if Task.isCancelled { throw NetworkError.cancelled }
-            let response = try await transport.send(current.head, body: current.body, timeout: current.timeout)
+            var response = try await transport.send(current.head, body: current.body, timeout: current.timeout)
             guard configuration.maxRedirects > 0,
                   let next = try redirect(from: current, response: response.head) else {
-                hops.record(count: count, request: current.head)
+                response.request = current.head
+                response.redirects = count
                 return response
             }
             await response.body.discard()

@@ -75,22 +75,21 @@ public final class APIClient: Sendable {
         let started = ContinuousClock.now
         let context = CallContext(endpointName: name, scopes: scopes, startedAt: started)
         let plugins = configuration.plugins.filter { $0.scope.applies(to: scopes) }
-        let hops = HopRecorder()
         var attempts = 0
         var prepared: PreparedRequest?
         do {
             var request = try build()
             for plugin in plugins { request = try await plugin.prepare(request, context: context) }
             prepared = request
-            let raw = try await sendWithRetries(request, context: context, plugins: plugins, attempts: &attempts, hops: hops)
-            let finalRequest = hops.lastRequest ?? request.head
+            let raw = try await sendWithRetries(request, context: context, plugins: plugins, attempts: &attempts)
+            let finalRequest = raw.request ?? request.head
             guard validation.accepts(raw.head.status.code) else {
                 let excerpt = try await raw.body.collectPrefix(configuration.maxErrorBodySize)
-                let metrics = ResponseMetrics(duration: .now - started, attempts: attempts, redirects: hops.count, bytesReceived: excerpt.count)
+                let metrics = ResponseMetrics(duration: .now - started, attempts: attempts, redirects: raw.redirects, bytesReceived: excerpt.count)
                 throw StatusClassification.error(for: Response(status: raw.head.status, headers: raw.head.headerFields, body: excerpt, request: finalRequest, metrics: metrics))
             }
             let result = try await read(raw, finalRequest)
-            let metrics = ResponseMetrics(duration: .now - started, attempts: attempts, redirects: hops.count, bytesReceived: result.bytes)
+            let metrics = ResponseMetrics(duration: .now - started, attempts: attempts, redirects: raw.redirects, bytesReceived: result.bytes)
             let response = Response(status: raw.head.status, headers: raw.head.headerFields, body: result.value, request: finalRequest, metrics: metrics)
             if !plugins.isEmpty {
                 let seen = response.map { _ in result.bodyForPlugins }
@@ -110,8 +109,7 @@ public final class APIClient: Sendable {
         _ request: PreparedRequest,
         context: CallContext,
         plugins: [any Plugin],
-        attempts: inout Int,
-        hops: HopRecorder
+        attempts: inout Int
     ) async throws -> TransportResponse {
         let policy = configuration.retryPolicy
         let interceptors = configuration.interceptors.filter { $0.scope.applies(to: context.scopes) }
@@ -119,7 +117,7 @@ public final class APIClient: Sendable {
             attempts += 1
             var attemptContext = context
             attemptContext.attempt = attempts
-            let chain = makeChain(interceptors, context: attemptContext, plugins: plugins, hops: hops)
+            let chain = makeChain(interceptors, context: attemptContext, plugins: plugins)
             let delay: Duration
             do {
                 let response = try await chain(request)
@@ -142,30 +140,16 @@ public final class APIClient: Sendable {
     private func makeChain(
         _ interceptors: [any Interceptor],
         context: CallContext,
-        plugins: [any Plugin],
-        hops: HopRecorder
+        plugins: [any Plugin]
     ) -> InterceptorNext {
         var next: InterceptorNext = { [self] request in
-            try await self.exchange(request, context: context, plugins: plugins, hops: hops)
+            try await self.exchange(request, context: context, plugins: plugins)
         }
         for interceptor in interceptors.reversed() {
             let inner = next
             next = { request in try await interceptor.intercept(request, context: context, next: inner) }
         }
         return next
-    }
-}
-
-/// Remembers the redirect hops of the latest exchange, for ``ResponseMetrics`` and
-/// ``Response/request``.
-final class HopRecorder: Sendable {
-    private let state = LockedBox<(count: Int, last: HTTPRequest?)>((0, nil))
-
-    var count: Int { state.current.count }
-    var lastRequest: HTTPRequest? { state.current.last }
-
-    func record(count: Int, request: HTTPRequest) {
-        state.withLock { $0 = (count, request) }
     }
 }
 

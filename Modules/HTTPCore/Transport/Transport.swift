@@ -32,9 +32,17 @@ public struct TransportResponse: Sendable {
     public var head: HTTPResponse
     /// The body; consume it once.
     public var body: ByteStream
+    /// The request that produced this response, after the redirects the client followed; set
+    /// by the client's exchange (`nil` from a transport, or for a response an interceptor made
+    /// itself, which then counts as the answer to the request it was given).
+    public var request: HTTPRequest?
+    /// How many redirects the client followed to get this response.
+    public var redirects: Int
 
-    public init(head: HTTPResponse, body: ByteStream) {
+    public init(head: HTTPResponse, body: ByteStream, request: HTTPRequest? = nil, redirects: Int = 0) {
         self.head = head
         self.body = body
+        self.request = request
+        self.redirects = redirects
     }
 }
