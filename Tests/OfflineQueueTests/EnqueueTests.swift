@@ -147,11 +147,12 @@ struct EnqueueTests {
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
         scriptFailures(server, "/story", [(503, [])])
-        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let clock = ManualQueueClock()
+        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.clock = clock.queueClock }
         let events = queue.events()
         let ticket = try await queue.enqueue(method: "POST", url: server.url("/story").absoluteString)
         let dead = try await queue.enqueue(method: "POST", url: server.url("/status/410").absoluteString)
-        try await drainUntilSettled(queue)
+        try await drainUntilSettled(queue, advancing: clock)
         var seen: [QueueEvent] = []
         for await event in events {
             seen.append(event)

@@ -50,11 +50,12 @@ struct OrderingTests {
         let server = try await TestHTTPServer.start()
         let recorder = Recorder()
         recorder.install(on: server, path: "/ordered", hold: .milliseconds(5), failFirst: ["a1"])
-        let queue = try makeQueue(path: folder.databasePath, server: server, concurrency: 8)
+        let clock = ManualQueueClock()   // the retry's backoff passes without waiting for it
+        let queue = try makeQueue(path: folder.databasePath, server: server, concurrency: 8) { $0.clock = clock.queueClock }
         for index in 1...5 {
             _ = try await queue.enqueue(method: "POST", url: server.url("/ordered?g=a&n=a\(index)").absoluteString, options: EnqueueOptions(group: "a"))
         }
-        try await drainUntilSettled(queue)
+        try await drainUntilSettled(queue, advancing: clock)
         let state = recorder.state.current
         #expect(state.arrivals == ["a1", "a1", "a2", "a3", "a4", "a5"])
         #expect(state.maxPerGroup == 1)

@@ -5,11 +5,15 @@ import Testing
 import TestSupport
 
 /// Each kind of server fault, against the loopback server, ending in the state the policy says.
+/// Backoff and `Retry-After` run on an injected clock: the tests wait for no backoff.
 @Suite("Server faults end in the right state")
 struct ServerFaultTests {
     /// Enqueues one POST to `path`, drains until settled, and returns the entry and the keys
     /// the server saw for it.
-    func run(_ path: String, policy: DeliveryPolicy? = nil, timeout: Duration = .seconds(30), setUp: (TestHTTPServer) -> Void) async throws -> (QueueEntry, [String]) {
+    func run(
+        _ path: String, policy: DeliveryPolicy? = nil, timeout: Duration = .seconds(30), clock: ManualQueueClock = ManualQueueClock(),
+        setUp: (TestHTTPServer) -> Void
+    ) async throws -> (QueueEntry, [String]) {
         let folder = try TempFolder()
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
@@ -18,9 +22,9 @@ struct ServerFaultTests {
             path: folder.databasePath, server: server,
             policy: policy ?? DeliveryPolicy(backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(50)), maxAttempts: 5),
             timeout: timeout
-        )
+        ) { $0.clock = clock.queueClock }
         let ticket = try await queue.enqueue(method: "POST", url: server.url(path).absoluteString, body: .data(Data("{}".utf8)))
-        try await drainUntilSettled(queue)
+        try await drainUntilSettled(queue, advancing: clock)
         let entry = try #require(try await queue.entry(ticket.id))
         let keys = idempotencyKeys(server, path: path)
         #expect(Set(keys) == [ticket.idempotencyKey], "every attempt carries the same key")
@@ -38,8 +42,9 @@ struct ServerFaultTests {
 
     @Test("503 with Retry-After waits as long as the server asks")
     func retryAfter() async throws {
-        let started = Date()
-        let (entry, keys) = try await run("/busy") { scriptFailures($0, "/busy", [(503, [HeaderField(name: "Retry-After", value: "1")])]) }
+        let clock = ManualQueueClock()
+        let started = clock.queueClock.now().wall
+        let (entry, keys) = try await run("/busy", clock: clock) { scriptFailures($0, "/busy", [(503, [HeaderField(name: "Retry-After", value: "1")])]) }
         #expect(entry.state == .delivered)
         #expect(keys.count == 2)
         #expect(try #require(entry.finishedAt).timeIntervalSince(started) >= 0.95)

@@ -47,10 +47,11 @@ func idempotencyKeys(_ server: TestHTTPServer, path: String? = nil) -> [String] 
 }
 
 
-/// Drains until nothing is open, sleeping until the next due time in between, at most
-/// `rounds` drains. Returns the summaries added up.
+/// Drains until nothing is open, at most `rounds` drains, and returns the summaries added up.
+/// In between it moves `clock` (the queue's injected clock) to the next due time, or, for a
+/// queue on the system clock, sleeps until then.
 @discardableResult
-func drainUntilSettled(_ queue: OfflineQueue, rounds: Int = 50) async throws -> DrainSummary {
+func drainUntilSettled(_ queue: OfflineQueue, advancing clock: ManualQueueClock? = nil, rounds: Int = 50) async throws -> DrainSummary {
     var total = DrainSummary()
     for _ in 0..<rounds {
         let summary = try await queue.drain()
@@ -62,6 +63,11 @@ func drainUntilSettled(_ queue: OfflineQueue, rounds: Int = 50) async throws -> 
         total.remaining = summary.remaining
         total.nextAttemptAt = summary.nextAttemptAt
         if try await queue.counts().open == 0 { break }
+        if let clock {
+            let now = queue.configuration.clock.now().wall
+            clock.advance(by: .milliseconds(Int64(max(0, (summary.nextAttemptAt ?? now).timeIntervalSince(now)) * 1000) + 1))
+            continue
+        }
         let wait = max(0.005, min(2, (summary.nextAttemptAt ?? Date()).timeIntervalSinceNow))
         try await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1))
     }
