@@ -35,6 +35,18 @@ struct DrainMachineTests {
         return commit
     }
 
+    /// A machine past its first claim (which found `claimed`) and its first start.
+    static func started(limit: Int = 2, renewal: Duration? = nil, claimed: [QueueEntry], sourceLocation: SourceLocation = #_sourceLocation) -> DrainMachine {
+        var machine = machine(limit: limit, renewal: renewal)
+        _ = expectCommit(&machine, at: .zero, sourceLocation: sourceLocation)
+        machine.committed(QueueStore.ClaimResult(claimed: claimed), at: .zero)
+        guard case .start = machine.next(at: .zero) else {
+            Issue.record("expected a start", sourceLocation: sourceLocation)
+            return machine
+        }
+        return machine
+    }
+
     @Test("the first claim asks for twice the limit, with both chores; claimed entries start up to the limit; the rest wait")
     func claimAndStart() throws {
         var machine = Self.machine(limit: 2)
@@ -51,10 +63,7 @@ struct DrainMachineTests {
 
     @Test("a finished attempt is recorded with the next claim, after the flush delay at the latest")
     func flush() throws {
-        var machine = Self.machine(limit: 4)
-        _ = Self.expectCommit(&machine, at: .zero)
-        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...8)), at: .zero)
-        _ = machine.next(at: .zero)   // start 1...4
+        var machine = Self.started(limit: 4, claimed: Self.entries(1...8))
         machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(10))
         guard case .start(let next) = machine.next(at: Self.ms(10)) else { Issue.record("expected a start"); return }
         #expect(next.map(\.id) == [5])
@@ -70,10 +79,7 @@ struct DrainMachineTests {
 
     @Test("`limit` finished attempts are recorded at once, without waiting for the delay")
     func flushWhenFull() throws {
-        var machine = Self.machine(limit: 2)
-        _ = Self.expectCommit(&machine, at: .zero)
-        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...2)), at: .zero)
-        _ = machine.next(at: .zero)
+        var machine = Self.started(limit: 2, claimed: Self.entries(1...2))
         machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(1))
         machine.finished(Self.delivered(2), networkGone: false, at: Self.ms(2))
         let commit = try #require(Self.expectCommit(&machine, at: Self.ms(2)))
@@ -83,10 +89,7 @@ struct DrainMachineTests {
 
     @Test("exhaustion: a claim that finds less waits for idle; an idle claim that finds nothing ends the drain")
     func exhaustion() throws {
-        var machine = Self.machine(limit: 2)
-        _ = Self.expectCommit(&machine, at: .zero)
-        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...1)), at: .zero)
-        _ = machine.next(at: .zero)   // start 1
+        var machine = Self.started(limit: 2, claimed: Self.entries(1...1))
         guard case .wait = machine.next(at: .zero) else { Issue.record("no claim while the last found less than it asked for"); return }
         machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(5))
         let again = try #require(Self.expectCommit(&machine, at: Self.ms(5)))
@@ -98,10 +101,7 @@ struct DrainMachineTests {
 
     @Test("stop: claimed entries not started are given back; sends under way end; then the drain ends")
     func stop() throws {
-        var machine = Self.machine(limit: 2)
-        _ = Self.expectCommit(&machine, at: .zero)
-        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...4)), at: .zero)
-        _ = machine.next(at: .zero)   // start 1, 2
+        var machine = Self.started(limit: 2, claimed: Self.entries(1...4))
         machine.stop()
         let release = try #require(Self.expectCommit(&machine, at: Self.ms(1)))
         #expect(release.claimLimit == 0)
@@ -122,10 +122,7 @@ struct DrainMachineTests {
 
     @Test("network loss, from a send or the monitor, stops claiming and marks the summary offline; the network back resumes")
     func networkLoss() throws {
-        var machine = Self.machine(limit: 2)
-        _ = Self.expectCommit(&machine, at: .zero)
-        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...3)), at: .zero)
-        _ = machine.next(at: .zero)   // start 1, 2
+        var machine = Self.started(limit: 2, claimed: Self.entries(1...3))
         let waiting = QueueStore.Settlement(
             id: 1, transition: .retry(.init(after: .seconds(30), consumesAttempt: false, waitingForNetwork: true, error: "offline"))
         )
@@ -148,10 +145,7 @@ struct DrainMachineTests {
 
     @Test("leases are renewed at the renewal interval after their claim or last renewal, and only while held")
     func leaseRenewal() throws {
-        var machine = Self.machine(limit: 2, renewal: .seconds(150))
-        _ = Self.expectCommit(&machine, at: .zero)
-        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...2)), at: .zero)
-        _ = machine.next(at: .zero)   // start 1, 2
+        var machine = Self.started(limit: 2, renewal: .seconds(150), claimed: Self.entries(1...2))
         // Exhausted and not idle: a wait, with a timer for the renewal.
         guard case .wait(let deadline) = machine.next(at: .seconds(1)) else { Issue.record("expected a wait"); return }
         #expect(deadline == .seconds(150))
@@ -166,10 +160,7 @@ struct DrainMachineTests {
         guard case .renew(let remaining) = machine.next(at: .seconds(300)) else { Issue.record("expected a renewal"); return }
         #expect(remaining == [2], "a finished entry's lease is no longer the drain's to renew")
         // Without renewal, no timer at all.
-        var plain = Self.machine(limit: 1)
-        _ = Self.expectCommit(&plain, at: .zero)
-        plain.committed(QueueStore.ClaimResult(claimed: [Self.entry(9)]), at: .zero)
-        _ = plain.next(at: .zero)
+        var plain = Self.started(limit: 1, claimed: [Self.entry(9)])
         guard case .wait(nil) = plain.next(at: .seconds(10_000)) else { Issue.record("expected a wait without a timer"); return }
     }
 
@@ -191,10 +182,7 @@ struct DrainMachineTests {
 
     @Test("a failed commit stops the drain: nothing more is claimed or recorded, and the failure is kept")
     func failure() throws {
-        var machine = Self.machine(limit: 2)
-        _ = Self.expectCommit(&machine, at: .zero)
-        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...2)), at: .zero)
-        _ = machine.next(at: .zero)
+        var machine = Self.started(limit: 2, claimed: Self.entries(1...2))
         machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(1))
         _ = Self.expectCommit(&machine, at: Self.ms(100))
         machine.failed(.diskFull(path: "/q.db"))
@@ -207,10 +195,7 @@ struct DrainMachineTests {
 
     @Test("lost leases are counted as lost, not as their transitions")
     func lostLeases() throws {
-        var machine = Self.machine(limit: 2)
-        _ = Self.expectCommit(&machine, at: .zero)
-        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...2)), at: .zero)
-        _ = machine.next(at: .zero)
+        var machine = Self.started(limit: 2, claimed: Self.entries(1...2))
         machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(1))
         machine.finished(Self.delivered(2), networkGone: false, at: Self.ms(2))
         _ = Self.expectCommit(&machine, at: Self.ms(2))
