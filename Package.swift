@@ -102,7 +102,7 @@ let package = Package(
         .executableTarget(
             name: "sync",
             dependencies: [
-                "OfflineQueue", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins", "TestSupport", httpTypes,
+                "OfflineQueue", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins", "CourierTesting", httpTypes,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -113,7 +113,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "tour",
-            dependencies: ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes],
+            dependencies: ["HTTPCore", "AsyncHTTPClientTransport", "CourierTesting", httpTypes],
             path: "Tools/tour",
             swiftSettings: strictSettings
         ),
@@ -133,7 +133,8 @@ let package = Package(
         ),
 
         // Shared fixtures for the package's own tests: a regular library target (not a test
-        // target) so test targets and executables can both depend on it. It is not a product.
+        // target) so test targets and the test-only executables can depend on it. It is not a
+        // product, and no installed tool links it.
         .target(
             name: "TestSupport",
             dependencies: [
