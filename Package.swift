@@ -152,7 +152,7 @@ let package = Package(
         tests("HTTPCoreTests", ["HTTPCore", "CourierTesting", "TestSupport", httpTypes]),
         tests("CourierTestingTests", ["CourierTesting", "HTTPCore", "AsyncHTTPClientTransport", httpTypes]),
         tests("AsyncHTTPClientTransportTests", [
-            "AsyncHTTPClientTransport", "HTTPCore", httpTypes,
+            "AsyncHTTPClientTransport", "HTTPCore", "CourierTesting", httpTypes,
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
