@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "OfflineQueue", targets: ["OfflineQueue"]),
         .library(name: "CombineAdapters", targets: ["CombineAdapters"]),
+        .library(name: "CourierTesting", targets: ["CourierTesting"]),
         .executable(name: "sync", targets: ["sync"]),
         .executable(name: "tour", targets: ["tour"]),
         .executable(name: "reachability-bench", targets: ["reachability-bench"]),
@@ -77,7 +78,7 @@ let package = Package(
         ]),
         module("Multipart", ["HTTPCore", "Encoding", httpTypes]),
         .target(name: "CNetlink", path: "Modules/CNetlink"),
-        module("Reachability", ["HTTPCore", "CNetlink"]),
+        module("Reachability", ["HTTPCore", "CNetlink", httpTypes]),
         module("CombineAdapters", [
             "HTTPCore",
             .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
@@ -88,12 +89,20 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // For users' own tests: StubTransport, and LoopbackServer (real HTTP on a loopback port).
+        // Not test code: no test framework; the tools' demo servers are built on it.
+        module("CourierTesting", [
+            "HTTPCore", httpTypes,
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
 
         // Tools
         .executableTarget(
             name: "sync",
             dependencies: [
-                "OfflineQueue", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins", "TestSupport", httpTypes,
+                "OfflineQueue", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins", "CourierTesting", httpTypes,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -104,7 +113,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "tour",
-            dependencies: ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes],
+            dependencies: ["HTTPCore", "AsyncHTTPClientTransport", "CourierTesting", httpTypes],
             path: "Tools/tour",
             swiftSettings: strictSettings
         ),
@@ -123,11 +132,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        // Shared fixtures for tests and tools: a regular library target (not a test target) so
-        // test targets and executables can both depend on it. It is not a product.
+        // Shared fixtures for the package's own tests: a regular library target (not a test
+        // target) so test targets and the test-only executables can depend on it. It is not a
+        // product, and no installed tool links it.
         .target(
             name: "TestSupport",
             dependencies: [
+                "CourierTesting", "HTTPCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -138,41 +149,46 @@ let package = Package(
         ),
 
         // Tests
-        tests("HTTPCoreTests", ["HTTPCore", "TestSupport"]),
+        tests("HTTPCoreTests", ["HTTPCore", "CourierTesting", "TestSupport", httpTypes]),
+        tests("CourierTestingTests", ["CourierTesting", "HTTPCore", "AsyncHTTPClientTransport", httpTypes]),
         tests("AsyncHTTPClientTransportTests", [
-            "AsyncHTTPClientTransport", "HTTPCore", httpTypes,
+            "AsyncHTTPClientTransport", "HTTPCore", "CourierTesting", httpTypes,
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
         tests("TransportConformanceTests", ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes]),
         tests("HTTPBinTests", ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes]),
-        tests("EncodingTests", ["Encoding", "HTTPCore", "TestSupport", httpTypes]),
-        tests("ErrorMappingTests", ["ErrorMapping", "HTTPCore", httpTypes]),
+        tests("EncodingTests", ["Encoding", "HTTPCore", "CourierTesting", "TestSupport", httpTypes]),
+        tests("ErrorMappingTests", ["ErrorMapping", "HTTPCore", "CourierTesting", httpTypes]),
         tests("PluginsTests", [
-            "Plugins", "HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes,
+            "Plugins", "HTTPCore", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
         ]),
         tests("MultipartTests", [
-            "Multipart", "HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes,
+            "Multipart", "HTTPCore", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "MultipartKit", package: "multipart-kit"),
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         tests("ReachabilityTests", [
-            "Reachability", "HTTPCore", "CNetlink", "TestSupport", httpTypes,
+            "Reachability", "HTTPCore", "CNetlink", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         tests("SeedParityTests", [
             "HTTPCore", "Encoding", "ErrorMapping", "Plugins", "Multipart", "Reachability", "CombineAdapters",
-            "AsyncHTTPClientTransport", "TestSupport", httpTypes,
+            "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "Logging", package: "swift-log"),
             .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
         ]),
-        tests("SyncTests", ["OfflineQueue", "HTTPCore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
-            "OfflineQueue", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "TestSupport", httpTypes,
+            "OfflineQueue", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),

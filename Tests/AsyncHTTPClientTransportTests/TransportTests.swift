@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 @testable import AsyncHTTPClientTransport
+import CourierTesting
 import Foundation
 import HTTPCore
 import HTTPTypes
@@ -51,12 +52,38 @@ struct TransportTests {
         try await transport.shutdown()
     }
 
-    @Test("an injected client is not shut down by the transport")
+    @Test("a transport over an injected client sends through it, and its shutdown leaves that client running")
     func injectedClient() async throws {
+        let stub = StubTransport()
+        stub.on(.get, "/moved", respond: .status(302, headers: [.location: "/target"]))
+        stub.on(.get, "/target", respond: .status(200))
+        let server = try await LoopbackServer.start(answering: stub)
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow))
         let transport = AsyncHTTPClientTransport(client: client)
+        #expect(transport.client === client)
+        let head = { (path: String) in HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: path) }
+
+        // The client's own configuration is in force: it does not follow the redirect.
+        let moved = try await transport.send(head("/moved"), body: nil, timeout: .seconds(10))
+        await moved.body.discard()
+        #expect(moved.head.status.code == 302)
+        #expect(moved.head.headerFields[.location] == "/target")
+        #expect(stub.recordedRequests.map(\.head.path) == ["/moved"])
+
+        // Shutting the transport down leaves a client it does not own running...
         try await transport.shutdown()
+        let after = try await transport.send(head("/target"), body: nil, timeout: .seconds(10))
+        await after.body.discard()
+        #expect(after.head.status.code == 200)
+        #expect(stub.recordedRequests.count == 2)
+
+        // ...and once its owner shuts it down, the transport can no longer send: it had no other.
         try await client.shutdown()
+        await #expect(throws: NetworkError.self) {
+            _ = try await transport.send(head("/target"), body: nil, timeout: .seconds(10))
+        }
+        #expect(stub.recordedRequests.count == 2)
+        await server.shutdown()
     }
 
     @Test("a cancelled task fails with cancelled before anything is sent")

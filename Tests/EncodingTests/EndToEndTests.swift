@@ -1,3 +1,4 @@
+import CourierTesting
 import Encoding
 import Foundation
 import HTTPCore

@@ -1,3 +1,4 @@
+import CourierTesting
 import ErrorMapping
 import Foundation
 import HTTPCore

@@ -1,10 +1,11 @@
-// The tour: starts an embedded loopback server and makes one call of every kind through
-// APIClient and the AsyncHTTPClient transport. `swift run tour`.
+// The tour: starts an embedded loopback server (CourierTesting's LoopbackServer answering
+// from a StubTransport's routes) and makes one call of every kind through APIClient and the
+// AsyncHTTPClient transport. `swift run tour`.
 import AsyncHTTPClientTransport
+import CourierTesting
 import Foundation
 import HTTPCore
 import HTTPTypes
-import TestSupport
 
 struct User: Codable, Sendable { var id: Int; var name: String }
 struct BuildingEntity: Decodable { var id: Int; var title: String }
@@ -14,6 +15,8 @@ struct BuildingMapper: ModelMapper {
 }
 protocol Animal: Sendable { var name: String { get } }
 struct Dog: Decodable, Animal { var name: String; var breed: String }
+/// What the server says it received.
+struct Receipt: Codable { var bytes: Int }
 
 /// The tour's API, as an enum.
 enum TourAPI: Endpoint {
@@ -27,7 +30,7 @@ enum TourAPI: Endpoint {
         case .user(let id): "/users/\(id)"
         case .building(let id): "/buildings/\(id)"
         case .randomDog: "/dogs/random"
-        case .createUser: "/echo"
+        case .createUser: "/users"
         }
     }
     var method: HTTPRequest.Method {
@@ -50,10 +53,24 @@ func step(_ title: String, _ body: () async throws -> String) async -> Bool {
     }
 }
 
-let server = try await TestHTTPServer.start()
-server.script("/users/42", headers: [HeaderField(name: "Content-Type", value: "application/json")], body: Data(#"{"id":42,"name":"Ada"}"#.utf8))
-server.script("/buildings/7", body: Data(#"{"id":7,"title":"Tower"}"#.utf8))
-server.script("/dogs/random", body: Data(#"{"name":"Rex","breed":"collie"}"#.utf8))
+/// The server's routes: canned answers, and receipts for what was uploaded.
+let routes = StubTransport()
+let receipt: @Sendable (StubTransport.RecordedRequest) -> StubTransport.Stub = { request in
+    (try? .json(Receipt(bytes: request.body?.count ?? 0))) ?? .status(500)
+}
+routes.on(.get, "/no-content", respond: .status(204))
+routes.on(.get, "/bytes/1024", respond: StubTransport.Stub(body: Data(count: 1024)))
+routes.on(.get, "/bytes/1048576", respond: StubTransport.Stub(body: Data(count: 1_048_576)))
+routes.on(.get, "/users/42", respond: .json(#"{"id":42,"name":"Ada"}"#))
+routes.on(.post, "/users", responder: receipt)
+routes.on(.put, "/upload", responder: receipt)
+routes.on(.get, "/buildings/7", respond: .json(#"{"id":7,"title":"Tower"}"#))
+routes.on(.get, "/dogs/random", respond: .json(#"{"name":"Rex","breed":"collie"}"#))
+for hop in 1...3 {
+    routes.on(.get, "/redirect/\(hop)", respond: .status(302, headers: [.location: hop > 1 ? "/redirect/\(hop - 1)" : "/landing"]))
+}
+routes.on(.get, "/landing", respond: .status(200))
+let server = try await LoopbackServer.start(answering: routes)
 
 let transport = AsyncHTTPClientTransport()
 var configuration = ClientConfiguration(baseURL: server.baseURL)
@@ -71,8 +88,8 @@ results.append(await step("data call") {
 })
 results.append(await step("model call") { "\(try await client.model(TourAPI.user(id: 42), as: User.self))" })
 results.append(await step("JSON body") {
-    let echo = try await client.response(TourAPI.createUser(User(id: 1, name: "Grace")), as: EchoResponse.self).body
-    return "server received \(echo.bodySize) bytes"
+    let receipt = try await client.response(TourAPI.createUser(User(id: 1, name: "Grace")), as: Receipt.self).body
+    return "server received \(receipt.bytes) bytes"
 })
 results.append(await step("mapped model") { "\(try await client.model(TourAPI.building(id: 7), mapper: BuildingMapper()))" })
 results.append(await step("abstraction") {
@@ -86,8 +103,8 @@ results.append(await step("download to a file") {
 })
 results.append(await step("upload from a file") {
     let source = scratch.appendingPathComponent("download.bin")
-    let echo = try JSONDecoder().decode(EchoResponse.self, from: try await client.upload(Request<Data>.put("/upload"), fromFile: source).body)
-    return "server received \(echo.bodySize) bytes"
+    let receipt = try JSONDecoder().decode(Receipt.self, from: try await client.upload(Request<Data>.put("/upload"), fromFile: source).body)
+    return "server received \(receipt.bytes) bytes"
 })
 results.append(await step("redirects followed") {
     let response = try await client.send(Request<Void>.get("/redirect/3"))

@@ -152,21 +152,3 @@ public final class APIClient: Sendable {
         return next
     }
 }
-
-extension DecodingFailure {
-    /// The failure a Foundation `DecodingError` describes.
-    public init(_ error: DecodingError, type: Any.Type, response: Response<Data>?) {
-        let context: DecodingError.Context? = switch error {
-        case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c): c
-        @unknown default: nil
-        }
-        var message = context?.debugDescription ?? "\(error)"
-        if case .keyNotFound(let key, _) = error { message = "no value for key '\(key.stringValue)'" }
-        self.init(
-            type: String(describing: type),
-            codingPath: context?.codingPath.map(\.stringValue) ?? [],
-            message: message,
-            response: response
-        )
-    }
-}

@@ -142,30 +142,6 @@ public struct EncodingFailure: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A body that did not decode, with the response it came in.
-public struct DecodingFailure: Sendable, CustomStringConvertible {
-    /// The type the body was to become.
-    public var type: String
-    /// The coding path where decoding stopped.
-    public var codingPath: [String]
-    /// The decoder's explanation.
-    public var message: String
-    /// The response whose body failed to decode.
-    public var response: Response<Data>?
-
-    public init(type: String, codingPath: [String], message: String, response: Response<Data>?) {
-        self.type = type
-        self.codingPath = codingPath
-        self.message = message
-        self.response = response
-    }
-
-    public var description: String {
-        let path = codingPath.isEmpty ? "" : " at \(codingPath.joined(separator: "."))"
-        return "cannot decode \(type)\(path): \(message)"
-    }
-}
-
 /// A failure below HTTP.
 public struct TransportFailure: Sendable, Hashable, CustomStringConvertible {
     /// What kind of failure, for deciding what to do about it.

@@ -6,7 +6,7 @@ public import HTTPTypes
 /// A transport does one exchange and nothing more: it does not follow redirects, retry,
 /// validate status codes or decode; ``APIClient`` does those the same way over every transport.
 /// Courier ships ``URLSessionTransport`` and, in its own module, `AsyncHTTPClientTransport`;
-/// ``StubTransport`` answers from canned responses in tests.
+/// `StubTransport` (in the `CourierTesting` product) answers from canned responses in tests.
 ///
 /// Conformers throw ``NetworkError`` only: ``NetworkError/transport(_:)`` with the
 /// ``TransportFailure/Kind`` that fits, or ``NetworkError/cancelled`` when the calling task was

@@ -1,3 +1,4 @@
+import CourierTesting
 import TestSupport
 import Foundation
 import HTTPCore

@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -5,29 +6,18 @@ import NIOHTTP1
 extension TestHTTPServer {
     /// Serves the requests of one connection in turn until the peer closes it, a route asks to
     /// close it, or the server shuts down.
-    func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>, id: Int) async {
+    func serve(_ connection: LoopbackListener.Connection, id: Int) async {
         try? await connection.executeThenClose { inbound, outbound in
-            var parts = inbound.makeAsyncIterator()
-            while let part = try await parts.next() {
-                guard case .head(let head) = part else { continue }
-                if head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
-                    try await outbound.write(ByteBuffer(string: "HTTP/1.1 100 Continue\r\n\r\n"))
-                }
+            var incoming = IncomingRequests(inbound, outbound)
+            while let head = try await incoming.nextHead() {
                 var size = 0
                 var crc = CRC32()
                 // `?crc=off` skips the checksum: for a 1 GiB upload it would cost 12 s of CPU in
                 // a debug build, on the pool every other test needs.
                 let checksum = !head.uri.contains("crc=off")
-                body: while let part = try await parts.next() {
-                    switch part {
-                    case .body(let buffer):
-                        size += buffer.readableBytes
-                        if checksum { crc.update(buffer) }
-                    case .end:
-                        break body
-                    case .head:
-                        throw TestServerError("a request head arrived inside a body")
-                    }
+                try await incoming.readBody { buffer in
+                    size += buffer.readableBytes
+                    if checksum { crc.update(buffer) }
                 }
                 let request = Self.request(head, connectionID: id, bodySize: size, crc: crc.value)
                 record(request)

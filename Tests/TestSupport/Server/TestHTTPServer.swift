@@ -1,8 +1,7 @@
+import CourierTesting
 public import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP1
-import NIOPosix
 
 /// An HTTP/1.1 server on a loopback port, in process, for tests and examples: built-in routes
 /// for every scenario a transport must handle (see ``Routes``), scripted responses, and a log
@@ -21,61 +20,31 @@ import NIOPosix
 /// HTTP on purpose. ``shutdown()`` closes the listener and every connection and waits for them.
 public final class TestHTTPServer: Sendable {
     /// The port the server listens on (chosen by the kernel).
-    public let port: Int
+    public var port: Int { listener.port }
     /// The address it listens on.
-    public let host: String
+    public var host: String { listener.host }
     private let state = NIOLockedValueBox(State())
-    private let serverChannel: any Channel
-    private let runTask: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
+    private let listener: LoopbackListener
 
     struct State {
         var requests: [ServerRequest] = []
-        var nextConnectionID = 1
         var closedConnections: Set<Int> = []
         var customRoutes: [String: Routes.Handler] = [:]
     }
 
-    private init(host: String, port: Int, channel: any Channel) {
-        self.host = host
-        self.port = port
-        self.serverChannel = channel
+    private init(listener: LoopbackListener) {
+        self.listener = listener
     }
 
     /// Starts a server on `host` (a loopback address) at a free port.
     public static func start(host: String = "127.0.0.1") async throws -> TestHTTPServer {
-        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .bind(host: host, port: 0) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
-                    return try NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>(wrappingChannelSynchronously: channel)
-                }
+        let server = TestHTTPServer(listener: try await LoopbackListener.bind(host: host))
+        server.listener.serve { connection, id in
+            connection.channel.closeFuture.whenComplete { _ in
+                server.state.withLockedValue { _ = $0.closedConnections.insert(id) }
             }
-        guard let port = listener.channel.localAddress?.port else {
-            throw TestServerError("the listener has no port")
+            await server.serve(connection, id: id)
         }
-        let server = TestHTTPServer(host: host, port: port, channel: listener.channel)
-        let task = Task<Void, Never> {
-            _ = try? await listener.executeThenClose { inbound in
-                await withDiscardingTaskGroup { group in
-                    do {
-                        for try await connection in inbound {
-                            let id = server.state.withLockedValue { state in
-                                defer { state.nextConnectionID += 1 }
-                                return state.nextConnectionID
-                            }
-                            connection.channel.closeFuture.whenComplete { _ in
-                                server.state.withLockedValue { _ = $0.closedConnections.insert(id) }
-                            }
-                            group.addTask { await server.serve(connection, id: id) }
-                        }
-                    } catch {}
-                    group.cancelAll()
-                }
-            }
-        }
-        server.runTask.withLockedValue { $0 = task }
         return server
     }
 
@@ -130,10 +99,7 @@ public final class TestHTTPServer: Sendable {
 
     /// Closes the listener and every connection, and waits until they are closed.
     public func shutdown() async {
-        let task = runTask.withLockedValue { $0 }
-        task?.cancel()
-        try? await serverChannel.close()
-        await task?.value
+        await listener.shutdown()
     }
 
     func record(_ request: ServerRequest) {

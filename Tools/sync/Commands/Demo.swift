@@ -1,11 +1,12 @@
 import ArgumentParser
 import AsyncHTTPClientTransport
+import CourierTesting
 import Foundation
 import HTTPCore
+import HTTPTypes
 import Logging
 import OfflineQueue
 import Reachability
-import TestSupport
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -29,16 +30,25 @@ struct Demo: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let server = try await TestHTTPServer.start()
+        let recorder = StubTransport()
+        recorder.on(.post, "/events", respond: .status(200))
+        let server = try await LoopbackServer.start(answering: recorder)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-sync-demo-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let transport = AsyncHTTPClientTransport()
+        try await withTransport { transport in
+            try await demo(server: server, recorder: recorder, folder: folder, transport: transport)
+        }
+        await server.shutdown()
+    }
+
+    private func demo(server: LoopbackServer, recorder: StubTransport, folder: URL, transport: AsyncHTTPClientTransport) async throws {
         let monitor = ManualMonitor(.offline(.noCarrier))
         let client = APIClient(baseURL: server.baseURL, transport: transport)
+        let configuration = QueueConfiguration(path: folder.appendingPathComponent("queue.db").path)
         let queue: OfflineQueue
         do {
-            queue = try OfflineQueue(configuration: QueueConfiguration(path: folder.appendingPathComponent("queue.db").path), client: client, monitor: monitor)
+            queue = try OfflineQueue(configuration: configuration, client: client, monitor: monitor)
         } catch {
             throw sysExit(for: error)
         }
@@ -47,10 +57,10 @@ struct Demo: AsyncParsableCommand {
         print("network: \(monitor.status)")
         var queued = 0
         for index in 1...requests {
-            let event = Request<Data>.post("/echo?event=\(index)", body: .json(["event": index]))
+            let event = Request<Data>.post("/events?event=\(index)", body: .json(["event": index]))
             if case .queued = try await queue.send(event, options: EnqueueOptions(group: index % 3 == 0 ? "orders" : nil)) { queued += 1 }
         }
-        print("sent \(requests) requests while offline: \(queued) stored, \(server.requests.count) reached the server")
+        print("sent \(requests) requests while offline: \(queued) stored, \(recorder.recordedRequests.count) reached the server")
 
         let progress = ProgressBar(total: requests)
         let events = queue.events()
@@ -84,11 +94,10 @@ struct Demo: AsyncParsableCommand {
         try await running.value
 
         let counts = try await queue.counts()
-        let keys = Set(server.requests.compactMap { $0.values(of: "Idempotency-Key").first })
+        let received = recorder.recordedRequests
+        let keys = Set(received.compactMap { $0.head.headerFields[configuration.idempotencyHeader] })
         print("drained in \(elapsed.formatted(.units(allowed: [.milliseconds], width: .abbreviated))): \(counts.delivered) delivered, \(counts.pending) pending, \(counts.dead) dead")
-        print("the server saw \(server.requests.count) requests with \(keys.count) distinct idempotency keys")
-        try? await transport.shutdown()
-        await server.shutdown()
+        print("the server saw \(received.count) requests with \(keys.count) distinct idempotency keys")
         guard counts.delivered == queued, counts.open == 0 else {
             complain("the demo did not deliver everything")
             throw SysExit.tryAgain

@@ -27,11 +27,7 @@ struct Drain: AsyncParsableCommand {
 
     @OptionGroup var options: QueueOptions
 
-    @Option(name: .long, help: "How many requests are sent at once (one per group).")
-    var concurrency: Int = 8
-
-    @Option(name: .long, help: ArgumentHelp("The limit for one request, in seconds.", valueName: "seconds"))
-    var timeout: Double = 30
+    @OptionGroup var sending: SendOptions
 
     @Flag(name: .long, help: "Try each due entry at most once.")
     var once = false
@@ -40,21 +36,17 @@ struct Drain: AsyncParsableCommand {
 
     @OptionGroup var secrets: SecretOptions
 
-
-    func validate() throws {
-        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
-        try Seconds.check(timeout, option: "--timeout")
+    func run() async throws {
+        try await withTransport { transport in try await drain(through: transport) }
     }
 
-    func run() async throws {
-        let transport = AsyncHTTPClientTransport()
-        defer { Task { try? await transport.shutdown() } }
+    private func drain(through transport: AsyncHTTPClientTransport) async throws {
         let monitor = network.makeMonitor(transport: transport)
         await NetworkOptions.settle(monitor)
         let summary: DrainSummary = try await reporting {
             let queue = try options.openQueue(
                 create: false, transport: transport, monitor: monitor,
-                concurrency: concurrency, timeout: Seconds.duration(timeout),
+                concurrency: sending.concurrency, timeout: sending.timeoutDuration,
                 templates: try secrets.templates()
             )
             let due = try await queue.counts().pending

@@ -30,16 +30,11 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var options: QueueOptions
 
-    @Option(name: .long, help: "How many requests are sent at once (one per group).")
-    var concurrency: Int = 8
+    @OptionGroup var sending: SendOptions
 
     @OptionGroup var network: NetworkOptions
 
     @OptionGroup var secrets: SecretOptions
-
-
-    @Option(name: .long, help: ArgumentHelp("The limit for one request, in seconds.", valueName: "seconds"))
-    var timeout: Double = 30
 
     @Option(name: .long, help: ArgumentHelp("How often to look for entries other processes added, in seconds.", valueName: "seconds"))
     var poll: Double = 5
@@ -51,8 +46,6 @@ struct Run: AsyncParsableCommand {
     var logLevel: String = "info"
 
     func validate() throws {
-        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
-        try Seconds.check(timeout, option: "--timeout")
         try Seconds.check(poll, option: "--poll")
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
     }
@@ -66,12 +59,16 @@ struct Run: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "courier.sync")
-        let transport = AsyncHTTPClientTransport()
+        try await withTransport { transport in try await serve(through: transport, logger: logger) }
+        logger.info("sync run stopped")
+    }
+
+    private func serve(through transport: AsyncHTTPClientTransport, logger: Logger) async throws {
         let monitor = network.makeMonitor(transport: transport)
         try await reporting {
             let queue = try options.openQueue(
                 create: true, transport: transport, monitor: monitor,
-                concurrency: concurrency, timeout: Seconds.duration(timeout),
+                concurrency: sending.concurrency, timeout: sending.timeoutDuration,
                 templates: try secrets.templates()
             )
             let grace = Duration.seconds(5)
@@ -81,9 +78,9 @@ struct Run: AsyncParsableCommand {
                 // An idle loop must still go round often enough to earn its watchdog pings.
                 pollInterval = idleLimit
             }
-            if let watchdog = notifier?.watchdogTimeout, watchdog <= Seconds.duration(timeout) {
+            if let watchdog = notifier?.watchdogTimeout, watchdog <= sending.timeoutDuration {
                 logger.warning("WatchdogSec is not longer than --timeout: one slow send may look like a hang to systemd", metadata: [
-                    "watchdog_usec": "\(NotifierService.microseconds(watchdog))", "timeout": "\(timeout)",
+                    "watchdog_usec": "\(NotifierService.microseconds(watchdog))", "timeout": "\(sending.timeout)",
                 ])
             }
             let service = queue.service(pollInterval: pollInterval, shutdownGrace: grace, logger: logger)
@@ -95,12 +92,10 @@ struct Run: AsyncParsableCommand {
             }
             let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             logger.info("sync run starting", metadata: [
-                "db": "\(options.path)", "concurrency": "\(concurrency)",
+                "db": "\(options.path)", "concurrency": "\(sending.concurrency)",
                 "network": "\(monitor.map { "\($0.status)" } ?? "not monitored")",
             ])
             try await group.run()
         }
-        try? await transport.shutdown()
-        logger.info("sync run stopped")
     }
 }

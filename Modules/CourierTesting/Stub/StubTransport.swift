@@ -1,12 +1,16 @@
 public import Foundation
+public import HTTPCore
 public import HTTPTypes
 
 /// A transport that answers from canned responses, for users' own tests (Moya's sample data).
 ///
 /// Register a response per endpoint, or per method and path; every request is recorded.
-/// Unmatched requests get a 404 unless a fallback is set.
+/// Unmatched requests get a 404 unless a fallback is set. The same stub can also answer real
+/// HTTP on a loopback port: see ``LoopbackServer``.
 ///
 /// ```swift
+/// import CourierTesting
+///
 /// let stub = StubTransport()
 /// stub.on(UserAPI.user(id: 42), respond: try .json(User(id: 42, name: "Ada")))
 /// stub.on(.delete, "/posts/7", respond: .status(204))
