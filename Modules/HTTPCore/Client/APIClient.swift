@@ -112,15 +112,14 @@ public final class APIClient: Sendable {
         attempts: inout Int
     ) async throws -> TransportResponse {
         let policy = configuration.retryPolicy
-        let interceptors = configuration.interceptors.filter { $0.scope.applies(to: context.scopes) }
+        let chain = Chain(client: self, interceptors: configuration.interceptors.filter { $0.scope.applies(to: context.scopes) }, plugins: plugins)
         while true {
             attempts += 1
             var attemptContext = context
             attemptContext.attempt = attempts
-            let chain = makeChain(interceptors, context: attemptContext, plugins: plugins)
             let delay: Duration
             do {
-                let response = try await chain(request)
+                let response = try await chain.run(request, context: attemptContext)
                 guard let wait = policy.delay(afterAttempt: attempts, method: request.head.method, response: response.head) else {
                     return response
                 }
@@ -136,19 +135,22 @@ public final class APIClient: Sendable {
             try await policy.clock.sleep(delay)
         }
     }
+}
 
-    private func makeChain(
-        _ interceptors: [any Interceptor],
-        context: CallContext,
-        plugins: [any Plugin]
-    ) -> InterceptorNext {
-        var next: InterceptorNext = { [self] request in
-            try await self.exchange(request, context: context, plugins: plugins)
+/// The interceptors in scope around the exchange, built once per call. An attempt runs it with
+/// its own context; a call without interceptors goes straight to the exchange, and one with
+/// them makes only the `next` closures their API asks for.
+private struct Chain: Sendable {
+    let client: APIClient
+    let interceptors: [any Interceptor]
+    let plugins: [any Plugin]
+
+    func run(_ request: PreparedRequest, context: CallContext, from index: Int = 0) async throws -> TransportResponse {
+        guard index < interceptors.count else {
+            return try await client.exchange(request, context: context, plugins: plugins)
         }
-        for interceptor in interceptors.reversed() {
-            let inner = next
-            next = { request in try await interceptor.intercept(request, context: context, next: inner) }
+        return try await interceptors[index].intercept(request, context: context) { next in
+            try await run(next, context: context, from: index + 1)
         }
-        return next
     }
 }
