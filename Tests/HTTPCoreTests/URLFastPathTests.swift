@@ -40,4 +40,36 @@ struct URLFastPathTests {
         let urls = stub.recordedRequests.compactMap { $0.head.url?.absoluteString }
         #expect(urls == ["https://api.test/v1/users/42", "https://api.test/v1/users/a%20b?q=x%20y"])
     }
+
+    /// The same path, query and body against an endpoint that names its base URL itself, which
+    /// takes the URL path.
+    struct Probe: Endpoint {
+        var baseURL: URL?
+        var path: String
+        var query: [URLQueryItem]
+        var method: HTTPRequest.Method { .post }
+        var body: RequestContent { .text("12345") }
+    }
+
+    @Test("a head built from the base's parts equals the head parsed from the URL", arguments: [
+        "http://127.0.0.1:8080", "http://127.0.0.1:8080/", "https://api.test/v1", "https://api.test/v1/",
+        "http://[::1]:9000/api", "https://API.Test:443/x%20y/", "http://h", "https://user:pw@api.test/v1",
+    ])
+    func headWithoutURL(base: String) throws {
+        let client = APIClient(baseURL: URL(string: base)!, transport: StubTransport())
+        #expect((client.baseHead == nil) == base.contains("@"), "plain bases take the fast head; one with user info does not")
+        let paths = ["/page", "users/42", "/a%20b/c", "/x/", "/", "/a b", "/search?q=1"]
+        let queries: [[URLQueryItem]] = [[], [URLQueryItem(name: "q", value: "x y")], [URLQueryItem(name: "a", value: "1"), URLQueryItem(name: "b", value: nil)],
+                                         [URLQueryItem(name: "ü", value: "&=/")]]
+        for path in paths {
+            for query in queries {
+                let fast = try client.request(for: Probe(baseURL: nil, path: path, query: query))
+                let slow = try client.request(for: Probe(baseURL: URL(string: base)!, path: path, query: query))
+                #expect(fast.head.scheme == slow.head.scheme && fast.head.authority == slow.head.authority && fast.head.path == slow.head.path,
+                        "\(base) + \(path) \(query): \(fast.head) vs \(slow.head)")
+                #expect(fast.head.headerFields == slow.head.headerFields)
+                #expect(fast.url == slow.url)
+            }
+        }
+    }
 }

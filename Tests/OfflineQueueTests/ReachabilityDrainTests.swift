@@ -97,7 +97,7 @@ struct ReachabilityDrainTests {
 
     @Test("with NetlinkMonitor in a network namespace: link down, enqueue, link up, drained")
     func netlinkNamespace() async throws {
-        let lab = try NetworkLab()
+        let lab = try await NetworkLab()
         defer { lab.destroy() }
         let monitor = try NetlinkMonitor(namespacePath: lab.innerPath)
         defer { monitor.stop() }
@@ -109,7 +109,7 @@ struct ReachabilityDrainTests {
         let service = queue.service(pollInterval: .seconds(3600), logger: Logger(label: "test"))
         let running = Task { try await service.run() }
 
-        try lab.inInner("link", "set", lab.innerLink, "down")
+        try await lab.inInner("link", "set", lab.innerLink, "down")
         #expect(await eventually { monitor.status.isOffline })
         var tickets: [Ticket] = []
         for index in 0..<10 {
@@ -119,8 +119,8 @@ struct ReachabilityDrainTests {
         #expect(server.requests.isEmpty)
 
         let up = ContinuousClock.now
-        try lab.inInner("link", "set", lab.innerLink, "up")
-        try lab.inInner("route", "replace", "default", "via", NetworkLab.outerAddress)
+        try await lab.inInner("link", "set", lab.innerLink, "up")
+        try await lab.inInner("route", "replace", "default", "via", NetworkLab.outerAddress)
         #expect(try await eventually(.seconds(30)) { try await queue.counts().delivered == 10 })
         print("netlink link up → 10 delivered: \(ContinuousClock.now - up)")
         #expect(Set(idempotencyKeys(server)) == Set(tickets.map(\.idempotencyKey)))

@@ -14,18 +14,32 @@ extension APIClient {
     }
 
     /// The endpoint as a request: URL, query, headers, body and timeout.
+    ///
+    /// Most calls (the client's base URL, a path with nothing to encode) get their head from
+    /// the base's parts parsed once, the path and the encoded query, as strings: no
+    /// `URLComponents`, and no parse of the URL back into a head. The rest go through the URL.
     func makeRequest(_ endpoint: some Endpoint, bodyOverride: RequestBody?) throws(NetworkError) -> PreparedRequest {
-        var draft = RequestDraft(method: endpoint.method, url: try url(for: endpoint), headers: withDefaults(endpoint.headers))
+        let target = try target(for: endpoint)
+        var draft = RequestDraft(method: endpoint.method, url: target.url, headers: withDefaults(endpoint.headers))
         draft.appendQuery(endpoint.query)
         try endpoint.body.apply(to: &draft, context: EncodingContext(jsonEncoder: configuration.encoder))
         if let bodyOverride { draft.body = bodyOverride }
+        let timeout = endpoint.timeout ?? configuration.timeout
+        if let path = target.path, let base = baseHead, draft.url == target.url {
+            var pathAndQuery = path
+            if !draft.percentEncodedQueryItems.isEmpty {
+                pathAndQuery += "?" + draft.encodedQuery
+            }
+            let head = HTTPRequest(method: draft.method, scheme: base.scheme, authority: base.authority, path: pathAndQuery, headerFields: draft.headers)
+            return PreparedRequest(building: head, body: draft.body, timeout: timeout, credentialFields: draft.credentialFields)
+        }
         let url = try draft.resolvedURL()
         guard url.host != nil, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw .invalidRequest(.malformedURL(url.absoluteString))
         }
         return PreparedRequest(
             method: draft.method, url: url, headers: draft.headers, body: draft.body,
-            timeout: endpoint.timeout ?? configuration.timeout, credentialFields: draft.credentialFields
+            timeout: timeout, credentialFields: draft.credentialFields
         )
     }
 
@@ -42,11 +56,20 @@ extension APIClient {
     /// The endpoint's URL without its query items: an absolute path as it is, otherwise the
     /// endpoint's or the client's base URL with the path appended.
     func url(for endpoint: some Endpoint) throws(NetworkError) -> URL {
+        try target(for: endpoint).url
+    }
+
+    /// ``url(for:)``, and, when the URL is the client's base with a simple path appended, that
+    /// path as a request target (without the query items still to come).
+    private func target(for endpoint: some Endpoint) throws(NetworkError) -> (url: URL, path: String?) {
         let path = endpoint.path
         // A path that starts with "/" has no scheme: skip parsing it as a URL.
-        if !path.hasPrefix("/"), let absolute = URL(string: path), absolute.scheme != nil { return absolute }
+        if !path.hasPrefix("/"), let absolute = URL(string: path), absolute.scheme != nil { return (absolute, nil) }
         let base = endpoint.baseURL ?? configuration.baseURL
-        if let url = Self.appending(simplePath: path, to: base) { return url }
+        if let url = Self.appending(simplePath: path, to: base) {
+            guard endpoint.baseURL == nil, let baseHead else { return (url, nil) }
+            return (url, baseHead.path + (path.hasPrefix("/") ? "" : "/") + path)
+        }
         let (pathPart, queryPart) = split(path)
         guard var components = URLComponents(url: base, resolvingAgainstBaseURL: true) else {
             throw .invalidRequest(.malformedURL(base.absoluteString))
@@ -58,7 +81,7 @@ extension APIClient {
             components.percentEncodedQuery = existing + queryPart
         }
         guard let url = components.url else { throw .invalidRequest(.malformedURL(base.absoluteString + path)) }
-        return url
+        return (url, nil)
     }
 
     /// The fast path of ``url(for:)``, taken by most calls: a path with no query and nothing to
@@ -113,10 +136,36 @@ extension PreparedRequest {
         method: HTTPRequest.Method, url: URL, headers: HTTPFields, body: RequestBody?, timeout: Duration,
         credentialFields: Set<HTTPField.Name> = []
     ) {
-        var head = HTTPRequest(method: method, url: url, headerFields: headers)
-        if let length = body?.length, head.headerFields[.contentLength] == nil, length > 0 || method.allowsBody {
+        self.init(building: HTTPRequest(method: method, url: url, headerFields: headers), body: body, timeout: timeout, credentialFields: credentialFields)
+    }
+
+    /// `head` with the client's `Content-Length` rule applied.
+    init(building head: HTTPRequest, body: RequestBody?, timeout: Duration, credentialFields: Set<HTTPField.Name>) {
+        var head = head
+        if let length = body?.length, head.headerFields[.contentLength] == nil, length > 0 || head.method.allowsBody {
             head.headerFields[.contentLength] = String(length)
         }
         self.init(head: head, body: body, timeout: timeout, credentialFields: credentialFields)
+    }
+}
+
+/// A base URL's scheme, authority and path (without its trailing `/`), as a request head has
+/// them: parsed once per client.
+struct BaseHead: Sendable {
+    let scheme: String
+    let authority: String
+    let path: String
+
+    /// `nil` for a base that is not plain `http(s)://authority/path`: one with a query, a
+    /// fragment or user info, whose requests are built through the URL.
+    init?(_ url: URL) {
+        guard url.query == nil, url.fragment == nil, url.user == nil, url.password == nil else { return nil }
+        let head = HTTPRequest(method: .get, url: url)
+        guard let scheme = head.scheme, ["http", "https"].contains(scheme.lowercased()),
+              let authority = head.authority, !authority.isEmpty, var path = head.path else { return nil }
+        if path.hasSuffix("/") { path.removeLast() }
+        self.scheme = scheme
+        self.authority = authority
+        self.path = path
     }
 }

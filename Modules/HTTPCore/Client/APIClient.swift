@@ -29,9 +29,14 @@ public final class APIClient: Sendable {
     /// The transport requests go through.
     public let transport: any Transport
 
+    /// The base URL's scheme, authority and path, parsed once, for requests whose head is
+    /// built without a URL (see ``makeRequest(_:bodyOverride:)``).
+    let baseHead: BaseHead?
+
     public init(configuration: ClientConfiguration, transport: any Transport) {
         self.configuration = configuration
         self.transport = transport
+        self.baseHead = BaseHead(configuration.baseURL)
     }
 
     /// A client with the default configuration for `baseURL`.

@@ -43,12 +43,17 @@ public struct RequestDraft: Sendable {
         if headers[.contentType] == nil { headers[.contentType] = value }
     }
 
+    /// ``percentEncodedQueryItems`` as a query string, `name=value` pairs joined by `&`.
+    var encodedQuery: String {
+        percentEncodedQueryItems
+            .map { item in item.value.map { "\(item.name)=\($0)" } ?? item.name }
+            .joined(separator: "&")
+    }
+
     /// The final URL: ``url`` with ``percentEncodedQueryItems`` appended.
     public func resolvedURL() throws(NetworkError) -> URL {
         guard !percentEncodedQueryItems.isEmpty else { return url }
-        let extra = percentEncodedQueryItems
-            .map { item in item.value.map { "\(item.name)=\($0)" } ?? item.name }
-            .joined(separator: "&")
+        let extra = encodedQuery
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             throw .invalidRequest(.malformedURL(url.absoluteString))
         }

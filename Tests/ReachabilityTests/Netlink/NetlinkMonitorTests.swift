@@ -19,14 +19,14 @@ struct NetlinkMonitorTests {
         try await withMonitoredLab { lab, monitor in
             let recorder = StatusRecorder(monitor)
 
-            try lab.inInner("link", "set", lab.innerLink, "down")
+            try await lab.inInner("link", "set", lab.innerLink, "down")
             #expect(await waitForStatus(monitor, .offline(.noLink)))
 
             // The kernel flushes IPv4 routes of a link that goes down, so up alone is not enough.
-            try lab.inInner("link", "set", lab.innerLink, "up")
+            try await lab.inInner("link", "set", lab.innerLink, "up")
             #expect(await waitForStatus(monitor, .offline(.noDefaultRoute)), "status: \(monitor.status)")
 
-            try lab.inInner("route", "add", "default", "via", NetworkLab.outerAddress)
+            try await lab.inInner("route", "add", "default", "via", NetworkLab.outerAddress)
             #expect(await waitForStatus(monitor, .online(interface: lab.innerLink, family: .ipv4)))
 
             monitor.stop()
@@ -40,9 +40,9 @@ struct NetlinkMonitorTests {
     @Test("carrier lost on the peer side goes offline(noCarrier) with the route kept; the peer back up is online again")
     func carrierLost() async throws {
         try await withMonitoredLab { lab, monitor in
-            try lab.inOuter("link", "set", lab.outerLink, "down")
+            try await lab.inOuter("link", "set", lab.outerLink, "down")
             #expect(await waitForStatus(monitor, .offline(.noCarrier)))
-            try lab.inOuter("link", "set", lab.outerLink, "up")
+            try await lab.inOuter("link", "set", lab.outerLink, "up")
             #expect(await waitForStatus(monitor, .online(interface: lab.innerLink, family: .ipv4)))
         }
     }
@@ -51,8 +51,8 @@ struct NetlinkMonitorTests {
     func addressRemoved() async throws {
         try await withMonitoredLab { lab, monitor in
             // The IPv6 address is global too, so remove it first: that alone changes nothing.
-            try lab.inInner("-6", "addr", "del", "\(NetworkLab.innerAddress6)/64", "dev", lab.innerLink)
-            try lab.inInner("addr", "del", "\(NetworkLab.innerAddress)/24", "dev", lab.innerLink)
+            try await lab.inInner("-6", "addr", "del", "\(NetworkLab.innerAddress6)/64", "dev", lab.innerLink)
+            try await lab.inInner("addr", "del", "\(NetworkLab.innerAddress)/24", "dev", lab.innerLink)
             #expect(await waitForStatus(monitor, .offline(.noAddress)))
         }
     }
@@ -60,9 +60,9 @@ struct NetlinkMonitorTests {
     @Test("deleting the default route goes offline(noDefaultRoute); adding it back is online")
     func defaultRouteDeletedAndAdded() async throws {
         try await withMonitoredLab { lab, monitor in
-            try lab.inInner("route", "del", "default")
+            try await lab.inInner("route", "del", "default")
             #expect(await waitForStatus(monitor, .offline(.noDefaultRoute)))
-            try lab.inInner("route", "add", "default", "via", NetworkLab.outerAddress)
+            try await lab.inInner("route", "add", "default", "via", NetworkLab.outerAddress)
             #expect(await waitForStatus(monitor, .online(interface: lab.innerLink, family: .ipv4)))
         }
     }
@@ -72,16 +72,16 @@ struct NetlinkMonitorTests {
         try await withMonitoredLab(defaultRoute: false) { lab, monitor in
             #expect(monitor.status == .offline(.noDefaultRoute))
 
-            try lab.inInner("-6", "route", "add", "default", "via", NetworkLab.outerAddress6, "dev", lab.innerLink)
+            try await lab.inInner("-6", "route", "add", "default", "via", NetworkLab.outerAddress6, "dev", lab.innerLink)
             #expect(await waitForStatus(monitor, .online(interface: lab.innerLink, family: .ipv6)))
-            try lab.inInner("-6", "route", "del", "default")
+            try await lab.inInner("-6", "route", "del", "default")
             #expect(await waitForStatus(monitor, .offline(.noDefaultRoute)))
         }
     }
 
     @Test("stop closes the socket and ends every stream")
     func stopEndsStreams() async throws {
-        let lab = try NetworkLab()
+        let lab = try await NetworkLab()
         defer { lab.destroy() }
         let monitor = try NetlinkMonitor(namespacePath: lab.innerPath)
         let recorder = StatusRecorder(monitor)

@@ -14,11 +14,11 @@ import Testing
 struct NetlinkParserFuzzTests {
     /// Real RTM_GETLINK, RTM_GETADDR and RTM_GETROUTE dump datagrams from a lab namespace (with
     /// a multipath route added), plus hand-built messages for what a lab does not show.
-    private static func corpus() throws -> [[UInt8]] {
-        let lab = try NetworkLab()
+    private static func corpus() async throws -> [[UInt8]] {
+        let lab = try await NetworkLab()
         defer { lab.destroy() }
-        try lab.inInner("route", "add", "10.99.0.0/16", "nexthop", "via", NetworkLab.outerAddress, "nexthop", "via", "10.77.0.3")
-        try lab.inInner("-6", "route", "add", "default", "via", NetworkLab.outerAddress6)
+        try await lab.inInner("route", "add", "10.99.0.0/16", "nexthop", "via", NetworkLab.outerAddress, "nexthop", "via", "10.77.0.3")
+        try await lab.inInner("-6", "route", "add", "default", "via", NetworkLab.outerAddress6)
         let socket = try NetlinkSocket(namespacePath: lab.innerPath, groups: 0)
         defer { socket.close() }
         var datagrams: [[UInt8]] = []
@@ -53,8 +53,8 @@ struct NetlinkParserFuzzTests {
     }
 
     @Test("the captured dumps decode whole: links, addresses, default routes of both families, a multipath route")
-    func corpusIsReal() throws {
-        let messages = try Self.corpus().flatMap { NetlinkDecoder.decode($0) }
+    func corpusIsReal() async throws {
+        let messages = try await Self.corpus().flatMap { NetlinkDecoder.decode($0) }
         #expect(!messages.contains(.malformed))
         #expect(messages.contains { if case .event(.link, _) = $0 { true } else { false } })
         #expect(messages.contains { if case .event(.address(let address, _), _) = $0 { address.family == .ipv6 } else { false } })
@@ -64,7 +64,7 @@ struct NetlinkParserFuzzTests {
 
     @Test("10,000 mutated real dumps: no crash, sane output")
     func mutatedDumps() async throws {
-        let corpus = try Self.corpus()
+        let corpus = try await Self.corpus()
         let inputs = LockedBox(0)
         await propertyCheck(count: 10_000, input: Gen.int(in: 0..<corpus.count), Gen.uint64().array(of: 1...8)) { pick, mutations in
             inputs.withLock { $0 += 1 }

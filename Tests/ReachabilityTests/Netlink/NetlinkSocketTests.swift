@@ -13,8 +13,8 @@ struct NetlinkSocketTests {
     private typealias B = NetlinkBytes
 
     @Test("a datagram from a process (nl_pid ≠ 0) is dropped; the kernel's reply behind it is read")
-    func foreignSenderDropped() throws {
-        let lab = try NetworkLab()
+    func foreignSenderDropped() async throws {
+        let lab = try await NetworkLab()
         defer { lab.destroy() }
         let socket = try NetlinkSocket(namespacePath: lab.innerPath, groups: 0)
         defer { socket.close() }
@@ -50,7 +50,7 @@ struct NetlinkSocketTests {
             )
             try forger.send(removal, to: monitor.loop.socket)
             // A real change queued behind the forgery: once it shows, the forgery was read.
-            try lab.inInner("addr", "add", "10.88.0.1/32", "dev", lab.innerLink)
+            try await lab.inInner("addr", "add", "10.88.0.1/32", "dev", lab.innerLink)
             #expect(await waitForAddress([10, 88, 0, 1], in: monitor))
             #expect(monitor.loop.socket.foreignDatagrams.current == 1)
             #expect(monitor.status == .online(interface: lab.innerLink, family: .ipv4))
@@ -59,8 +59,8 @@ struct NetlinkSocketTests {
     }
 
     @Test("a datagram longer than the buffer reads as truncated (MSG_TRUNC), not as data")
-    func truncatedRead() throws {
-        let lab = try NetworkLab()
+    func truncatedRead() async throws {
+        let lab = try await NetworkLab()
         defer { lab.destroy() }
         let socket = try NetlinkSocket(namespacePath: lab.innerPath, groups: 0)
         defer { socket.close() }
@@ -73,7 +73,7 @@ struct NetlinkSocketTests {
 
     @Test("a truncated notification makes the monitor resynchronize, and the state ends right")
     func truncatedEventResyncs() async throws {
-        let lab = try NetworkLab()
+        let lab = try await NetworkLab()
         defer { lab.destroy() }
         // 512 bytes hold an address notification but not a link notification.
         let monitor = try NetlinkMonitor(namespacePath: lab.innerPath, receiveBufferSize: 4 << 20, eventBufferSize: 512)
@@ -81,7 +81,7 @@ struct NetlinkSocketTests {
         #expect(monitor.status == .online(interface: lab.innerLink, family: .ipv4))
         #expect(monitor.resynchronizations == 0)
 
-        try lab.inInner("link", "set", lab.innerLink, "down")
+        try await lab.inInner("link", "set", lab.innerLink, "down")
         #expect(await waitForStatus(monitor, .offline(.noLink)))
         #expect(monitor.resynchronizations > 0, "the link notification cannot fit in 512 bytes")
         #expect(monitor.routingState.links.values.contains { $0.name == lab.innerLink && !$0.isUp })

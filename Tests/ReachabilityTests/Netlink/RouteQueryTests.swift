@@ -47,7 +47,7 @@ struct RouteQueryTests {
     @Test("a host behind an interface without carrier, or a down interface, is not reachable")
     func behindDownInterface() async throws {
         try await withMonitoredLab { lab, monitor in
-            try lab.inOuter("link", "set", lab.outerLink, "down")
+            try await lab.inOuter("link", "set", lab.outerLink, "down")
             #expect(await waitForStatus(monitor, .offline(.noCarrier)))
             // The kernel keeps the route, but the interface cannot carry it.
             let route = try await monitor.route(to: NetworkLab.outerAddress)
@@ -55,7 +55,7 @@ struct RouteQueryTests {
             #expect(route?.isReachable == false)
             #expect(await monitor.isReachable(host: NetworkLab.outerAddress) == false)
 
-            try lab.inInner("link", "set", lab.innerLink, "down")
+            try await lab.inInner("link", "set", lab.innerLink, "down")
             #expect(await waitForStatus(monitor, .offline(.noLink)))
             #expect(await monitor.isReachable(host: NetworkLab.outerAddress) == false)
             #expect(await monitor.isReachable(host: "127.0.0.1"))
@@ -81,7 +81,7 @@ struct RouteQueryTests {
             await #expect(throws: NetworkError.self) { try await client.send(Request<Void>.get("/ping")) }
             #expect(transport.recordedRequests.isEmpty)
 
-            try lab.inInner("route", "add", "default", "via", NetworkLab.outerAddress)
+            try await lab.inInner("route", "add", "default", "via", NetworkLab.outerAddress)
             #expect(await waitForStatus(monitor, .online(interface: lab.innerLink, family: .ipv4)))
             try await client.send(Request<Void>.get("/ping"))
             #expect(transport.recordedRequests.count == 1)

@@ -21,7 +21,7 @@ struct ProbeNamespaceTests {
 
     @Test("204 passes, a 302 to a login page and a 200 HTML page read as a captive portal")
     func answers() async throws {
-        let lab = try NetworkLab()
+        let lab = try await NetworkLab()
         defer { lab.destroy() }
         let server = try await ProbeServer.start(namespace: lab.outer, address: NetworkLab.outerAddress)
         defer { server.stop() }
@@ -33,7 +33,7 @@ struct ProbeNamespaceTests {
 
     @Test("netlink AND probe: online with the interface; captive portal is limited; carrier lost is offline at once")
     func combined() async throws {
-        let lab = try NetworkLab()
+        let lab = try await NetworkLab()
         defer { lab.destroy() }
         let server = try await ProbeServer.start(namespace: lab.outer, address: NetworkLab.outerAddress)
         defer { server.stop() }
@@ -47,9 +47,9 @@ struct ProbeNamespaceTests {
         defer { monitor.stop() }
         #expect(await waitForStatus(monitor, .online(interface: lab.innerLink, family: .ipv4)))
 
-        try lab.inOuter("link", "set", lab.outerLink, "down")
+        try await lab.inOuter("link", "set", lab.outerLink, "down")
         #expect(await waitForStatus(monitor, .offline(.noCarrier)))
-        try lab.inOuter("link", "set", lab.outerLink, "up")
+        try await lab.inOuter("link", "set", lab.outerLink, "up")
         // The probe runs again as soon as netlink reports the change.
         #expect(await waitForStatus(monitor, .online(interface: lab.innerLink, family: .ipv4)))
 
@@ -63,7 +63,7 @@ struct ProbeNamespaceTests {
 
     @Test("a server that is gone fails the probe: limited(probeFailed) while netlink says online")
     func serverGone() async throws {
-        let lab = try NetworkLab()
+        let lab = try await NetworkLab()
         defer { lab.destroy() }
         let netlink = try NetlinkMonitor(namespacePath: lab.innerPath)
         defer { netlink.stop() }

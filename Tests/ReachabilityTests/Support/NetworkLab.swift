@@ -6,7 +6,7 @@ import TestSupport
 func withMonitoredLab(
     defaultRoute: Bool = true, _ body: (NetworkLab, NetlinkMonitor) async throws -> Void
 ) async throws {
-    let lab = try NetworkLab(defaultRoute: defaultRoute)
+    let lab = try await NetworkLab(defaultRoute: defaultRoute)
     defer { lab.destroy() }
     let monitor = try NetlinkMonitor(namespacePath: lab.innerPath)
     defer { monitor.stop() }

@@ -30,7 +30,7 @@ public final class NetworkLab: Sendable {
 
     /// Creates the namespaces and the link, brings everything up and adds the default route.
     /// Throws a ``LabError`` that says what is missing when namespaces cannot be made.
-    public init(defaultRoute: Bool = true) throws {
+    public init(defaultRoute: Bool = true) async throws {
         let id = String(UInt32.random(in: 0..<UInt32.max), radix: 16)
         inner = "\(Self.prefix)\(getpid())-\(id)-in"
         outer = "\(Self.prefix)\(getpid())-\(id)-out"
@@ -39,22 +39,22 @@ public final class NetworkLab: Sendable {
         outerLink = "cr\(short)o"
         Self.removeStale()
         do {
-            try Self.ip("netns", "add", inner)
+            try await Self.ip("netns", "add", inner)
         } catch {
             throw LabError("cannot create a network namespace (these tests need root or CAP_SYS_ADMIN, iproute2 and a kernel with network namespaces): \(error)")
         }
         do {
-            try Self.ip("netns", "add", outer)
-            try Self.ip("-n", inner, "link", "add", innerLink, "type", "veth", "peer", "name", outerLink, "netns", outer)
-            try Self.ip("-n", inner, "link", "set", "lo", "up")
-            try Self.ip("-n", outer, "link", "set", "lo", "up")
-            try Self.ip("-n", inner, "addr", "add", "\(Self.innerAddress)/24", "dev", innerLink)
-            try Self.ip("-n", outer, "addr", "add", "\(Self.outerAddress)/24", "dev", outerLink)
-            try Self.ip("-n", inner, "-6", "addr", "add", "\(Self.innerAddress6)/64", "dev", innerLink, "nodad")
-            try Self.ip("-n", outer, "-6", "addr", "add", "\(Self.outerAddress6)/64", "dev", outerLink, "nodad")
-            try Self.ip("-n", inner, "link", "set", innerLink, "up")
-            try Self.ip("-n", outer, "link", "set", outerLink, "up")
-            if defaultRoute { try Self.ip("-n", inner, "route", "add", "default", "via", Self.outerAddress) }
+            try await Self.ip("netns", "add", outer)
+            try await Self.ip("-n", inner, "link", "add", innerLink, "type", "veth", "peer", "name", outerLink, "netns", outer)
+            try await Self.ip("-n", inner, "link", "set", "lo", "up")
+            try await Self.ip("-n", outer, "link", "set", "lo", "up")
+            try await Self.ip("-n", inner, "addr", "add", "\(Self.innerAddress)/24", "dev", innerLink)
+            try await Self.ip("-n", outer, "addr", "add", "\(Self.outerAddress)/24", "dev", outerLink)
+            try await Self.ip("-n", inner, "-6", "addr", "add", "\(Self.innerAddress6)/64", "dev", innerLink, "nodad")
+            try await Self.ip("-n", outer, "-6", "addr", "add", "\(Self.outerAddress6)/64", "dev", outerLink, "nodad")
+            try await Self.ip("-n", inner, "link", "set", innerLink, "up")
+            try await Self.ip("-n", outer, "link", "set", outerLink, "up")
+            if defaultRoute { try await Self.ip("-n", inner, "route", "add", "default", "via", Self.outerAddress) }
         } catch {
             destroy()
             throw error
@@ -62,15 +62,18 @@ public final class NetworkLab: Sendable {
     }
 
     /// Runs `ip` with `arguments` inside `inner`.
-    public func inInner(_ arguments: String...) throws { try Self.ip(["-n", inner] + arguments) }
+    public func inInner(_ arguments: String...) async throws { try await Self.ip(["-n", inner] + arguments) }
 
     /// Runs `ip` with `arguments` inside `outer`.
-    public func inOuter(_ arguments: String...) throws { try Self.ip(["-n", outer] + arguments) }
+    public func inOuter(_ arguments: String...) async throws { try await Self.ip(["-n", outer] + arguments) }
 
     /// Deletes both namespaces (and with them the veth pair). Safe to call twice.
+    ///
+    /// Runs from `defer`, so it does not wait: the deletions are started and the kernel tears the
+    /// namespaces down on its own (the names are this lab's alone).
     public func destroy() {
-        try? Self.ip("netns", "delete", inner)
-        try? Self.ip("netns", "delete", outer)
+        Self.launch("netns", "delete", inner)
+        Self.launch("netns", "delete", outer)
     }
 
     /// Deletes lab namespaces whose creating process is gone.
@@ -79,11 +82,22 @@ public final class NetworkLab: Sendable {
         for name in names where name.hasPrefix(prefix) {
             let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
             guard let pid = pid_t(pidText), pid != getpid(), kill(pid, 0) != 0 else { continue }
-            try? ip("netns", "delete", name)
+            launch("netns", "delete", name)
         }
     }
 
-    public static func ip(_ arguments: String...) throws { try ip(arguments) }
+    public static func ip(_ arguments: String...) async throws { try await ip(arguments) }
+
+    /// Starts `ip` with `arguments` and does not wait for it (Foundation reaps it).
+    static func launch(_ arguments: String...) {
+        guard let tool = try? ipTool() else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+    }
 
     /// The path of iproute2's `ip`.
     public static func ipTool() throws -> String {
@@ -93,14 +107,14 @@ public final class NetworkLab: Sendable {
         return tool
     }
 
-    public static func ip(_ arguments: [String], input: String? = nil) throws {
-        let tool = try ipTool()
+    /// Runs `ip` and blocks the calling thread until it ends: only for a thread of its own
+    /// (``onOwnThread(_:)``) that must hold something across the call, never in async code.
+    public static func ipOnThisThread(_ arguments: [String], input: String? = nil) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
+        process.executableURL = URL(fileURLWithPath: try ipTool())
         process.arguments = arguments
-        let feed = Pipe()
+        let feed = Pipe(), errors = Pipe()
         if input != nil { process.standardInput = feed }
-        let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
@@ -112,6 +126,15 @@ public final class NetworkLab: Sendable {
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         guard process.terminationStatus == 0 else {
             throw LabError("ip \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): \(message)")
+        }
+    }
+
+    /// Runs `ip` with `arguments` (and `input` on its standard input), awaited without
+    /// blocking a thread of the cooperative pool.
+    public static func ip(_ arguments: [String], input: String? = nil) async throws {
+        let result = try await runTool(try ipTool(), arguments, input: input.map { Data($0.utf8) })
+        guard result.status == 0 else {
+            throw LabError("ip \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.errorText)")
         }
     }
 }
