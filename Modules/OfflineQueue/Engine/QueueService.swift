@@ -147,7 +147,7 @@ public struct QueueService: Service {
                     logger.error("drain failed", metadata: ["error": "\(error)"])
                 }
             }
-        if control.isStopping || Task.isCancelled { break }
+            if control.isStopping || Task.isCancelled { break }
             // At most once per iteration, so never more often than the drains.
             if ContinuousClock.now - lastRetention >= retentionInterval {
                 await applyRetention()
