@@ -1,0 +1,47 @@
+import Foundation
+import HTTPTypes
+public import HTTPCore
+
+/// One request for ``OfflineQueue/enqueue(_:)``, in stored form.
+public struct QueuedRequest: Sendable {
+    // Changing the method, the URL or the headers makes the request text again, validated as
+    // text; a prepared request is stored as it is.
+    public var method: String { didSet { prepared = nil } }
+    public var url: String { didSet { prepared = nil } }
+    public var headers: [(name: String, value: String)] { didSet { prepared = nil } }
+    public var body: RequestBody?
+    public var scopes: [String]
+    public var name: String?
+    public var timeout: Duration?
+    public var options: EnqueueOptions
+    /// The typed request this was made from, stored as it is without parsing its text forms.
+    private(set) var prepared: PreparedRequest?
+
+    public init(
+        method: String, url: String, headers: [(name: String, value: String)] = [], body: RequestBody? = nil,
+        scopes: [String] = [], name: String? = nil, timeout: Duration? = nil, options: EnqueueOptions = EnqueueOptions()
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.scopes = scopes
+        self.name = name
+        self.timeout = timeout
+        self.options = options
+        self.prepared = nil
+    }
+
+    /// A prepared request (from ``HTTPCore/APIClient/request(for:)``) in stored form.
+    public init(_ request: PreparedRequest, scopes: [String] = [], name: String? = nil, options: EnqueueOptions = EnqueueOptions()) {
+        method = request.head.method.rawValue
+        url = request.url?.absoluteString ?? ""
+        headers = request.head.headerFields.map { ($0.name.rawName, $0.value) }
+        body = request.body
+        self.scopes = scopes
+        self.name = name
+        timeout = request.timeout
+        self.options = options
+        prepared = request
+    }
+}
