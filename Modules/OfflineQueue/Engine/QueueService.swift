@@ -37,7 +37,8 @@ public struct QueueService: Service {
     /// time a drain under way finishes or starts an attempt: proof that the service is not
     /// stuck, for a watchdog.
     public let heartbeat = ServiceHeartbeat()
-    private let control = ServiceControl()
+    /// Stopped on graceful shutdown: the loop ends and the drain under way stops claiming.
+    private let control = DrainControl()
 
     public init(
         queue: OfflineQueue, pollInterval: Duration = .seconds(5), shutdownGrace: Duration = .seconds(8),
@@ -55,15 +56,16 @@ public struct QueueService: Service {
         defer { heartbeat.finish() }
         try await withGracefulShutdownHandler {
             try await runLoop()
-        } onGracefulShutdown: { [control, queue] in
-            control.shutDown(wake: queue.enqueued)
+        } onGracefulShutdown: {
+            shutDown()
         }
     }
 
     /// Starts a graceful shutdown, as a `ServiceGroup` does on SIGTERM; for running the service
     /// outside a group.
     public func shutDown() {
-        control.shutDown(wake: queue.enqueued)
+        control.stop()
+        queue.enqueued.fire()
     }
 
     /// One drain, as children of a task group: the drain, and a watcher that on shutdown stops
@@ -74,7 +76,7 @@ public struct QueueService: Service {
         return try await withThrowingTaskGroup(of: DrainSummary?.self) { [queue, control, shutdownGrace] group in
             group.addTask { try await queue.drain(.untilIdle, control: drainControl) }
             group.addTask {
-                await control.shutdownRequested()
+                await control.stopRequested()
                 drainControl.stop()
                 try? await Task.sleep(for: shutdownGrace)
                 return nil
@@ -124,7 +126,7 @@ public struct QueueService: Service {
         // Measured on the monotonic clock: a wall clock stepped back must not stall retention.
         var lastRetention = ContinuousClock.now
 
-        while !control.isStopping && !Task.isCancelled {
+        while !control.isStopped && !Task.isCancelled {
             let online = queue.monitor?.status.isOnline ?? true
             var didWork = false
             var nextAttemptAt: Date?
@@ -147,7 +149,7 @@ public struct QueueService: Service {
                     logger.error("drain failed", metadata: ["error": "\(error)"])
                 }
             }
-            if control.isStopping || Task.isCancelled { break }
+            if control.isStopped || Task.isCancelled { break }
             // At most once per iteration, so never more often than the drains.
             if ContinuousClock.now - lastRetention >= retentionInterval {
                 await applyRetention()
@@ -271,25 +273,5 @@ extension OfflineQueue {
             queue: self, pollInterval: pollInterval, shutdownGrace: shutdownGrace,
             retentionInterval: retentionInterval, logger: logger
         )
-    }
-}
-
-/// The service's shutdown state.
-private final class ServiceControl: Sendable {
-    private let stopping = LockedBox(false)
-    private let signal = WakeSignal()
-
-    var isStopping: Bool { stopping.current }
-
-    /// Marks the service as stopping and wakes the loop and the drain under way.
-    func shutDown(wake: WakeSignal) {
-        stopping.withLock { $0 = true }
-        signal.fire()
-        wake.fire()
-    }
-
-    /// Returns once ``shutDown(wake:)`` was called, or when the task is cancelled.
-    func shutdownRequested() async {
-        while !isStopping && !Task.isCancelled { await signal.wait() }
     }
 }
