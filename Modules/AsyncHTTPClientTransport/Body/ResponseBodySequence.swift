@@ -40,8 +40,10 @@ struct ResponseBodySequence: AsyncSequence, Sendable {
             if let deadline, NIODeadline.now() > deadline {
                 throw NetworkError.transport(TransportFailure(.timedOut, "the response body was still arriving at the deadline"))
             }
-            // `Data(buffer:)` copies small buffers and shares the storage of large ones.
-            return Data(buffer: buffer)
+            // A chunk of a kilobyte or more shares the buffer's storage instead of being copied
+            // (`Data(buffer:)` copies up to 256 KiB): whoever reads the body copies it once, into
+            // its own storage, not twice.
+            return Data(buffer: buffer, byteTransferStrategy: buffer.readableBytes >= 1024 ? .noCopy : .copy)
         }
     }
 }

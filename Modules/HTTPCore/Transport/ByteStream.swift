@@ -51,11 +51,26 @@ public struct ByteStream: AsyncSequence, Sendable {
 
     /// Reads the whole stream into memory, failing with ``NetworkError/bodyTooLarge(limit:)``
     /// as soon as more than `maxBytes` arrive, so a huge or endless body never exhausts memory.
-    public func collect(upTo maxBytes: Int) async throws -> Data {
+    ///
+    /// `expectedCount` is what the sender announced (a response's `Content-Length`): the result
+    /// is then allocated once at that size (never above `maxBytes`) and each chunk copied into
+    /// it, instead of growing by doubling. It is only a hint: a body that turns out longer or
+    /// shorter is still read whole and right.
+    public func collect(upTo maxBytes: Int, expectedCount: Int? = nil) async throws -> Data {
         var result = Data()
-        for try await chunk in self {
+        var iterator = makeAsyncIterator()
+        guard let first = try await iterator.next() else { return result }
+        if first.count > maxBytes { throw NetworkError.bodyTooLarge(limit: maxBytes) }
+        if let expectedCount, expectedCount > first.count {
+            // Reserved only once a first chunk arrived: an empty body allocates nothing.
+            result.reserveCapacity(Swift.min(expectedCount, maxBytes))
+            result.append(first)
+        } else {
+            result = first
+        }
+        while let chunk = try await iterator.next() {
             if result.count + chunk.count > maxBytes { throw NetworkError.bodyTooLarge(limit: maxBytes) }
-            if result.isEmpty { result = chunk } else { result.append(chunk) }
+            result.append(chunk)
         }
         return result
     }

@@ -1,3 +1,4 @@
+public import Foundation
 public import HTTPTypes
 
 /// Moves one HTTP exchange over the wire: a request head and optional streamed body in,
@@ -44,5 +45,12 @@ public struct TransportResponse: Sendable {
         self.body = body
         self.request = request
         self.redirects = redirects
+    }
+
+    /// The body in memory, up to `maxBytes`, allocated once at the size `Content-Length`
+    /// announces (see ``ByteStream/collect(upTo:expectedCount:)``).
+    public func collectBody(upTo maxBytes: Int) async throws -> Data {
+        let announced = head.headerFields[.contentLength].flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        return try await body.collect(upTo: maxBytes, expectedCount: announced)
     }
 }
