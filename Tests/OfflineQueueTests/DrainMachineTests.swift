@@ -77,6 +77,30 @@ struct DrainMachineTests {
         #expect(machine.summary.delivered == 1)
     }
 
+    @Test("sends start and finish while a commit runs; no second commit, no flush timer and no end until it is done")
+    func commitRunsBesideSends() throws {
+        var machine = Self.started(limit: 2, claimed: Self.entries(1...4))
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(1))
+        machine.finished(Self.delivered(2), networkGone: false, at: Self.ms(2))
+        guard case .start(let next) = machine.next(at: Self.ms(2)) else { Issue.record("expected a start"); return }
+        #expect(next.map(\.id) == [3, 4])
+        let commit = try #require(Self.expectCommit(&machine, at: Self.ms(2)))
+        #expect(commit.settlements.map(\.id) == [1, 2] && commit.claimLimit == 2)
+        // The commit is under way; the two sends finish meanwhile.
+        machine.finished(Self.delivered(3), networkGone: false, at: Self.ms(3))
+        machine.finished(Self.delivered(4), networkGone: false, at: Self.ms(4))
+        // Idle, with two to record, long past the flush delay: still only waiting for the commit.
+        guard case .wait(let deadline) = machine.next(at: Self.ms(500)) else { Issue.record("expected a wait for the commit"); return }
+        #expect(deadline == nil, "the commit's end wakes the drain, not a timer")
+        machine.committed(QueueStore.ClaimResult(), at: Self.ms(501))
+        let second = try #require(Self.expectCommit(&machine, at: Self.ms(501)))
+        #expect(second.settlements.map(\.id) == [3, 4] && second.claimLimit == 4)
+        guard case .wait = machine.next(at: Self.ms(501)) else { Issue.record("no end while the last commit runs"); return }
+        machine.committed(QueueStore.ClaimResult(), at: Self.ms(502))
+        guard case .finish = machine.next(at: Self.ms(502)) else { Issue.record("expected the end"); return }
+        #expect(machine.summary.delivered == 4)
+    }
+
     @Test("`limit` finished attempts are recorded at once, without waiting for the delay")
     func flushWhenFull() throws {
         var machine = Self.started(limit: 2, claimed: Self.entries(1...2))

@@ -45,8 +45,8 @@ extension OfflineQueue {
     /// entries back (pending, nothing counted).
     ///
     /// The policy lives in ``DrainMachine``; this is its driver: a task group whose children
-    /// (the sends, a stop watcher, a network watcher, a timer when the machine asks for one)
-    /// return events, and the machine's actions performed in turn.
+    /// (the sends, the store's commits, a stop watcher, a network watcher, a timer when the
+    /// machine asks for one) return events, and the machine's actions performed in turn.
     public func drain(_ mode: DrainMode = .untilIdle, concurrency: Int? = nil, control: DrainControl? = nil) async throws(QueueError) -> DrainSummary {
         let control = control ?? DrainControl()
         let clock = configuration.clock
@@ -75,14 +75,17 @@ extension OfflineQueue {
                         group.addTask { DrainEvent.finished(await self.attemptAndSettle(entry)) }
                     }
                 case .commit(let commit):
-                    do throws(QueueError) {
-                        let result = try await settleAndClaim(
-                            commit.settlements, now: clock.now(), claimLimit: commit.claimLimit,
-                            attemptedSince: mode == .once ? started.uptime : nil, chores: commit.chores
-                        )
-                        announce(commit.settlements, lost: result.lost)
-                        machine.committed(result, at: elapsed())
-                    } catch { machine.failed(error) }
+                    // A child task: sends keep starting and finishing while the store works.
+                    let attemptedSince = mode == .once ? started.uptime : nil
+                    group.addTask {
+                        do throws(QueueError) {
+                            let result = try await self.settleAndClaim(
+                                commit.settlements, now: clock.now(), claimLimit: commit.claimLimit,
+                                attemptedSince: attemptedSince, chores: commit.chores
+                            )
+                            return .committed(commit.settlements, .success(result))
+                        } catch { return .committed(commit.settlements, .failure(error)) }
+                    }
                 case .renew(let ids):
                     do throws(QueueError) {
                         try await store.renewLeases(ids, owner: owner, now: clock.now(), lease: policy.leaseDuration)
@@ -100,6 +103,10 @@ extension OfflineQueue {
                     switch await group.next() {
                     case .finished(let result)?:
                         machine.finished(result.settlement, networkGone: result.networkGone, at: elapsed())
+                    case .committed(let settlements, .success(let result))?:
+                        announce(settlements, lost: result.lost)
+                        machine.committed(result, at: elapsed())
+                    case .committed(_, .failure(let error))?: machine.failed(error)
                     case .stop?: machine.stop()
                     case .network(let online)?:
                         machine.network(online: online)
@@ -126,6 +133,8 @@ extension OfflineQueue {
     /// What the drain's child tasks hand back.
     enum DrainEvent: Sendable {
         case finished((settlement: QueueStore.Settlement, networkGone: Bool))
+        /// A commit the machine asked for ended; its settlements, for the events.
+        case committed([QueueStore.Settlement], Result<QueueStore.ClaimResult, QueueError>)
         case stop
         case network(online: Bool)
         case monitorEnded

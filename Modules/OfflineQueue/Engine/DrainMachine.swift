@@ -9,7 +9,8 @@
 ///   running, and, once a claim found fewer than it asked for, until nothing is.
 /// - **One commit per turn.** Finished attempts are recorded together with the next claim,
 ///   once `limit` of them wait, `flushDelay` after the oldest finished, when the drain is
-///   idle, or when it stops.
+///   idle, or when it stops. One commit runs at a time, and sends start and finish while it
+///   runs: those that finish meanwhile go into the next one.
 /// - **Stop.** A stop, a failed commit, the monitor saying offline or a send finding the
 ///   network gone end claiming; claimed entries not started are given back; sends under way
 ///   run to their end (cancelling the drain's task cuts them short).
@@ -155,13 +156,14 @@ struct DrainMachine {
             running += batch.count
             return .start(batch)
         }
-        if isIdle && (unsettled.isEmpty || failure != nil) && (stopping || drained) { return .finish }
+        if isIdle && committing == nil && (unsettled.isEmpty || failure != nil) && (stopping || drained) { return .finish }
 
+        // One commit at a time; sends go on starting and finishing while it runs.
         var claimLimit = 0
-        if !stopping && running + ready.count <= settings.limit && (!exhausted || isIdle) {
+        if committing == nil && !stopping && running + ready.count <= settings.limit && (!exhausted || isIdle) {
             claimLimit = 2 * settings.limit - running - ready.count
         }
-        let flushDue = failure == nil && !unsettled.isEmpty && (
+        let flushDue = committing == nil && failure == nil && !unsettled.isEmpty && (
             unsettled.count >= settings.limit || isIdle || stopping
                 || oldestUnsettled.map { now - $0 >= settings.flushDelay } ?? false
         )
@@ -178,7 +180,8 @@ struct DrainMachine {
         }
 
         var deadline: Duration?
-        if failure == nil, let oldest = oldestUnsettled { deadline = oldest + settings.flushDelay }
+        // While a commit runs, its end is the next event: no timer for the flush.
+        if failure == nil, committing == nil, let oldest = oldestUnsettled { deadline = oldest + settings.flushDelay }
         if failure == nil, let renewal = settings.renewal, let earliest = leasedAt.values.min() {
             let renewAt = earliest + renewal
             if now >= renewAt {
