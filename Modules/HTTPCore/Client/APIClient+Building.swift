@@ -139,6 +139,17 @@ extension PreparedRequest {
         self.init(building: HTTPRequest(method: method, url: url, headerFields: headers), body: body, timeout: timeout, credentialFields: credentialFields)
     }
 
+    /// The same from a head's parts, for a URL whose parts are known already.
+    package init(
+        method: HTTPRequest.Method, scheme: String, authority: String, path: String, headers: HTTPFields, body: RequestBody?,
+        timeout: Duration, credentialFields: Set<HTTPField.Name> = []
+    ) {
+        self.init(
+            building: HTTPRequest(method: method, scheme: scheme, authority: authority, path: path, headerFields: headers),
+            body: body, timeout: timeout, credentialFields: credentialFields
+        )
+    }
+
     /// `head` with the client's `Content-Length` rule applied.
     init(building head: HTTPRequest, body: RequestBody?, timeout: Duration, credentialFields: Set<HTTPField.Name>) {
         var head = head

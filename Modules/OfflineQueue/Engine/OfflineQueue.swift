@@ -34,6 +34,8 @@ public final class OfflineQueue: Sendable {
     let broadcast = EventBroadcast()
     /// Fired by every local enqueue, so a running service drains at once.
     let enqueued = WakeSignal()
+    /// Stored URLs parsed for replays, once each.
+    let replayTargets = ReplayTargets()
     /// This drainer's hold on its claims, which dies with the process.
     let ownerLock: OwnerLock
     /// Names this drainer in leases: `host:pid:token:boot`.

@@ -17,8 +17,8 @@ struct ReplayRequest {
     ///   ``TemplateError`` for a template not allowed for the entry's origin.
     init(entry: QueueEntry, queue: OfflineQueue) throws {
         guard let method = HTTPRequest.Method(entry.method) else { throw QueueError.invalidRequest("stored method \(entry.method) is invalid") }
-        guard let url = URL(string: entry.url), url.host != nil else { throw QueueError.invalidRequest("stored URL \(entry.url) is invalid") }
-        let origin = Origin(url)
+        let target = try queue.replayTargets.target(for: entry.url)
+        let origin = target.origin
         var headers = HTTPFields()
         var credentials: Set<HTTPField.Name> = []
         var secrets = SecretScrubber()
@@ -41,8 +41,51 @@ struct ReplayRequest {
         }
         self.secrets = secrets
         request = PreparedRequest(
-            method: method, url: url, headers: queue.client.withDefaults(headers), body: body,
+            method: method, scheme: target.scheme, authority: target.authority, path: target.path,
+            headers: queue.client.withDefaults(headers), body: body,
             timeout: entry.timeout ?? queue.client.configuration.timeout, credentialFields: credentials
         )
+    }
+}
+
+/// A stored URL as a request head holds it (scheme, authority, path with query) and its origin.
+struct ReplayTarget: Sendable {
+    let scheme: String
+    let authority: String
+    let path: String
+    let origin: Origin?
+
+    /// - Throws: ``QueueError/invalidRequest(_:)`` for text that is not an absolute URL.
+    init(_ text: String) throws(QueueError) {
+        guard let url = URL(string: text), url.host != nil else { throw .invalidRequest("stored URL \(text) is invalid") }
+        // The parts `HTTPRequest(url:)` takes, so the head is the one a URL would give.
+        let head = HTTPRequest(method: .get, url: url)
+        guard let scheme = head.scheme, let authority = head.authority, let path = head.path else {
+            throw .invalidRequest("stored URL \(text) is invalid")
+        }
+        self.scheme = scheme
+        self.authority = authority
+        self.path = path
+        origin = Origin(url)
+    }
+}
+
+/// Stored URLs parsed once per queue rather than at every attempt: a queue's entries mostly
+/// share a few URLs, and parsing one (`URL`, then the head's parts) costs more than the rest
+/// of rebuilding the request. Holds at most `limit` URLs; when full it starts over.
+final class ReplayTargets: Sendable {
+    private let parsed = LockedBox<[String: ReplayTarget]>([:])
+    private let limit: Int
+
+    init(limit: Int = 256) { self.limit = limit }
+
+    func target(for text: String) throws(QueueError) -> ReplayTarget {
+        if let known = parsed.withLock({ $0[text] }) { return known }
+        let target = try ReplayTarget(text)
+        parsed.withLock { cache in
+            if cache.count >= limit { cache.removeAll(keepingCapacity: true) }
+            cache[text] = target
+        }
+        return target
     }
 }
