@@ -30,13 +30,16 @@ enum LineCoding {
         return text
     }
 
+    /// Scans bytes, not characters: a claim decodes every claimed row's headers.
     static func decodeHeaders(_ text: String) -> [StoredHeader] {
-        text.split(separator: "\n").compactMap { line in
-            guard let colon = line.firstIndex(of: ":") else { return nil }
+        var headers: [StoredHeader] = []
+        for line in text.utf8.split(separator: UInt8(ascii: "\n")) {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
             var value = line[line.index(after: colon)...]
-            if value.first == " " { value = value.dropFirst() }
-            return StoredHeader(name: String(line[..<colon]), value: String(value))
+            if value.first == UInt8(ascii: " ") { value = value.dropFirst() }
+            headers.append(StoredHeader(name: String(Substring(line[..<colon])), value: String(Substring(value))))
         }
+        return headers
     }
 
     static func encode(_ scopes: [String]) -> String { scopes.joined(separator: "\n") }

@@ -125,9 +125,12 @@ extension QueueStore {
             "wall": now.wall.timeIntervalSince1970, "uptime": now.uptime, "limit": limit,
         ]
         if let attemptedSince { _ = arguments.append(contentsOf: ["since": attemptedSince]) }
-        return try Row.fetchAll(statement, arguments: arguments)
-            .map(QueueEntry.init(row:))
-            .sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
+        // Each row decoded straight from the statement, not copied into a `Row` first.
+        var claimed: [QueueEntry] = []
+        claimed.reserveCapacity(limit)
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() { claimed.append(QueueEntry(row: row)) }
+        return claimed.sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
     }
 
     /// Applies `settlements` of `owner`'s claims in one transaction. A settlement whose lease
