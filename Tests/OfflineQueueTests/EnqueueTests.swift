@@ -52,6 +52,35 @@ struct EnqueueTests {
         await server.shutdown()
     }
 
+    @Test("concurrent enqueues commit together: each caller's rows are committed when it returns, tickets are its own, a key given twice is one row")
+    func concurrentEnqueuesCommitTogether() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let url = server.url("/echo").absoluteString
+        // 48 callers of one request each and 16 of a batch of three, with keys 0…7 given twice.
+        let tickets = try await withThrowingTaskGroup(of: [Ticket].self) { group in
+            for caller in 0..<64 {
+                group.addTask {
+                    let requests = (0..<(caller < 48 ? 1 : 3)).map { part in
+                        QueuedRequest(method: "POST", url: url, options: EnqueueOptions(idempotencyKey: caller < 16 ? "twice-\(caller % 8)" : "c\(caller)-\(part)"))
+                    }
+                    let tickets = try await queue.enqueue(requests)
+                    // Committed when the call returns: another connection sees every row.
+                    for ticket in tickets { #expect(try await queue.entry(ticket.id)?.idempotencyKey == ticket.idempotencyKey) }
+                    return tickets
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(tickets.count == 48 + 16 * 3)
+        #expect(tickets.filter(\.deduplicated).count == 8, "each of the eight keys given twice is stored once")
+        #expect(Set(tickets.map(\.id)).count == tickets.count - 8)
+        #expect(try await queue.counts().pending == tickets.count - 8)
+        await server.shutdown()
+    }
+
     @Test("secret headers are not stored; the scoped plugin adds a fresh token at replay")
     func secretsDroppedAndRefreshed() async throws {
         let folder = try TempFolder()

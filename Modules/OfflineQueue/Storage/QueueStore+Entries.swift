@@ -6,42 +6,49 @@ import HTTPCore
 extension QueueStore {
     /// Inserts `entries` in one transaction. An entry whose caller-given key is already
     /// stored is not inserted again; its ticket points at the stored entry.
+    ///
+    /// Concurrent callers share a transaction, and so its `fsync` (see ``CommitGroup``); each
+    /// returns once its rows are committed.
     func insert(_ entries: [NewEntry], now: QueueTime) async throws(QueueError) -> [Ticket] {
-        try await write { db in
-            var tickets: [Ticket] = []
-            tickets.reserveCapacity(entries.count)
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO entry (idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
-                    group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at,
-                    clock_boot, budget_uptime, due_uptime)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (idempotency_key) DO NOTHING
-                """)
-            for entry in entries {
-                var inline: Data?
-                var file: String?
-                switch entry.body {
-                case .inline(let data): inline = data
-                case .file(let name, _): file = name
-                case nil: break
-                }
-                let timeout = entry.timeout.map(\.saturatingMilliseconds)
-                let wall = now.wall.timeIntervalSince1970
-                let wait = max(0, (entry.notBefore?.timeIntervalSince1970 ?? wall) - wall)
-                try insert.execute(arguments: [
-                    entry.idempotencyKey, entry.method, entry.url, LineCoding.encode(entry.headers), inline, file,
-                    entry.body?.length, LineCoding.encode(entry.scopes), entry.name, entry.group, entry.priority, timeout,
-                    wall, wall, wall + wait, now.boot, now.uptime, now.uptime + wait,
-                ])
-                if db.changesCount == 1 {
-                    tickets.append(Ticket(id: db.lastInsertedRowID, idempotencyKey: entry.idempotencyKey, deduplicated: false))
-                } else {
-                    let id = try EntryID.fetchOne(db, sql: "SELECT id FROM entry WHERE idempotency_key = ?", arguments: [entry.idempotencyKey]) ?? 0
-                    tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: true))
-                }
+        if readOnly { throw Self.readOnlyRefusal(path) }
+        return try await commits.insert(entries, now: now)
+    }
+
+    /// Inserts `entries` inside the caller's transaction.
+    static func insert(_ db: Database, _ entries: [NewEntry], now: QueueTime) throws -> [Ticket] {
+        var tickets: [Ticket] = []
+        tickets.reserveCapacity(entries.count)
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO entry (idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
+                group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at,
+                clock_boot, budget_uptime, due_uptime)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (idempotency_key) DO NOTHING
+            """)
+        for entry in entries {
+            var inline: Data?
+            var file: String?
+            switch entry.body {
+            case .inline(let data): inline = data
+            case .file(let name, _): file = name
+            case nil: break
             }
-            return tickets
+            let timeout = entry.timeout.map(\.saturatingMilliseconds)
+            let wall = now.wall.timeIntervalSince1970
+            let wait = max(0, (entry.notBefore?.timeIntervalSince1970 ?? wall) - wall)
+            try insert.execute(arguments: [
+                entry.idempotencyKey, entry.method, entry.url, LineCoding.encode(entry.headers), inline, file,
+                entry.body?.length, LineCoding.encode(entry.scopes), entry.name, entry.group, entry.priority, timeout,
+                wall, wall, wall + wait, now.boot, now.uptime, now.uptime + wait,
+            ])
+            if db.changesCount == 1 {
+                tickets.append(Ticket(id: db.lastInsertedRowID, idempotencyKey: entry.idempotencyKey, deduplicated: false))
+            } else {
+                let id = try EntryID.fetchOne(db, sql: "SELECT id FROM entry WHERE idempotency_key = ?", arguments: [entry.idempotencyKey]) ?? 0
+                tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: true))
+            }
         }
+        return tickets
     }
 
     /// Dead or pending entries become due now with a fresh budget. `nil` ids means every

@@ -37,6 +37,8 @@ final class QueueStore: Sendable {
     /// The columns read into a ``QueueEntry``: ``Schema/entryColumns``, or, for an older file
     /// opened read-only (which cannot migrate), the same with what it lacks read as `NULL`.
     let entryColumns: String
+    /// Inserts from concurrent enqueuers, committed together.
+    let commits: CommitGroup
 
     /// Opens (and, when `create` is set, creates) the database at `path`; with `readOnly`,
     /// opens an existing one for reading only.
@@ -54,6 +56,7 @@ final class QueueStore: Sendable {
         if readOnly {
             let (reader, version) = try Self.openReadOnly(path)
             pool = reader
+            commits = CommitGroup(writer: reader, path: path)
             entryColumns = Schema.entryColumns(readingVersion: version)
             return
         }
@@ -78,6 +81,7 @@ final class QueueStore: Sendable {
             throw Self.map(error, path: path, opening: true)
         }
         self.pool = pool
+        commits = CommitGroup(writer: pool, path: path)
         try enableIncrementalVacuum()
         try checkSchemaAndMigrate()
     }
