@@ -4,4 +4,5 @@
 /// Never called: the programs would reach real servers.
 let docSnippets: [(source: String, name: String, program: @MainActor @Sendable () async throws -> Void)] = [
     ("README.md", "docSnippet_README_1", docSnippet_README_1),
+    ("Docs/Reachability.md", "docSnippet_Reachability_1", docSnippet_Reachability_1),
 ]
