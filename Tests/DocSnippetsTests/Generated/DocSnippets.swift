@@ -10,4 +10,5 @@ let docSnippets: [(source: String, name: String, program: @MainActor @Sendable (
     ("Docs/HTTPCore.md", "docSnippet_HTTPCore_2", docSnippet_HTTPCore_2),
     ("Docs/HTTPCore.md", "docSnippet_HTTPCore_3", docSnippet_HTTPCore_3),
     ("Docs/Reachability.md", "docSnippet_Reachability_1", docSnippet_Reachability_1),
+    ("Docs/Transports.md", "docSnippet_Transports_1", docSnippet_Transports_1),
 ]
