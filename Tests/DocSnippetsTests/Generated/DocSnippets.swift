@@ -4,12 +4,15 @@
 /// Never called: the programs would reach real servers.
 let docSnippets: [(source: String, name: String, program: @MainActor @Sendable () async throws -> Void)] = [
     ("README.md", "docSnippet_README_1", docSnippet_README_1),
+    ("Docs/CombineAdapters.md", "docSnippet_CombineAdapters_1", docSnippet_CombineAdapters_1),
+    ("Docs/CourierTesting.md", "docSnippet_CourierTesting_1", docSnippet_CourierTesting_1),
     ("Docs/Deployment.md", "docSnippet_Deployment_1", docSnippet_Deployment_1),
     ("Docs/Encoding.md", "docSnippet_Encoding_1", docSnippet_Encoding_1),
     ("Docs/ErrorMapping.md", "docSnippet_ErrorMapping_1", docSnippet_ErrorMapping_1),
     ("Docs/HTTPCore.md", "docSnippet_HTTPCore_1", docSnippet_HTTPCore_1),
     ("Docs/HTTPCore.md", "docSnippet_HTTPCore_2", docSnippet_HTTPCore_2),
     ("Docs/HTTPCore.md", "docSnippet_HTTPCore_3", docSnippet_HTTPCore_3),
+    ("Docs/Multipart.md", "docSnippet_Multipart_1", docSnippet_Multipart_1),
     ("Docs/OfflineQueue.md", "docSnippet_OfflineQueue_1", docSnippet_OfflineQueue_1),
     ("Docs/OfflineQueue.md", "docSnippet_OfflineQueue_2", docSnippet_OfflineQueue_2),
     ("Docs/OfflineQueue.md", "docSnippet_OfflineQueue_3", docSnippet_OfflineQueue_3),
