@@ -186,6 +186,16 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
         ]),
+        // The docs' complete programs (```swift program blocks), copied by Tools/doc-snippets and
+        // compiled here against the products a user depends on; never run.
+        tests("DocSnippetsTests", [
+            "HTTPCore", "AsyncHTTPClientTransport", "Encoding", "ErrorMapping", "Plugins", "Multipart", "Reachability",
+            "OfflineQueue", "CombineAdapters", "CourierTesting", httpTypes,
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
+        ]),
         tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,

@@ -163,11 +163,47 @@ struct EnqueueTests {
         let offlineClient = APIClient(baseURL: server.baseURL, transport: stub)
         let stubQueue = try OfflineQueue(configuration: QueueConfiguration(path: folder.url.appendingPathComponent("stub.db").path), client: offlineClient)
         #expect(try await stubQueue.send(Event()).ticket != nil)
-        // Online again, other failures are the caller's to handle.
+        // Online again, other failures are the caller's to handle, typed: SendError.network.
         monitor.status = .online(interface: "lo", family: .ipv4)
-        await #expect(throws: NetworkError.self) {
-            _ = try await queue.send(Request<Data>.get(server.url("/status/404").absoluteString)).ticket
+        do throws(SendError) {
+            _ = try await queue.send(Request<Data>.get(server.url("/status/404").absoluteString))
+            Issue.record("expected the 404 to be thrown")
+        } catch .network(.notFound(let response)) {
+            #expect(response.status == .notFound)
+        } catch {
+            Issue.record("unexpected \(error)")
         }
+        await server.shutdown()
+    }
+
+    @Test("typed throws: enqueue(endpoint) throws QueueError; send throws SendError, .queue when storing fails")
+    func typedErrors() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let monitor = ManualMonitor(.offline(.noCarrier))
+        let queue = try makeQueue(path: folder.databasePath, server: server, monitor: monitor)
+        // A request the client cannot build is an invalid request for the queue.
+        let unbuildable = Request<Data>.post("/echo", body: .failure(.encoding(EncodingFailure(keyPath: ["score"], message: "nan is not a number"))))
+        do throws(QueueError) {
+            _ = try await queue.enqueue(unbuildable)
+            Issue.record("expected a refusal")
+        } catch .invalidRequest(let reason) {
+            #expect(reason.contains("score: nan is not a number"), "\(reason)")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+        // Offline, a store that cannot write: the caller learns that nothing was stored.
+        let reader = try makeQueue(path: folder.databasePath, server: server, monitor: monitor) { $0.readOnly = true }
+        do throws(SendError) {
+            _ = try await reader.send(Event())
+            Issue.record("expected a refusal")
+        } catch .queue(.cannotCreate(_, let reason)) {
+            #expect(reason.contains("read-only"), "\(reason)")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+        #expect(try await queue.counts().total == 0)
         await server.shutdown()
     }
 
@@ -338,8 +374,13 @@ extension TemplateOriginTests {
         #expect(allowed.requests.last?.values(of: "X-Trace") == ["t-tok-online-77"])
 
         // Another origin: refused before anything is sent or stored.
-        await #expect(throws: TemplateError.notAllowed(template: "${env:API_TOKEN}", origin: other.baseURL.absoluteString)) {
+        do throws(SendError) {
             _ = try await queue.send(Request<Data>.post(other.url("/echo").absoluteString, headers: templated))
+            Issue.record("expected a refusal")
+        } catch .template(let error) {
+            #expect(error == .notAllowed(template: "${env:API_TOKEN}", origin: other.baseURL.absoluteString))
+        } catch {
+            Issue.record("unexpected \(error)")
         }
         #expect(other.requests.isEmpty)
 

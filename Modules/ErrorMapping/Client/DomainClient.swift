@@ -8,7 +8,7 @@ public import HTTPCore
 ///
 /// ```swift
 /// let shop = DomainClient(client: client, factory: ShopErrors())
-/// do {
+/// do throws(ShopError) {    // names the type, so it also works inside a closure
 ///     let order: Order = try await shop.model(ShopAPI.order(id: 7))
 /// } catch .signInRequired {
 ///     showLogin()

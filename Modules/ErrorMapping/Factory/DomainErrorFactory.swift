@@ -27,8 +27,9 @@ public import HTTPCore
 /// }
 ///
 /// let shop = DomainClient(client: client, factory: ShopErrors())
-/// do { try await shop.send(ShopAPI.order(sku: "A1")) }
-/// catch .outOfStock(let sku) { print("no more", sku) }   // `error` is a ShopError, no cast
+/// do throws(ShopError) { try await shop.send(ShopAPI.order(sku: "A1")) }
+/// catch .outOfStock(let sku) { print("no more", sku) }   // a ShopError case, no cast
+/// catch { print(error) }                                  // error: ShopError
 /// ```
 public protocol DomainErrorFactory<DomainError>: Sendable {
     /// The error the domain's calls throw.

@@ -7,7 +7,7 @@ public import HTTPTypes
 /// var configuration = try ClientConfiguration(scheme: "https", host: "api.example.com", path: "/v2")
 /// configuration.defaultHeaders[.accept] = "application/json"
 /// configuration.timeout = .seconds(15)
-/// configuration.plugins = [LoggerPlugin()]
+/// configuration.plugins = [LoggingPlugin()]       // from the Plugins module
 /// ```
 public struct ClientConfiguration: Sendable {
     /// The URL endpoint paths are appended to.

@@ -68,7 +68,8 @@ public final class OfflineQueue: Sendable {
     /// network is gone, or when the send fails because it is.
     ///
     /// The send goes through the client as given, with its retry policy. Other failures (a
-    /// 4xx, a 5xx, a timeout) are thrown as for any call: the caller was online and can decide. Use ``enqueue(_:options:)`` to hand a request to the queue
+    /// 4xx, a 5xx, a timeout) are thrown, as ``SendError/network(_:)``: the caller was online
+    /// and can decide. Use ``enqueue(_:options:)`` to hand a request to the queue
     /// unconditionally.
     ///
     /// Header templates (``HeaderTemplates``) resolve for a send made now exactly as for a
@@ -76,34 +77,58 @@ public final class OfflineQueue: Sendable {
     /// value is a credential field, dropped by a redirect that leaves the origin. A request
     /// stored because the network was gone keeps the template, never the value.
     ///
-    /// - Throws: ``TemplateError`` when a template may not go to the endpoint's origin, or
-    ///   its variable or credential is missing: nothing is sent and nothing stored.
-    public func send(_ endpoint: some Endpoint, options: EnqueueOptions = EnqueueOptions()) async throws -> SendOutcome {
+    /// - Throws: ``SendError/network(_:)`` for a call that failed online (as any
+    ///   `APIClient` call would) or that the client cannot build; ``SendError/template(_:)``
+    ///   when a template may not go to the endpoint's origin, or its variable or credential is
+    ///   missing (nothing is sent and nothing stored); ``SendError/queue(_:)`` when the network
+    ///   was gone and storing failed.
+    public func send(_ endpoint: some Endpoint, options: EnqueueOptions = EnqueueOptions()) async throws(SendError) -> SendOutcome {
         if let monitor, !monitor.status.isOnline {
-            return .queued(try await enqueue(endpoint, options: options))
+            return .queued(try await storing(endpoint, options: options))
         }
         let live = try resolvingTemplates(endpoint)
         do {
             return .sent(try await callerClient.data(live))
-        } catch let error where isNetworkGone(error) {
-            return .queued(try await enqueue(endpoint, options: options))
+        } catch where isNetworkGone(error) {
+            return .queued(try await storing(endpoint, options: options))
+        } catch {
+            throw .network(error)
+        }
+    }
+
+    /// ``enqueue(_:options:)`` for ``send(_:options:)``.
+    private func storing(_ endpoint: some Endpoint, options: EnqueueOptions) async throws(SendError) -> Ticket {
+        do {
+            return try await enqueue(endpoint, options: options)
+        } catch {
+            throw .queue(error)
         }
     }
 
     /// `endpoint` with its header templates (and the client's default headers' templates)
     /// resolved for its origin; `endpoint` itself when it has none.
-    private func resolvingTemplates<E: Endpoint>(_ endpoint: E) throws -> any Endpoint {
+    private func resolvingTemplates<E: Endpoint>(_ endpoint: E) throws(SendError) -> any Endpoint {
         let defaults = callerClient.configuration.defaultHeaders
         let templated = { (fields: HTTPFields) in fields.contains { HeaderTemplates.containsPlaceholder($0.value) } }
         guard templated(endpoint.headers) || templated(defaults) else { return endpoint }
-        let origin = try callerClient.request(for: endpoint).url.flatMap(Origin.init)
+        let origin: Origin?
+        do {
+            origin = try callerClient.request(for: endpoint).url.flatMap(Origin.init)
+        } catch {
+            throw .network(error)
+        }
         var headers = HTTPFields()
         var credentials: Set<HTTPField.Name> = []
         // The endpoint's fields replace the defaults of the same name, as the client does.
         let own = Set(endpoint.headers.map(\.name))
         let templatedDefaults = defaults.filter { !own.contains($0.name) && HeaderTemplates.containsPlaceholder($0.value) }
         for field in Array(endpoint.headers) + templatedDefaults {
-            let value = try configuration.templates.resolve(field.value, for: origin)
+            let value: String
+            do {
+                value = try configuration.templates.resolve(field.value, for: origin)
+            } catch {
+                throw .template(error)
+            }
             if value != field.value { credentials.insert(field.name) }
             headers.append(HTTPField(name: field.name, value: value))
         }
@@ -112,8 +137,17 @@ public final class OfflineQueue: Sendable {
 
     /// Stores `endpoint` as the client would build it, before plugins run, to be sent by a
     /// drain.
-    public func enqueue(_ endpoint: some Endpoint, options: EnqueueOptions = EnqueueOptions()) async throws -> Ticket {
-        let request = try client.request(for: endpoint)
+    ///
+    /// - Throws: ``QueueError/invalidRequest(_:)`` when the client cannot build the request
+    ///   (a malformed URL, a body that does not encode; the reason gives the client's
+    ///   ``NetworkError``), or what ``enqueue(_:)`` throws.
+    public func enqueue(_ endpoint: some Endpoint, options: EnqueueOptions = EnqueueOptions()) async throws(QueueError) -> Ticket {
+        let request: PreparedRequest
+        do {
+            request = try client.request(for: endpoint)
+        } catch {
+            throw .invalidRequest("the client cannot build it: \(error)")
+        }
         return try await enqueue(request, scopes: endpoint.scopes.map(\.name).sorted(), name: endpoint.name, options: options)
     }
 

@@ -6,7 +6,7 @@
 /// let monitor = try NetlinkMonitor()
 /// print(monitor.status)
 /// for await status in monitor.statusUpdates() {
-///     if status.isOnline { await queue.drain() }
+///     if status.isOnline { _ = try await queue.drain() }     // drain returns a DrainSummary
 /// }
 /// ```
 public protocol NetworkMonitor: AnyObject, Sendable {
@@ -21,7 +21,10 @@ public protocol NetworkMonitor: AnyObject, Sendable {
 extension NetworkMonitor {
     /// Waits until `predicate` holds for the status, and returns that status; returns `nil` when
     /// the monitor stops first or the task is cancelled.
-    public func firstStatus(where predicate: (NetworkStatus) -> Bool) async -> NetworkStatus? {
+    ///
+    /// The predicate is `@Sendable` because the wait runs off the caller's actor: so it can be
+    /// called from the main actor (top-level code, a UI) with `\.isOnline` or a closure.
+    public func firstStatus(where predicate: @Sendable (NetworkStatus) -> Bool) async -> NetworkStatus? {
         for await status in statusUpdates() where predicate(status) { return status }
         return nil
     }

@@ -58,7 +58,15 @@ struct Demo: AsyncParsableCommand {
         var queued = 0
         for index in 1...requests {
             let event = Request<Data>.post("/events?event=\(index)", body: .json(["event": index]))
-            if case .queued = try await queue.send(event, options: EnqueueOptions(group: index % 3 == 0 ? "orders" : nil)) { queued += 1 }
+            let outcome: SendOutcome
+            do {
+                outcome = try await queue.send(event, options: EnqueueOptions(group: index % 3 == 0 ? "orders" : nil))
+            } catch .queue(let error) {
+                throw sysExit(for: error)
+            } catch {
+                throw error
+            }
+            if case .queued = outcome { queued += 1 }
         }
         print("sent \(requests) requests while offline: \(queued) stored, \(recorder.recordedRequests.count) reached the server")
 
