@@ -265,7 +265,7 @@ public final class OfflineQueue: Sendable {
         }
         try checkTimes(request)
         return NewEntry(
-            idempotencyKey: key ?? UUID().uuidString.lowercased(),
+            idempotencyKey: key ?? RandomUUID.lowercased(),
             method: method,
             url: url.absoluteString,
             headers: headers,

@@ -44,7 +44,7 @@ struct BodyStore: Sendable {
     func write(_ stream: ByteStream) async throws(QueueError) -> (name: String, length: Int) {
         if readOnly { throw QueueStore.readOnlyRefusal(folder.path) }
         try ensureFolder()
-        let name = UUID().uuidString.lowercased()
+        let name = RandomUUID.lowercased()
         let path = folder.appendingPathComponent(name).path
         let fd = try withFolder { directory throws(QueueError) in
             let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)

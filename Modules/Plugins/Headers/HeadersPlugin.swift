@@ -1,4 +1,3 @@
-public import Foundation
 public import HTTPCore
 public import HTTPTypes
 
@@ -69,12 +68,16 @@ public struct RequestIDPlugin: Plugin {
     public init(
         headerName: HTTPField.Name = HTTPField.Name("X-Request-ID")!,
         scope: PluginScope = .universal,
-        makeID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }
+        makeID: @escaping @Sendable () -> String = RequestIDPlugin.randomID
     ) {
         self.headerName = headerName
         self.makeID = makeID
         self.scope = scope
     }
+
+    /// The default id: a random (version 4) UUID in lowercase, made without Foundation's
+    /// `UUID()`, which on Linux opens `/dev/urandom` for every id.
+    public static func randomID() -> String { RandomUUID.lowercased() }
 
     public func prepare(_ request: PreparedRequest, context: CallContext) async throws -> PreparedRequest {
         var request = request
