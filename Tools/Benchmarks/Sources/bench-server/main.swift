@@ -1,5 +1,5 @@
-// A minimal HTTP/1.1 server for the benchmark: every request gets the same ~1 KB JSON body,
-// with keep-alive. It prints its port on the first line of standard output and runs until
+// A minimal HTTP/1.1 server for the benchmark: every request gets the same ~1 KB JSON body
+// (`GET /big` gets 10 MiB instead), with keep-alive. It prints its port on the first line of standard output and runs until
 // standard input closes (so it dies with the benchmark that started it).
 import Foundation
 import NIOCore
@@ -13,25 +13,31 @@ let body: ByteBuffer = {
     return ByteBuffer(string: #"{"page":1,"total":8,"items":["# + items.joined(separator: ",") + "]}")
 }()
 
+/// `GET /big`: 10 MiB, for the large-body figure.
+let bigBody = ByteBuffer(repeating: UInt8(ascii: "x"), count: 10 << 20)
+
 final class FixedResponseHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     private var keepAlive = true
+    private var big = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
             keepAlive = head.isKeepAlive
+            big = head.uri == "/big"
         case .body:
             break
         case .end:
+            let answer = big ? bigBody : body
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "application/json")
-            headers.add(name: "Content-Length", value: String(body.readableBytes))
+            headers.add(name: "Content-Length", value: String(answer.readableBytes))
             if !keepAlive { headers.add(name: "Connection", value: "close") }
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
-            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(answer))), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             if !keepAlive { context.close(promise: nil) }
         }

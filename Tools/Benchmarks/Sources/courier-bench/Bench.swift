@@ -37,7 +37,10 @@ enum Bench {
             try await QueueBench.memory(count: arguments.first ?? 100_000, port: arguments.dropFirst().first ?? 0)
             return
         }
-        let options = Options(arguments: CommandLine.arguments)
+        // `--goals` runs every figure of the performance issue in one run and prints them
+        // against their goals; the other options still apply.
+        let goals = CommandLine.arguments.dropFirst().first == "--goals"
+        let options = Options(arguments: goals ? [CommandLine.arguments[0]] + CommandLine.arguments.dropFirst(2) : CommandLine.arguments)
         let server = try ServerProcess.start()
         let url = "http://127.0.0.1:\(server.port)/page"
 
@@ -128,22 +131,46 @@ enum Bench {
             precondition(page.items.count == 8)
         }
 
-        // BENCH_PAIRS picks pairs by name: ahc, urlsession, plugins (all three by default).
-        let wanted = Set((ProcessInfo.processInfo.environment["BENCH_PAIRS"] ?? "ahc,urlsession,plugins").split(separator: ",").map(String.init))
-        var pairs: [(baseline: Variant, courier: Variant)] = []
-        if wanted.contains("ahc") { pairs.append((rawAHC, courierAHC)) }
-        if wanted.contains("urlsession") { pairs.append((rawURLSession, courierURLSession)) }
-        if wanted.contains("plugins") { pairs.append((courierAHC, courierPlugged)) }
+        // MARK: Large bodies: 10 MiB read into memory, 4 at a time
+        let bigURL = "http://127.0.0.1:\(server.port)/big"
+        let rawBig = Variant(name: "raw AsyncHTTPClient collect, 10 MiB") {
+            var request = HTTPClientRequest(url: bigURL)
+            request.method = .GET
+            let response = try await httpClient.execute(request, timeout: .seconds(30))
+            guard response.status == .ok else { throw BenchError("status \(response.status)") }
+            let body = try await response.body.collect(upTo: 16 << 20)
+            precondition(body.readableBytes == bigBodySize)
+        }
+        let bigRequest = Request<Data>.get("/big")
+        let courierBig = Variant(name: "APIClient.data(Request<Data>), 10 MiB") {
+            let response = try await courier.data(bigRequest)
+            precondition(response.body.count == bigBodySize)
+        }
+
+        // BENCH_PAIRS picks pairs by name: ahc, urlsession, plugins (the default), bodies.
+        let defaultPairs = goals ? "ahc,urlsession,plugins,bodies" : "ahc,urlsession,plugins"
+        let wanted = Set((ProcessInfo.processInfo.environment["BENCH_PAIRS"] ?? defaultPairs).split(separator: ",").map(String.init))
+        var pairs: [Pair] = []
+        if wanted.contains("ahc") { pairs.append(Pair(rawAHC, courierAHC, figure: "APIClient + AsyncHTTPClientTransport vs raw AsyncHTTPClient (model GET)", goal: 0.97)) }
+        if wanted.contains("urlsession") { pairs.append(Pair(rawURLSession, courierURLSession, figure: "APIClient + URLSessionTransport vs raw URLSession", goal: 0.95)) }
+        if wanted.contains("plugins") { pairs.append(Pair(courierAHC, courierPlugged, figure: "5 plugins + 2 interceptors vs none", goal: 0.95)) }
+        if wanted.contains("bodies") {
+            // A 10 MiB body costs about as much as 400 page calls: fewer of them, 4 at a time.
+            pairs.append(Pair(rawBig, courierBig, figure: "10 MiB bodies into memory, 4 at a time", goal: 0.95, scale: 40, concurrency: 4))
+        }
         // BENCH_TRANSPORT=1 also compares the transport alone with raw AsyncHTTPClient.
         if ProcessInfo.processInfo.environment["BENCH_TRANSPORT"] == "1" {
-            pairs.append((rawAHC, transportOnly))
-            pairs.append((rawAHC, courierData))
+            pairs.append(Pair(rawAHC, transportOnly, figure: "transport alone", goal: nil))
+            pairs.append(Pair(rawAHC, courierData, figure: "APIClient.data", goal: nil))
         }
 
         print("courier-bench: \(options.requests) requests x \(options.rounds) rounds per variant, \(options.concurrency) concurrent callers, server pid \(server.process.processIdentifier) on port \(server.port)")
+        var results: [Goals.Result] = []
         for pair in pairs {
-            try await pair.baseline.run(requests: options.warmup, concurrency: options.concurrency)
-            try await pair.courier.run(requests: options.warmup, concurrency: options.concurrency)
+            let requests = max(1, options.requests / pair.scale)
+            let concurrency = pair.concurrency ?? options.concurrency
+            try await pair.baseline.run(requests: max(1, options.warmup / pair.scale), concurrency: concurrency)
+            try await pair.courier.run(requests: max(1, options.warmup / pair.scale), concurrency: concurrency)
             var baselineTimes: [Variant.Measurement] = []
             var courierTimes: [Variant.Measurement] = []
             for round in 1...options.rounds {
@@ -152,12 +179,12 @@ enum Bench {
                 // BENCH_ONLY=baseline or BENCH_ONLY=courier runs one side alone (for profiling).
                 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"]
                 for variant in order where only == nil || (only == "courier") == (variant.name == pair.courier.name) {
-                    let measured = try await variant.run(requests: options.requests, concurrency: options.concurrency)
+                    let measured = try await variant.run(requests: requests, concurrency: concurrency)
                     if variant.name == pair.baseline.name { baselineTimes.append(measured) } else { courierTimes.append(measured) }
-                    print("  round \(round) \(variant.name): \(format(rate(options.requests, measured.wall))) req/s, \(format(micros(measured.cpu, options.requests))) µs CPU/request")
+                    print("  round \(round) \(variant.name): \(format(rate(requests, measured.wall))) req/s, \(format(micros(measured.cpu, requests))) µs CPU/request")
                 }
             }
-            let total = options.requests * options.rounds
+            let total = requests * options.rounds
             let baselineRate = rate(total, baselineTimes.map(\.wall).reduce(.zero, +))
             let courierRate = rate(total, courierTimes.map(\.wall).reduce(.zero, +))
             let baselineCPU = micros(baselineTimes.map(\.cpu).reduce(.zero, +), total)
@@ -165,7 +192,7 @@ enum Bench {
             print("\(pair.baseline.name): \(format(baselineRate)) req/s, \(format(baselineCPU)) µs client CPU/request (\(total) requests)")
             print("\(pair.courier.name): \(format(courierRate)) req/s, \(format(courierCPU)) µs client CPU/request (\(total) requests)")
             let paired = zip(baselineTimes, courierTimes).map { base, courier in
-                rate(options.requests, courier.wall) / rate(options.requests, base.wall)
+                rate(requests, courier.wall) / rate(requests, base.wall)
             }.sorted()
             // BENCH_ONLY runs one side, so there is nothing to compare.
             guard !paired.isEmpty else { continue }
@@ -173,10 +200,40 @@ enum Bench {
                 ? (paired[paired.count / 2 - 1] + paired[paired.count / 2]) / 2
                 : paired[paired.count / 2]
             print("ratio \(pair.courier.name) / \(pair.baseline.name): \(String(format: "%.3f", courierRate / baselineRate)) (all requests), \(String(format: "%.3f", median)) (median of per-round ratios), \(String(format: "%.3f", baselineCPU / courierCPU)) (client CPU per request, inverted)")
+            results.append(Goals.Result(figure: pair.figure, baseline: baselineRate, courier: courierRate, unit: pair.scale > 1 ? "MiB/s" : "req/s", ratio: median, goal: pair.goal, perUnit: pair.scale > 1 ? Double(bigBodySize) / 1_048_576 : 1))
         }
 
         try await httpClient.shutdown()
+        if goals {
+            results += try await Goals.queue(server: server, rounds: options.rounds)
+            Goals.table(results)
+        }
         server.stop()
+    }
+
+    /// The size of the bench server's `/big` body.
+    static let bigBodySize = 10 << 20
+
+    /// A baseline and the Courier call it is compared with.
+    struct Pair {
+        let baseline: Variant
+        let courier: Variant
+        /// The figure's name in the `--goals` table.
+        let figure: String
+        let goal: Double?
+        /// Requests per round are `--requests` divided by this (heavier calls run fewer times).
+        let scale: Int
+        /// Concurrent callers, when not `--concurrency`.
+        let concurrency: Int?
+
+        init(_ baseline: Variant, _ courier: Variant, figure: String, goal: Double?, scale: Int = 1, concurrency: Int? = nil) {
+            self.baseline = baseline
+            self.courier = courier
+            self.figure = figure
+            self.goal = goal
+            self.scale = scale
+            self.concurrency = concurrency
+        }
     }
 
     static func rate(_ requests: Int, _ elapsed: Duration) -> Double {

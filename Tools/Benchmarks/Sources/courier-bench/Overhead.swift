@@ -1,6 +1,8 @@
 import Foundation
 import HTTPCore
 import HTTPTypes
+import Logging
+import Plugins
 
 /// `--overhead`: the CPU cost of `APIClient` alone, over a transport that answers at once with
 /// the same body, against decoding that body directly. No network, one task.
@@ -14,6 +16,25 @@ enum Overhead {
 
     static func run(body: Data, iterations: Int) async throws {
         let client = APIClient(baseURL: URL(string: "http://127.0.0.1:1")!, transport: Canned(body: body))
+        // The plugins pair's five plugins and two interceptors, over the instant transport.
+        var quiet = Logger(label: "bench")
+        quiet.logLevel = .warning
+        var plugged = client.configuration
+        plugged.plugins = [HeadersPlugin([.accept: "application/json"]), UserAgentPlugin(), RequestIDPlugin(), LoggingPlugin(logger: quiet), MetricsPlugin()]
+        plugged.interceptors = [
+            AuthenticationInterceptor(authenticator: BearerAuthenticator { $0 }, credential: BearerCredential(accessToken: "token")),
+            TracingInterceptor(),
+        ]
+        let pluggedClient = APIClient(configuration: plugged, transport: client.transport)
+        let voidCall = Request<Void>.get("/page")
+        for (name, each) in [("no plugins", client), ("5 plugins + 2 interceptors", pluggedClient)] {
+            let rounds = ProcessInfo.processInfo.environment["OVERHEAD_PLUGGED"] == "1" ? iterations * 50 : iterations * 5
+            if ProcessInfo.processInfo.environment["OVERHEAD_PLUGGED"] == "1" && each === client { continue }
+            let start = ContinuousClock.now
+            for _ in 0..<rounds { try await each.send(voidCall) }
+            print("APIClient.send(Request<Void>), \(name), over an instant transport: \(perCall(ContinuousClock.now - start, rounds)) µs/call")
+        }
+        if ProcessInfo.processInfo.environment["OVERHEAD_PLUGGED"] == "1" { return }
         let request = Request<Page>.get("/page")
         let decoder = JSONDecoder()
         for _ in 0..<1000 { _ = try await client.model(request, as: Page.self) }
