@@ -85,13 +85,7 @@ enum Goals {
         results.append(Result(figure: "16 concurrent durable enqueuers vs one raw SQLite insert at a time", baseline: median(raw), courier: median(concurrent), unit: "/s", ratio: median(concurrent) / median(raw), goal: nil))
 
         let url = "http://127.0.0.1:\(server.port)/events"
-        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
-        let httpClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        let client = APIClient(
-            configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: .seconds(30)),
-            transport: AsyncHTTPClientTransport(client: httpClient)
-        )
+        let (httpClient, client) = QueueBench.drainClients(port: server.port)
         _ = try await QueueBench.rawPosts(count: 2_000, url: url, client: httpClient)
         raw = []; queued = []
         for round in 1...rounds {

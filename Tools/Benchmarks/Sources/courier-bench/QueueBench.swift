@@ -69,13 +69,7 @@ enum QueueBench {
         let server = try ServerProcess.start()
         defer { server.stop() }
         let url = "http://127.0.0.1:\(server.port)/events"
-        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
-        let httpClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        let client = APIClient(
-            configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: .seconds(30)),
-            transport: AsyncHTTPClientTransport(client: httpClient)
-        )
+        let (httpClient, client) = QueueBench.drainClients(port: server.port)
         // Warm the pool and the server.
         _ = try await rawPosts(count: 2_000, url: url, client: httpClient)
         for durability in [QueueDurability.normal, .full] {
@@ -95,6 +89,19 @@ enum QueueBench {
         for count in memory {
             try memoryChild(count: count, port: server.port)
         }
+    }
+
+    /// One `HTTPClient` with a pool of 16 connections for both sides of a drain comparison,
+    /// and an `APIClient` over it for the queue.
+    static func drainClients(port: Int) -> (HTTPClient, APIClient) {
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+        let httpClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let client = APIClient(
+            configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(port)")!, timeout: .seconds(30)),
+            transport: AsyncHTTPClientTransport(client: httpClient)
+        )
+        return (httpClient, client)
     }
 
     static func report(_ name: String, raw: [Double], courier: [Double], unit: String) {
