@@ -24,7 +24,7 @@ struct DrainMachineTests {
 
     static func ms(_ value: Int64) -> Duration { .milliseconds(value) }
 
-    static func delivered(_ id: EntryID) -> QueueStore.Settlement { QueueStore.Settlement(id: id, transition: .deliver(status: 200)) }
+    static func delivered(_ id: EntryID) -> Settlement { Settlement(id: id, transition: .deliver(status: 200)) }
 
     /// The commit the machine asks for next, failing the test when it asks for something else.
     static func expectCommit(_ machine: inout DrainMachine, at now: Duration, sourceLocation: SourceLocation = #_sourceLocation) -> DrainMachine.Commit? {
@@ -39,7 +39,7 @@ struct DrainMachineTests {
     static func started(limit: Int = 2, renewal: Duration? = nil, claimed: [QueueEntry], sourceLocation: SourceLocation = #_sourceLocation) -> DrainMachine {
         var machine = machine(limit: limit, renewal: renewal)
         _ = expectCommit(&machine, at: .zero, sourceLocation: sourceLocation)
-        machine.committed(QueueStore.ClaimResult(claimed: claimed), at: .zero)
+        machine.committed(ClaimResult(claimed: claimed), at: .zero)
         guard case .start = machine.next(at: .zero) else {
             Issue.record("expected a start", sourceLocation: sourceLocation)
             return machine
@@ -53,7 +53,7 @@ struct DrainMachineTests {
         let first = try #require(Self.expectCommit(&machine, at: .zero))
         #expect(first.claimLimit == 4 && first.settlements.isEmpty)
         #expect(first.chores.carryOver && first.chores.reclaimOrphans)
-        machine.committed(QueueStore.ClaimResult(claimed: Self.entries(1...4)), at: .zero)
+        machine.committed(ClaimResult(claimed: Self.entries(1...4)), at: .zero)
         guard case .start(let started) = machine.next(at: .zero) else { Issue.record("expected a start"); return }
         #expect(started.map(\.id) == [1, 2])
         // Two running and two ready: more than the limit held, so no claim; nothing to record.
@@ -73,7 +73,7 @@ struct DrainMachineTests {
         #expect(commit.settlements.map(\.id) == [1])
         #expect(commit.claimLimit == 0, "four running and three ready: no claim yet")
         #expect(!commit.chores.carryOver && !commit.chores.reclaimOrphans, "a commit without a claim does no chores")
-        machine.committed(QueueStore.ClaimResult(), at: Self.ms(61))
+        machine.committed(ClaimResult(), at: Self.ms(61))
         #expect(machine.summary.delivered == 1)
     }
 
@@ -92,11 +92,11 @@ struct DrainMachineTests {
         // Idle, with two to record, long past the flush delay: still only waiting for the commit.
         guard case .wait(let deadline) = machine.next(at: Self.ms(500)) else { Issue.record("expected a wait for the commit"); return }
         #expect(deadline == nil, "the commit's end wakes the drain, not a timer")
-        machine.committed(QueueStore.ClaimResult(), at: Self.ms(501))
+        machine.committed(ClaimResult(), at: Self.ms(501))
         let second = try #require(Self.expectCommit(&machine, at: Self.ms(501)))
         #expect(second.settlements.map(\.id) == [3, 4] && second.claimLimit == 4)
         guard case .wait = machine.next(at: Self.ms(501)) else { Issue.record("no end while the last commit runs"); return }
-        machine.committed(QueueStore.ClaimResult(), at: Self.ms(502))
+        machine.committed(ClaimResult(), at: Self.ms(502))
         guard case .finish = machine.next(at: Self.ms(502)) else { Issue.record("expected the end"); return }
         #expect(machine.summary.delivered == 4)
     }
@@ -118,7 +118,7 @@ struct DrainMachineTests {
         machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(5))
         let again = try #require(Self.expectCommit(&machine, at: Self.ms(5)))
         #expect(again.claimLimit == 4 && again.settlements.count == 1)
-        machine.committed(QueueStore.ClaimResult(), at: Self.ms(6))
+        machine.committed(ClaimResult(), at: Self.ms(6))
         guard case .finish = machine.next(at: Self.ms(6)) else { Issue.record("expected the end"); return }
         #expect(machine.summary.delivered == 1)
     }
@@ -131,14 +131,14 @@ struct DrainMachineTests {
         #expect(release.claimLimit == 0)
         #expect(release.settlements.map(\.id) == [3, 4])
         #expect(release.settlements.allSatisfy { $0.transition == .release })
-        machine.committed(QueueStore.ClaimResult(), at: Self.ms(2))
+        machine.committed(ClaimResult(), at: Self.ms(2))
         #expect(machine.summary.released == 2)
         guard case .wait = machine.next(at: Self.ms(2)) else { Issue.record("sends under way run to their end"); return }
         machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(3))
-        machine.finished(QueueStore.Settlement(id: 2, transition: .release), networkGone: false, at: Self.ms(4))
+        machine.finished(Settlement(id: 2, transition: .release), networkGone: false, at: Self.ms(4))
         let last = try #require(Self.expectCommit(&machine, at: Self.ms(4)))
         #expect(last.settlements.count == 2 && last.claimLimit == 0)
-        machine.committed(QueueStore.ClaimResult(), at: Self.ms(5))
+        machine.committed(ClaimResult(), at: Self.ms(5))
         guard case .finish = machine.next(at: Self.ms(5)) else { Issue.record("expected the end"); return }
         #expect(machine.summary.delivered == 1 && machine.summary.released == 3)
         #expect(!machine.summary.offline)
@@ -147,14 +147,14 @@ struct DrainMachineTests {
     @Test("network loss, from a send or the monitor, stops claiming and marks the summary offline; the network back resumes")
     func networkLoss() throws {
         var machine = Self.started(limit: 2, claimed: Self.entries(1...3))
-        let waiting = QueueStore.Settlement(
+        let waiting = Settlement(
             id: 1, transition: .retry(.init(after: .seconds(30), consumesAttempt: false, waitingForNetwork: true, error: "offline"))
         )
         machine.finished(waiting, networkGone: true, at: Self.ms(1))
         let commit = try #require(Self.expectCommit(&machine, at: Self.ms(1)))
         #expect(commit.claimLimit == 0)
         #expect(commit.settlements.map(\.id) == [1, 3], "the waiter, and the ready entry given back")
-        machine.committed(QueueStore.ClaimResult(), at: Self.ms(2))
+        machine.committed(ClaimResult(), at: Self.ms(2))
         #expect(machine.summary.offline && machine.summary.waitingForNetwork == 1)
 
         // The monitor: offline stops claiming, online again claims.
@@ -180,7 +180,7 @@ struct DrainMachineTests {
         #expect(later == .seconds(300))
         machine.finished(Self.delivered(1), networkGone: false, at: .seconds(200))
         _ = Self.expectCommit(&machine, at: .seconds(201))   // flush
-        machine.committed(QueueStore.ClaimResult(), at: .seconds(201))
+        machine.committed(ClaimResult(), at: .seconds(201))
         guard case .renew(let remaining) = machine.next(at: .seconds(300)) else { Issue.record("expected a renewal"); return }
         #expect(remaining == [2], "a finished entry's lease is no longer the drain's to renew")
         // Without renewal, no timer at all.
@@ -192,12 +192,12 @@ struct DrainMachineTests {
     func chores() throws {
         var machine = Self.machine(limit: 1)
         #expect(try #require(Self.expectCommit(&machine, at: .zero)).chores.reclaimOrphans)
-        machine.committed(QueueStore.ClaimResult(claimed: [Self.entry(1)]), at: .zero)
+        machine.committed(ClaimResult(claimed: [Self.entry(1)]), at: .zero)
         _ = machine.next(at: .zero)
         machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(100))
         let soon = try #require(Self.expectCommit(&machine, at: Self.ms(100)))
         #expect(!soon.chores.reclaimOrphans && !soon.chores.carryOver)
-        machine.committed(QueueStore.ClaimResult(claimed: [Self.entry(2)]), at: Self.ms(100))
+        machine.committed(ClaimResult(claimed: [Self.entry(2)]), at: Self.ms(100))
         _ = machine.next(at: Self.ms(100))
         machine.finished(Self.delivered(2), networkGone: false, at: .seconds(2))
         let later = try #require(Self.expectCommit(&machine, at: .seconds(2)))
@@ -223,7 +223,7 @@ struct DrainMachineTests {
         machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(1))
         machine.finished(Self.delivered(2), networkGone: false, at: Self.ms(2))
         _ = Self.expectCommit(&machine, at: Self.ms(2))
-        machine.committed(QueueStore.ClaimResult(lost: [2], reclaimed: 3), at: Self.ms(3))
+        machine.committed(ClaimResult(lost: [2], reclaimed: 3), at: Self.ms(3))
         #expect(machine.summary.delivered == 1 && machine.summary.leasesLost == 1 && machine.summary.reclaimed == 3)
     }
 }

@@ -53,10 +53,10 @@ extension OfflineQueue {
         let started = clock.now()
         // The machine's time: seconds on the queue's boot clock since the drain began.
         let elapsed = { Duration.clamped(seconds: clock.now().uptime - started.uptime) ?? .zero }
-        try ownerLock.acquire()
+        try await store.acquireOwnership()
         let online = monitor?.status.isOnline ?? true
         // The network is there now: entries that found it gone are due again.
-        if online { try await store.wakeNetworkWaiters(now: started) }
+        if online { _ = try await store.wakeNetworkWaiters(now: started) }
         let policy = configuration.policy
         var machine = DrainMachine(settings: DrainMachine.Settings(
             limit: max(1, concurrency ?? configuration.concurrency),
@@ -88,7 +88,7 @@ extension OfflineQueue {
                     }
                 case .renew(let ids):
                     do throws(QueueError) {
-                        try await store.renewLeases(ids, owner: owner, now: clock.now(), lease: policy.leaseDuration)
+                        try await store.renewLeases(ids, now: clock.now(), lease: policy.leaseDuration)
                         machine.renewed(ids, at: elapsed())
                     } catch { machine.failed(error) }
                 case .wait(let deadline):
@@ -132,9 +132,9 @@ extension OfflineQueue {
 
     /// What the drain's child tasks hand back.
     enum DrainEvent: Sendable {
-        case finished((settlement: QueueStore.Settlement, networkGone: Bool))
+        case finished((settlement: Settlement, networkGone: Bool))
         /// A commit the machine asked for ended; its settlements, for the events.
-        case committed([QueueStore.Settlement], Result<QueueStore.ClaimResult, QueueError>)
+        case committed([Settlement], Result<ClaimResult, QueueError>)
         case stop
         case network(online: Bool)
         case monitorEnded

@@ -35,9 +35,9 @@ struct DrainMachine {
     /// Record `settlements` and claim up to `claimLimit` entries (none when 0), in one
     /// transaction.
     struct Commit: Sendable {
-        var settlements: [QueueStore.Settlement]
+        var settlements: [Settlement]
         var claimLimit: Int
-        var chores: QueueStore.ClaimChores
+        var chores: ClaimChores
     }
 
     enum Action {
@@ -63,7 +63,7 @@ struct DrainMachine {
     private var ready: [QueueEntry] = []
     private var running = 0
     /// Finished attempts not yet recorded, and when the oldest finished.
-    private var unsettled: [QueueStore.Settlement] = []
+    private var unsettled: [Settlement] = []
     private var oldestUnsettled: Duration?
     /// The commit the driver is performing.
     private var committing: Commit?
@@ -73,7 +73,7 @@ struct DrainMachine {
     private var drained = false
     /// When each held entry (ready or running) was claimed or last renewed.
     private var leasedAt: [EntryID: Duration] = [:]
-    private var chores: QueueStore.ClaimChores
+    private var chores: ClaimChores
     private var lastReclaim: Duration = .zero
     private var stopRequested = false
     private var online: Bool
@@ -84,7 +84,7 @@ struct DrainMachine {
         self.online = online
         // The first claim carries rows over from another boot and takes back the entries of
         // drainers that are gone.
-        chores = QueueStore.ClaimChores(carryOver: true, reclaimOrphans: true, maxDelay: settings.maxDelay)
+        chores = ClaimChores(carryOver: true, reclaimOrphans: true, maxDelay: settings.maxDelay)
     }
 
     var isStopping: Bool { stopRequested || failure != nil || !online || networkGone }
@@ -99,7 +99,7 @@ struct DrainMachine {
     mutating func network(online: Bool) { self.online = online }
 
     /// A send ended; `settlement` is the lifecycle's transition for it.
-    mutating func finished(_ settlement: QueueStore.Settlement, networkGone gone: Bool, at now: Duration) {
+    mutating func finished(_ settlement: Settlement, networkGone gone: Bool, at now: Duration) {
         running -= 1
         leasedAt[settlement.id] = nil
         unsettled.append(settlement)
@@ -108,7 +108,7 @@ struct DrainMachine {
     }
 
     /// The commit last asked for is done.
-    mutating func committed(_ result: QueueStore.ClaimResult, at now: Duration) {
+    mutating func committed(_ result: ClaimResult, at now: Duration) {
         guard let commit = committing else { return }
         committing = nil
         for settlement in commit.settlements {
@@ -145,7 +145,7 @@ struct DrainMachine {
         let stopping = isStopping
         if stopping && !ready.isEmpty {
             // Claimed but never sent: give them back.
-            unsettled += ready.map { QueueStore.Settlement(id: $0.id, transition: .release) }
+            unsettled += ready.map { Settlement(id: $0.id, transition: .release) }
             for entry in ready { leasedAt[entry.id] = nil }
             ready.removeAll()
             if oldestUnsettled == nil { oldestUnsettled = now }
@@ -171,7 +171,7 @@ struct DrainMachine {
             if claimLimit > 0 && now - lastReclaim >= settings.reclaimInterval { chores.reclaimOrphans = true }
             let commit = Commit(
                 settlements: unsettled, claimLimit: claimLimit,
-                chores: claimLimit > 0 ? chores : QueueStore.ClaimChores(maxDelay: settings.maxDelay)
+                chores: claimLimit > 0 ? chores : ClaimChores(maxDelay: settings.maxDelay)
             )
             committing = commit
             unsettled.removeAll(keepingCapacity: true)

@@ -7,7 +7,7 @@ import HTTPTypes
 extension OfflineQueue {
     /// Sends a claimed entry and settles how it went: the drain's child task, which hands the
     /// machine its transition. `networkGone` says the send found the network gone.
-    func attemptAndSettle(_ entry: QueueEntry) async -> (settlement: QueueStore.Settlement, networkGone: Bool) {
+    func attemptAndSettle(_ entry: QueueEntry) async -> (settlement: Settlement, networkGone: Bool) {
         let policy = configuration.policy
         // The entry's age when its attempt starts, on the boot clock.
         let age = Duration.seconds(max(0, configuration.clock.now().uptime - entry.budgetUptime))
@@ -24,7 +24,7 @@ extension OfflineQueue {
             )
         }
         let gone = if case .networkGone = outcome { true } else { false }
-        return (QueueStore.Settlement(id: entry.id, transition: transition), gone)
+        return (Settlement(id: entry.id, transition: transition), gone)
     }
 
     /// Sends one claimed entry through the client (its plugins run again) and says how it went.
@@ -85,27 +85,27 @@ extension OfflineQueue {
     /// The store's `settleAndClaim`, which still runs when the drain's task is cancelled (GRDB
     /// refuses work from a cancelled task), so interrupted entries are always given back.
     func settleAndClaim(
-        _ settlements: [QueueStore.Settlement], now: QueueTime, claimLimit: Int, attemptedSince: Double?, chores: QueueStore.ClaimChores
-    ) async throws(QueueError) -> QueueStore.ClaimResult {
+        _ settlements: [Settlement], now: QueueTime, claimLimit: Int, attemptedSince: Double?, chores: ClaimChores
+    ) async throws(QueueError) -> ClaimResult {
         guard Task.isCancelled else {
             return try await store.settleAndClaim(
-                settlements, owner: owner, now: now, claimLimit: claimLimit,
+                settlements, now: now, claimLimit: claimLimit,
                 lease: configuration.policy.leaseDuration, attemptedSince: attemptedSince, chores: chores
             )
         }
-        let store = self.store, owner = self.owner
+        let store = self.store
         let result = await Task { () async -> Result<Set<EntryID>, QueueError> in
             do throws(QueueError) {
-                return .success(try await store.settle(settlements, owner: owner, now: now))
+                return .success(try await store.settle(settlements, now: now))
             } catch {
                 return .failure(error)
             }
         }.value
-        return QueueStore.ClaimResult(lost: try result.get())
+        return ClaimResult(lost: try result.get())
     }
 
     /// Tells subscribers what a commit recorded (the machine counts it).
-    func announce(_ settlements: [QueueStore.Settlement], lost: Set<EntryID>) {
+    func announce(_ settlements: [Settlement], lost: Set<EntryID>) {
         guard broadcast.hasSubscribers else { return }
         for settlement in settlements {
             let id = settlement.id

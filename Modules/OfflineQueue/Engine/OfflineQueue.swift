@@ -30,16 +30,15 @@ public final class OfflineQueue: Sendable {
     let client: APIClient
     /// The caller's client as given, for sends made online through ``send(_:options:)``.
     let callerClient: APIClient
-    let store: QueueStore
+    /// Where the entries live: the SQLite file, or another ``QueueStorage``.
+    let store: any QueueStorage
     let broadcast = EventBroadcast()
     /// Fired by every local enqueue, so a running service drains at once.
     let enqueued = WakeSignal()
     /// Stored URLs parsed for replays, once each.
     let replayTargets = ReplayTargets()
-    /// This drainer's hold on its claims, which dies with the process.
-    let ownerLock: OwnerLock
-    /// Names this drainer in leases: `host:pid:token:boot`.
-    var owner: String { ownerLock.owner }
+    /// Names this drainer in leases (`host:pid:token:boot` in a SQLite file).
+    var owner: String { store.owner }
 
     /// Opens the queue at `configuration.path`, creating it unless told not to, or for reading
     /// only when ``QueueConfiguration/readOnly`` is set.
@@ -48,18 +47,37 @@ public final class OfflineQueue: Sendable {
     ///   application's file), ``QueueError/newerSchema(path:found:supported:)``,
     ///   ``QueueError/cannotCreate(path:reason:)`` (not writable, or an unsafe body folder),
     ///   ``QueueError/databaseMissing(path:)``.
-    public init(configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil) throws(QueueError) {
+    ///   ``QueueError/invalidRequest(_:)`` for a `postgres://` or `postgresql://` path: a
+    ///   PostgreSQL queue is opened by `OfflineQueue.open` of the `OfflineQueuePostgres` module.
+    public convenience init(configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil) throws(QueueError) {
+        if DatabaseLocation.isPostgresURL(configuration.path) {
+            throw .invalidRequest(
+                "\(DatabaseLocation.redacted(configuration.path)) is a PostgreSQL URL, not a file: open it with OfflineQueue.open(configuration:client:monitor:) from the OfflineQueuePostgres module"
+            )
+        }
+        let store = try QueueStore(
+            path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability,
+            readOnly: configuration.readOnly, boot: configuration.clock.now().boot
+        )
+        self.init(storage: store, configuration: configuration, client: client, monitor: monitor)
+    }
+
+    /// A queue over `storage`, for a store other than the SQLite file (see ``QueueStorage``).
+    package init(storage: any QueueStorage, configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)?) {
         self.configuration = configuration
         self.monitor = monitor
         var clientConfiguration = client.configuration
         clientConfiguration.retryPolicy = .none
         self.client = APIClient(configuration: clientConfiguration, transport: client.transport)
         self.callerClient = client
-        self.store = try QueueStore(
-            path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability,
-            readOnly: configuration.readOnly
-        )
-        self.ownerLock = OwnerLock(databasePath: configuration.path, boot: configuration.clock.now().boot)
+        self.store = storage
+        storage.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
+    }
+
+    /// Lets go of the store's connections (a PostgreSQL queue's); for a SQLite queue the file
+    /// closes with the last reference. The queue is not used afterwards.
+    public func close() async {
+        await store.shutDown()
     }
 
     // MARK: - Sending and enqueueing
@@ -173,26 +191,26 @@ public final class OfflineQueue: Sendable {
     public func enqueue(_ requests: [QueuedRequest]) async throws(QueueError) -> [Ticket] {
         var entries: [NewEntry] = []
         entries.reserveCapacity(requests.count)
-        var files: [String] = []
+        var files: [StoredBody] = []
         do {
             for request in requests {
                 var entry = try validate(request)
                 if let body = request.body {
-                    entry.body = try await store(body)
-                    if case .file(let name, _) = entry.body { files.append(name) }
+                    let stored = try await store(body)
+                    entry.body = stored
+                    if case .file = stored { files.append(stored) }
                 }
                 entries.append(entry)
             }
             let tickets = try await store.insert(entries, now: configuration.clock.now())
-            // A deduplicated entry's new body file is not referenced by any row.
-            for (ticket, entry) in zip(tickets, entries) where ticket.deduplicated {
-                if case .file(let name, _) = entry.body { store.bodies.remove([name]) }
-            }
+            // A deduplicated entry's new body is not referenced by any entry.
+            let unused = zip(tickets, entries).compactMap { ticket, entry in ticket.deduplicated ? entry.body : nil }
+            if !unused.isEmpty { await store.discardBodies(unused.filter { if case .file = $0 { true } else { false } }) }
             for ticket in tickets where !ticket.deduplicated { broadcast.publish(.enqueued(ticket)) }
             enqueued.fire()
             return tickets
         } catch {
-            store.bodies.remove(files)
+            await store.discardBodies(files)
             throw error
         }
     }
@@ -208,8 +226,7 @@ public final class OfflineQueue: Sendable {
                 throw .invalidRequest("cannot read the body: \(error)")
             }
         }
-        let (name, length) = try await store.bodies.write(body.makeStream())
-        return .file(name: name, length: length)
+        return try await store.storeBody(body.makeStream())
     }
 
     /// A request given as text (`sync enqueue`, ``enqueue(method:url:headers:body:options:)``)
@@ -346,7 +363,7 @@ public final class OfflineQueue: Sendable {
 
     /// Removes body files left by a crash between writing a body and committing its row.
     public func sweepOrphanBodies() async throws(QueueError) {
-        store.bodies.sweepOrphans(keeping: try await store.referencedBodyFiles())
+        try await store.sweepOrphanBodies()
     }
 
     /// `PRAGMA integrity_check`'s lines: `["ok"]` for a sound file.

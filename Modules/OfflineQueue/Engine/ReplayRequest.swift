@@ -34,11 +34,7 @@ struct ReplayRequest {
             headers.append(HTTPField(name: name, value: value))
         }
         headers[queue.configuration.idempotencyHeader] = entry.idempotencyKey
-        let body: RequestBody? = switch entry.body {
-        case .inline(let data): .data(data)
-        case .file(let name, _): try RequestBody.file(queue.store.bodies.url(for: name))
-        case nil: nil
-        }
+        let body = try entry.body.map { stored throws(QueueError) in try queue.store.replayBody(stored) }
         self.secrets = secrets
         request = PreparedRequest(
             method: method, scheme: target.scheme, authority: target.authority, path: target.path,

@@ -75,6 +75,42 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     package var budgetUptime: Double = 0
     /// Why the entry is dead; `nil` unless it is.
     public var deadReason: DeadReason? = nil
+
+    /// An entry as a store reads it back.
+    package init(
+        id: EntryID, idempotencyKey: String, method: String, url: String, headers: [StoredHeader], body: StoredBody?,
+        scopes: [String], name: String, group: String?, priority: Int, timeout: Duration?, state: EntryState, attempts: Int,
+        createdAt: Date, budgetStartedAt: Date, nextAttemptAt: Date, lastAttemptAt: Date?, finishedAt: Date?,
+        waitingForNetwork: Bool, leaseOwner: String?, leaseExpiresAt: Date?, lastStatus: Int?, lastError: String?,
+        responseExcerpt: String?, budgetUptime: Double = 0, deadReason: DeadReason? = nil
+    ) {
+        self.id = id
+        self.idempotencyKey = idempotencyKey
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.scopes = scopes
+        self.name = name
+        self.group = group
+        self.priority = priority
+        self.timeout = timeout
+        self.state = state
+        self.attempts = attempts
+        self.createdAt = createdAt
+        self.budgetStartedAt = budgetStartedAt
+        self.nextAttemptAt = nextAttemptAt
+        self.lastAttemptAt = lastAttemptAt
+        self.finishedAt = finishedAt
+        self.waitingForNetwork = waitingForNetwork
+        self.leaseOwner = leaseOwner
+        self.leaseExpiresAt = leaseExpiresAt
+        self.lastStatus = lastStatus
+        self.lastError = lastError
+        self.responseExcerpt = responseExcerpt
+        self.budgetUptime = budgetUptime
+        self.deadReason = deadReason
+    }
 }
 
 /// One header field as stored.

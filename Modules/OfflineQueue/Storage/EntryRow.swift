@@ -1,21 +1,6 @@
 import Foundation
 import GRDB
 
-/// A request on its way into the table: everything but what the store assigns.
-struct NewEntry: Sendable {
-    var idempotencyKey: String
-    var method: String
-    var url: String
-    var headers: [StoredHeader]
-    var body: StoredBody?
-    var scopes: [String]
-    var name: String
-    var group: String?
-    var priority: Int
-    var timeout: Duration?
-    var notBefore: Date?
-}
-
 /// Header fields and scopes are stored as text, one per line: readable in `sqlite3`, and far
 /// cheaper to write than JSON. Names and values cannot hold line breaks (checked at enqueue).
 enum LineCoding {

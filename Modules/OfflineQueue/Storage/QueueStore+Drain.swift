@@ -8,32 +8,13 @@ import HTTPCore
 /// Every time rule here compares boot-clock readings (`*_uptime` columns, see ``QueueTime``);
 /// wall-clock columns are written for people and for carrying rows over a reboot.
 extension QueueStore {
-    /// What a claim does besides claiming.
-    struct ClaimChores: Sendable {
-        /// Carry rows of another boot over to this one (at the start of a drain).
-        var carryOver = false
-        /// Take back the entries of drainers that are gone (at most about once a second).
-        var reclaimOrphans = false
-        /// The longest wait a row from another boot may keep (the policy's longest delay).
-        var maxDelay: Duration = .seconds(3600)
-    }
-
-    /// What one `settleAndClaim` did.
-    struct ClaimResult: Sendable {
-        /// Settlements whose lease this drainer no longer held.
-        var lost: Set<EntryID> = []
-        /// Entries claimed, in claim order.
-        var claimed: [QueueEntry] = []
-        /// Entries taken back from drainers that are gone.
-        var reclaimed = 0
-    }
-
     /// Records `settlements` and claims up to `claimLimit` entries, in one transaction: the
     /// drain loop's single commit per turn.
     func settleAndClaim(
-        _ settlements: [Settlement], owner: String, now: QueueTime, claimLimit: Int,
+        _ settlements: [Settlement], now: QueueTime, claimLimit: Int,
         lease: Duration, attemptedSince: Double?, chores: ClaimChores = ClaimChores()
     ) async throws(QueueError) -> ClaimResult {
+        let owner = self.owner
         guard !settlements.isEmpty || claimLimit > 0 || chores.carryOver || chores.reclaimOrphans else { return ClaimResult() }
         let path = self.path
         return try await write { db in
@@ -137,8 +118,9 @@ extension QueueStore {
     /// `owner` no longer holds (it lapsed and another drainer claimed the entry) changes
     /// nothing; the ids of those are returned.
     @discardableResult
-    func settle(_ settlements: [Settlement], owner: String, now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+    func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
         guard !settlements.isEmpty else { return [] }
+        let owner = self.owner
         return try await write { db in try Self.settle(db, settlements, owner: owner, now: now) }
     }
 
@@ -216,10 +198,11 @@ extension QueueStore {
         }
     }
 
-    /// Extends `owner`'s leases on `ids` to `lease` from `now`; entries whose lease `owner`
+    /// Extends ``owner``'s leases on `ids` to `lease` from `now`; entries whose lease `owner`
     /// lost are left alone.
-    func renewLeases(_ ids: [EntryID], owner: String, now: QueueTime, lease: Duration) async throws(QueueError) {
+    func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError) {
         guard !ids.isEmpty else { return }
+        let owner = self.owner
         let list = "[" + ids.map(String.init).joined(separator: ",") + "]"
         try await write { db in
             try db.cachedStatement(sql: """

@@ -17,19 +17,16 @@ public enum QueueDurability: String, Sendable, Hashable {
     case normal
 }
 
-/// The SQLite file: every read and write of the queue's rows, each write in one
-/// `BEGIN IMMEDIATE` transaction so several processes can share the file.
-final class QueueStore: Sendable {
+/// The SQLite store (``QueueStorage``), the default: every read and write of the queue's rows
+/// in one file, each write in one `BEGIN IMMEDIATE` transaction so several processes can share
+/// the file; large bodies in files beside it.
+final class QueueStore: QueueStorage {
     let path: String
     let bodies: BodyStore
+    /// This drainer's hold on its claims, which dies with the process.
+    let ownerLock: OwnerLock
     /// Whether the file was opened read-only: every write is refused before SQLite sees it.
     let readOnly: Bool
-
-    /// One finished attempt, to record.
-    struct Settlement: Sendable {
-        var id: EntryID
-        var transition: Transition
-    }
 
     /// A `DatabasePool` when writing; one read-only `DatabaseQueue` when reading only, since a
     /// pool would set up WAL, which a reader without write access cannot do.
@@ -46,9 +43,10 @@ final class QueueStore: Sendable {
     /// A missing file is created with mode 0600. A file that is not a queue database, or was
     /// written by a newer schema, is refused before anything is written to it, and so is a body
     /// folder that is a symbolic link or open to other users.
-    init(path: String, create: Bool, durability: QueueDurability, readOnly: Bool = false) throws(QueueError) {
+    init(path: String, create: Bool, durability: QueueDurability, readOnly: Bool = false, boot: String) throws(QueueError) {
         self.path = path
         self.readOnly = readOnly
+        self.ownerLock = OwnerLock(databasePath: path, boot: boot)
         self.bodies = BodyStore(databasePath: path, readOnly: readOnly)
         let exists = FileManager.default.fileExists(atPath: path)
         if !exists && (readOnly || !create) { throw .databaseMissing(path: path) }

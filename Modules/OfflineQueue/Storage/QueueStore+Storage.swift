@@ -1,0 +1,46 @@
+import Foundation
+import HTTPCore
+
+/// The parts of ``QueueStorage`` that are about the file's surroundings rather than its rows:
+/// the owner's lock file and the body folder.
+extension QueueStore {
+    var location: String { path }
+    /// `host:pid:token:boot`, held by ``ownerLock``.
+    var owner: String { ownerLock.owner }
+
+    func acquireOwnership() async throws(QueueError) { try ownerLock.acquire() }
+
+    /// SQLite cannot tell this process about another's commit: a service polls.
+    func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {}
+
+    /// The file closes with the last reference to the store.
+    func shutDown() async {}
+
+    func storeBody(_ stream: ByteStream) async throws(QueueError) -> StoredBody {
+        if readOnly { throw Self.readOnlyRefusal(path) }
+        let (name, length) = try await bodies.write(stream)
+        return .file(name: name, length: length)
+    }
+
+    func discardBodies(_ stored: [StoredBody]) async {
+        bodies.remove(stored.compactMap { if case .file(let name, _) = $0 { name } else { nil } })
+    }
+
+    func replayBody(_ body: StoredBody) throws(QueueError) -> RequestBody {
+        switch body {
+        case .inline(let data):
+            return .data(data)
+        case .file(let name, _):
+            let url = try bodies.url(for: name)
+            do {
+                return try RequestBody.file(url)
+            } catch {
+                throw .io(path: url.path, reason: "cannot read the stored body: \(error)")
+            }
+        }
+    }
+
+    func sweepOrphanBodies() async throws(QueueError) {
+        bodies.sweepOrphans(keeping: try await referencedBodyFiles())
+    }
+}
