@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "Multipart", targets: ["Multipart"]),
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "OfflineQueue", targets: ["OfflineQueue"]),
+        .library(name: "OfflineQueuePostgres", targets: ["OfflineQueuePostgres"]),
         .library(name: "CombineAdapters", targets: ["CombineAdapters"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
         .executable(name: "sync", targets: ["sync"]),
@@ -54,6 +55,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Modules
@@ -88,6 +90,14 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The PostgreSQL store: a queue shared by a fleet. Users of the SQLite queue build none of it.
+        module("OfflineQueuePostgres", [
+            "OfflineQueue", "HTTPCore", "Reachability",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
         // For users' own tests: StubTransport, and LoopbackServer (real HTTP on a loopback port).
         // Not test code: no test framework; the tools' demo servers are built on it.

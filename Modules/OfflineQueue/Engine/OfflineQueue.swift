@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 public import HTTPCore
 import HTTPTypes
 public import Reachability
@@ -31,7 +31,7 @@ public final class OfflineQueue: Sendable {
     /// The caller's client as given, for sends made online through ``send(_:options:)``.
     let callerClient: APIClient
     /// Where the entries live: the SQLite file, or another ``QueueStorage``.
-    let store: any QueueStorage
+    package let store: any QueueStorage
     let broadcast = EventBroadcast()
     /// Fired by every local enqueue, so a running service drains at once.
     let enqueued = WakeSignal()
@@ -216,17 +216,22 @@ public final class OfflineQueue: Sendable {
     }
 
     private func store(_ body: RequestBody) async throws(QueueError) -> StoredBody {
-        if case .data(let data) = body.source, data.count <= configuration.inlineBodyLimit {
-            return .inline(data)
-        }
-        if let length = body.length, length <= configuration.inlineBodyLimit {
-            do {
-                return .inline(try await body.collect(upTo: configuration.inlineBodyLimit))
-            } catch {
-                throw .invalidRequest("cannot read the body: \(error)")
-            }
-        }
+        if let data = try await inlined(body) { return .inline(data) }
         return try await store.storeBody(body.makeStream())
+    }
+
+    /// `body`'s bytes when it fits in a row (``QueueConfiguration/inlineBodyLimit``); `nil` when
+    /// it is kept apart.
+    package func inlined(_ body: RequestBody) async throws(QueueError) -> Data? {
+        if case .data(let data) = body.source, data.count <= configuration.inlineBodyLimit {
+            return data
+        }
+        guard let length = body.length, length <= configuration.inlineBodyLimit else { return nil }
+        do {
+            return try await body.collect(upTo: configuration.inlineBodyLimit)
+        } catch {
+            throw .invalidRequest("cannot read the body: \(error)")
+        }
     }
 
     /// A request given as text (`sync enqueue`, ``enqueue(method:url:headers:body:options:)``)
@@ -249,7 +254,8 @@ public final class OfflineQueue: Sendable {
         return (request.method, url, fields)
     }
 
-    private func validate(_ request: QueuedRequest) throws(QueueError) -> NewEntry {
+    /// `request` checked and turned into what the store inserts (its body not yet stored).
+    package func validate(_ request: QueuedRequest) throws(QueueError) -> NewEntry {
         // A prepared request is typed already: it is stored as it is, not parsed again.
         let (method, url, fields): (String, URL, [HTTPField])
         if let prepared = request.prepared {

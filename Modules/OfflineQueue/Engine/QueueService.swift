@@ -116,7 +116,7 @@ public struct QueueService: Service {
 
     /// The loop: drain while there is work and the network is there, wait otherwise.
     private func serve(wake: WakeSignal) async throws {
-        logger.info("queue service started", metadata: ["db": "\(queue.configuration.path)"])
+        logger.info("queue service started", metadata: ["db": "\(queue.store.location)"])
         do {
             try await queue.sweepOrphanBodies()
         } catch {

@@ -33,6 +33,10 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     case noSuchEntry(EntryID)
     /// The entry is in flight under a live lease and cannot be changed now.
     case entryInFlight(EntryID)
+    /// The database server cannot be reached (refused, timed out, shutting down, or the login
+    /// failed). Nothing was stored or changed; try again once it is back. `location` is the
+    /// database's URL without its password.
+    case unavailable(location: String, reason: String)
 
     public var description: String {
         switch self {
@@ -46,6 +50,7 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         case .secretHeader(let name): "header \(name) holds a secret, which is not stored by default"
         case .noSuchEntry(let id): "no entry with id \(id)"
         case .entryInFlight(let id): "entry \(id) is being sent by a drainer right now"
+        case .unavailable(let location, let reason): "cannot reach the queue's database at \(location): \(reason); nothing was changed"
         }
     }
 }

@@ -3,8 +3,8 @@ import GRDB
 
 /// Header fields and scopes are stored as text, one per line: readable in `sqlite3`, and far
 /// cheaper to write than JSON. Names and values cannot hold line breaks (checked at enqueue).
-enum LineCoding {
-    static func encode(_ headers: [StoredHeader]) -> String {
+package enum LineCoding {
+    package static func encode(_ headers: [StoredHeader]) -> String {
         var text = ""
         for header in headers {
             text += header.name
@@ -16,7 +16,7 @@ enum LineCoding {
     }
 
     /// Scans bytes, not characters: a claim decodes every claimed row's headers.
-    static func decodeHeaders(_ text: String) -> [StoredHeader] {
+    package static func decodeHeaders(_ text: String) -> [StoredHeader] {
         var headers: [StoredHeader] = []
         for line in text.utf8.split(separator: UInt8(ascii: "\n")) {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
@@ -27,9 +27,9 @@ enum LineCoding {
         return headers
     }
 
-    static func encode(_ scopes: [String]) -> String { scopes.joined(separator: "\n") }
+    package static func encode(_ scopes: [String]) -> String { scopes.joined(separator: "\n") }
 
-    static func decodeScopes(_ text: String) -> [String] {
+    package static func decodeScopes(_ text: String) -> [String] {
         text.split(separator: "\n").map(String.init)
     }
 }

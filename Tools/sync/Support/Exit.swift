@@ -10,6 +10,8 @@ enum SysExit {
     static let dataError = ExitCode(65)
     /// EX_NOINPUT: an input (the database for a read-only command, a data file) does not exist.
     static let noInput = ExitCode(66)
+    /// EX_UNAVAILABLE: the database server cannot be reached.
+    static let unavailable = ExitCode(69)
     /// EX_CANTCREAT: the database cannot be created.
     static let cannotCreate = ExitCode(73)
     /// EX_IOERR: reading or writing failed.
@@ -41,6 +43,7 @@ func sysExit(for error: QueueError) -> ExitCode {
     case .databaseMissing: return SysExit.noInput
     case .cannotCreate: return SysExit.cannotCreate
     case .diskFull, .io: return SysExit.ioError
+    case .unavailable: return SysExit.unavailable
     }
 }
 

@@ -1,0 +1,93 @@
+public import HTTPCore
+public import Logging
+public import OfflineQueue
+public import PostgresNIO
+public import Reachability
+
+extension OfflineQueue {
+    /// Opens the queue at ``QueueConfiguration/path``: a PostgreSQL queue for a
+    /// `postgres://` or `postgresql://` URL (see ``PostgresLocation``), the SQLite file
+    /// otherwise. Moving a service from one host to a fleet changes this one string.
+    ///
+    /// ```swift
+    /// let queue = try await OfflineQueue.open(
+    ///     configuration: QueueConfiguration(path: "postgres://app@db.internal/app?schema=courier"),
+    ///     client: client, monitor: try NetlinkMonitor()
+    /// )
+    /// defer { Task { await queue.close() } }
+    /// ```
+    ///
+    /// A PostgreSQL queue creates (or migrates) its schema unless
+    /// ``QueueConfiguration/createIfMissing`` is off; ``QueueConfiguration/readOnly`` never
+    /// writes. ``QueueConfiguration/durability`` does not apply: a commit returns once the
+    /// server has made it durable (its `synchronous_commit`). Call ``close()`` when done.
+    ///
+    /// - Throws: ``QueueError/unavailable(location:reason:)`` when the server cannot be
+    ///   reached or refuses the login (nothing was changed), ``QueueError/invalidRequest(_:)``
+    ///   for a malformed URL, ``QueueError/newerSchema(path:found:supported:)``,
+    ///   ``QueueError/databaseMissing(path:)``, and for a file what
+    ///   ``init(configuration:client:monitor:)`` throws.
+    public static func open(
+        configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil,
+        logger: Logger = Logger(label: "courier.queue.postgres")
+    ) async throws(QueueError) -> OfflineQueue {
+        guard DatabaseLocation.isPostgresURL(configuration.path) else {
+            return try OfflineQueue(configuration: configuration, client: client, monitor: monitor)
+        }
+        let place = try PostgresLocation(url: configuration.path)
+        let store = try await PostgresQueueStore.open(
+            place, create: configuration.createIfMissing, readOnly: configuration.readOnly,
+            connections: max(4, configuration.concurrency / 2 + 2), logger: logger
+        )
+        return OfflineQueue(storage: store, configuration: configuration, client: client, monitor: monitor)
+    }
+
+    /// Stores `requests` inside the caller's own PostgreSQL transaction, open on `connection`:
+    /// the transactional outbox. They commit with the caller's business writes, or roll back
+    /// with them and leave nothing; the drainers are woken when the transaction commits.
+    ///
+    /// ```swift
+    /// try await postgres.withTransaction(logger: logger) { connection in
+    ///     try await connection.query("UPDATE orders SET state = 'paid' WHERE id = \(id)", logger: logger)
+    ///     try await queue.enqueue([QueuedRequest(method: "POST", url: webhook, body: .data(payload))], on: connection)
+    /// }
+    /// ```
+    ///
+    /// The connection must be one of the same database as the queue, in an open transaction
+    /// (`BEGIN` done, not yet committed). The tickets are valid once it commits. Large bodies
+    /// are written in chunks on the same connection, so they roll back too. No `enqueued` event
+    /// is published: the entries exist only if the caller commits.
+    ///
+    /// - Throws: ``QueueError/invalidRequest(_:)`` for a request that cannot be stored or for a
+    ///   queue that is not on PostgreSQL; what the server refused as ``QueueError/io(path:reason:)``.
+    public func enqueue(_ requests: [QueuedRequest], on connection: PostgresConnection) async throws(QueueError) -> [Ticket] {
+        guard let store = store as? PostgresQueueStore else {
+            throw .invalidRequest("the transactional outbox needs a PostgreSQL queue; this one is \(store.location)")
+        }
+        var entries: [NewEntry] = []
+        for request in requests {
+            var entry = try validate(request)
+            if let body = request.body {
+                if let data = try await inlined(body) {
+                    entry.body = .inline(data)
+                } else {
+                    let reference = RandomUUID.lowercased()
+                    do {
+                        let length = try await store.writeBody(body.makeStream(), reference: reference, on: connection)
+                        entry.body = .file(name: reference, length: length)
+                    } catch {
+                        throw PostgresErrors.map(error, location: store.location)
+                    }
+                }
+            }
+            entries.append(entry)
+        }
+        let now = configuration.clock.now()
+        let fleet = try await store.fleetTime(now)
+        do {
+            return try await store.insert(entries, fleet: fleet, wall: now.wall, on: connection)
+        } catch {
+            throw PostgresErrors.map(error, location: store.location)
+        }
+    }
+}

@@ -1,0 +1,194 @@
+public import Foundation
+public import OfflineQueue
+import NIOSSL
+import PostgresNIO
+
+/// Where a PostgreSQL queue lives, read from its URL:
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&schema=…&sslrootcert=…&passfile=…]`
+/// (or `postgresql://`).
+///
+/// The password comes from the URL, else `PGPASSWORD`, else a password file in libpq's format
+/// (`host:port:database:user:password`, `*` for any): `passfile=` in the URL, `PGPASSFILE`, or
+/// `~/.pgpass`. It is never shown: ``redacted`` and every message leave it out.
+///
+/// `sslmode` is `disable`, `allow` or `prefer` (TLS when the server offers it, not verified;
+/// the default, as in libpq), `require` (TLS, not verified), or `verify-ca` / `verify-full`
+/// (TLS, the certificate verified against the system's roots or `sslrootcert`, and the host
+/// name checked). `schema` names the schema holding the queue's tables (`courier` unless
+/// given): letters, digits and `_`, at most 48 characters.
+public struct PostgresLocation: Sendable, Hashable {
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var database: String
+    public var schema: String
+    public var sslMode: SSLMode
+    /// A file of trusted root certificates (PEM) for `verify-ca` and `verify-full`.
+    public var sslRootCertificate: String?
+    /// Never printed; see ``redacted``.
+    var password: String?
+
+    public enum SSLMode: String, Sendable, Hashable, CaseIterable {
+        case disable, allow, prefer, require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+    }
+
+    /// The schema used when the URL names none.
+    public static let defaultSchema = "courier"
+
+    /// Reads `url`; `environment` gives `PGPASSWORD`, `PGPASSFILE` and `HOME`.
+    ///
+    /// - Throws: ``QueueError/invalidRequest(_:)`` naming what is wrong (the password is never
+    ///   part of the message).
+    public init(url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(QueueError) {
+        let shown = DatabaseLocation.redacted(url)
+        guard DatabaseLocation.isPostgresURL(url), let components = URLComponents(string: url) else {
+            throw .invalidRequest("\(shown) is not a postgres:// or postgresql:// URL")
+        }
+        guard let host = components.host, !host.isEmpty else { throw .invalidRequest("\(shown) names no host") }
+        guard let user = components.user, !user.isEmpty else { throw .invalidRequest("\(shown) names no user (postgres://USER@HOST/DATABASE)") }
+        let database = String(components.path.drop { $0 == "/" })
+        guard !database.isEmpty, !database.contains("/") else { throw .invalidRequest("\(shown) names no database (postgres://USER@HOST/DATABASE)") }
+        self.host = host
+        self.port = components.port ?? 5432
+        self.user = user.removingPercentEncoding ?? user
+        self.database = database.removingPercentEncoding ?? database
+        var schema = Self.defaultSchema
+        var sslMode = SSLMode.prefer
+        var passfile: String?
+        for item in components.queryItems ?? [] {
+            let value = item.value ?? ""
+            switch item.name {
+            case "schema":
+                schema = value
+            case "sslmode":
+                guard let mode = SSLMode(rawValue: value) else {
+                    throw .invalidRequest("sslmode \(value.debugDescription) is not one of \(SSLMode.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                sslMode = mode
+            case "sslrootcert":
+                sslRootCertificate = value
+            case "passfile":
+                passfile = value
+            case "application_name", "connect_timeout":
+                continue
+            default:
+                throw .invalidRequest("\(shown): unknown parameter \(item.name.debugDescription) (known: schema, sslmode, sslrootcert, passfile)")
+            }
+        }
+        guard Self.isValidSchema(schema) else {
+            throw .invalidRequest("schema \(schema.debugDescription) is not a name of letters, digits and _ (at most 48, not starting with a digit)")
+        }
+        self.schema = schema
+        self.sslMode = sslMode
+        if let password = components.password {
+            self.password = password.removingPercentEncoding ?? password
+        } else if let password = environment["PGPASSWORD"], !password.isEmpty {
+            self.password = password
+        } else {
+            let file = passfile ?? environment["PGPASSFILE"] ?? environment["HOME"].map { $0 + "/.pgpass" }
+            self.password = file.flatMap { Self.password(inFile: $0, host: host, port: port, database: self.database, user: self.user) }
+        }
+    }
+
+    /// The URL without its password, for messages and logs.
+    public var redacted: String {
+        var text = "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)"
+        var parameters: [String] = []
+        if schema != Self.defaultSchema { parameters.append("schema=\(schema)") }
+        if sslMode != .prefer { parameters.append("sslmode=\(sslMode.rawValue)") }
+        if !parameters.isEmpty { text += "?" + parameters.joined(separator: "&") }
+        return text
+    }
+
+    static func isValidSchema(_ name: String) -> Bool {
+        guard let first = name.utf8.first, name.utf8.count <= 48, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+        return name.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
+        }
+    }
+
+    /// The password of the first matching line of a libpq password file, if readable.
+    static func password(inFile path: String, host: String, port: Int, database: String, user: String) -> String? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {
+            // Fields are separated by `:`; `\:` and `\\` escape.
+            var fields: [String] = [""]
+            var escaped = false
+            for character in line {
+                if escaped {
+                    fields[fields.count - 1].append(character)
+                    escaped = false
+                } else if character == "\\" {
+                    escaped = true
+                } else if character == ":" && fields.count < 5 {
+                    fields.append("")
+                } else {
+                    fields[fields.count - 1].append(character)
+                }
+            }
+            guard fields.count == 5 else { continue }
+            let wanted = [host, String(port), database, user]
+            if zip(fields.prefix(4), wanted).allSatisfy({ $0 == "*" || $0 == $1 }) { return fields[4] }
+        }
+        return nil
+    }
+
+    /// PostgresNIO's settings for one connection.
+    func connectionConfiguration() throws(QueueError) -> PostgresConnection.Configuration {
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: try tls()
+        )
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
+
+    /// PostgresNIO's settings for the pool.
+    func clientConfiguration(maximumConnections: Int) throws(QueueError) -> PostgresClient.Configuration {
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: try clientTLS()
+        )
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.minimumConnections = 0
+        return configuration
+    }
+
+    private func tlsConfiguration() -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        switch sslMode {
+        case .verifyCA, .verifyFull:
+            tls.certificateVerification = sslMode == .verifyFull ? .fullVerification : .noHostnameVerification
+            if let sslRootCertificate { tls.trustRoots = .file(sslRootCertificate) }
+        default:
+            tls.certificateVerification = .none
+        }
+        return tls
+    }
+
+    private func sslContext() throws(QueueError) -> NIOSSLContext {
+        do {
+            return try NIOSSLContext(configuration: tlsConfiguration())
+        } catch {
+            throw .invalidRequest("cannot set up TLS for \(redacted): \(error)")
+        }
+    }
+
+    private func tls() throws(QueueError) -> PostgresConnection.Configuration.TLS {
+        switch sslMode {
+        case .disable: .disable
+        case .allow, .prefer: .prefer(try sslContext())
+        case .require, .verifyCA, .verifyFull: .require(try sslContext())
+        }
+    }
+
+    private func clientTLS() throws(QueueError) -> PostgresClient.Configuration.TLS {
+        switch sslMode {
+        case .disable: .disable
+        case .allow, .prefer: .prefer(tlsConfiguration())
+        case .require, .verifyCA, .verifyFull: .require(tlsConfiguration())
+        }
+    }
+}

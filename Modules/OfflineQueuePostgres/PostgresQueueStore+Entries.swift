@@ -1,0 +1,324 @@
+import Foundation
+import HTTPCore
+import OfflineQueue
+import PostgresNIO
+
+/// Inserting, changing and reading entries; bodies; retention.
+extension PostgresQueueStore {
+    func insert(_ entries: [NewEntry], now: QueueTime) async throws(QueueError) -> [Ticket] {
+        let fleet = try await fleetTime(now)
+        let wall = now.wall
+        return try await transaction { connection in try await self.insert(entries, fleet: fleet, wall: wall, on: connection) }
+    }
+
+    /// Inserts `entries` in the transaction open on `connection` (the store's, or a caller's own
+    /// for the outbox), and notifies the drainers, which hear it once the transaction commits.
+    func insert(_ entries: [NewEntry], fleet: Double, wall: Date, on connection: PostgresConnection) async throws -> [Ticket] {
+        var tickets: [Ticket] = []
+        tickets.reserveCapacity(entries.count)
+        for entry in entries {
+            var inline: Data?
+            var reference: String?
+            switch entry.body {
+            case .inline(let data): inline = data
+            case .file(let name, _): reference = name
+            case nil: break
+            }
+            // `notBefore` is a wall-clock instant: the wait it leaves now, on the fleet's clock.
+            let wait = max(0, (entry.notBefore?.timeIntervalSince(wall) ?? 0))
+            let inserted = try await connection.query(PostgresQuery(unsafeSQL: sql("""
+                INSERT INTO §.entry (idempotency_key, method, url, headers, body, body_ref, body_length, scopes, name,
+                    group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14)
+                ON CONFLICT (idempotency_key) DO NOTHING
+                RETURNING id
+                """)).with(
+                    entry.idempotencyKey, entry.method, entry.url, LineCoding.encode(entry.headers), inline, reference,
+                    entry.body.map { Int64($0.length) }, LineCoding.encode(entry.scopes), entry.name, entry.group,
+                    Int32(clamping: entry.priority), entry.timeout.map(\.saturatingMilliseconds), fleet, fleet + wait
+                ), logger: logger).decodeAll(Int64.self)
+            if let id = inserted.first {
+                tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: false))
+            } else {
+                let id = try await connection.query(PostgresQuery(unsafeSQL: sql("SELECT id FROM §.entry WHERE idempotency_key = $1"))
+                    .with(entry.idempotencyKey), logger: logger).decodeAll(Int64.self).first ?? 0
+                tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: true))
+            }
+        }
+        if tickets.contains(where: { !$0.deduplicated }) {
+            try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger)
+        }
+        return tickets
+    }
+
+    // MARK: - Bodies
+
+    func storeBody(_ stream: ByteStream) async throws(QueueError) -> StoredBody {
+        if readOnly { throw QueueError.cannotCreate(path: location, reason: "the queue was opened read-only") }
+        let reference = RandomUUID.lowercased()
+        do {
+            // Each chunk commits by itself: a body is never held whole, and one left behind by a
+            // crash before its entry commits is swept later (``sweepOrphanBodies()``).
+            let length = try await client.withConnection { connection in
+                try await self.writeBody(stream, reference: reference, on: connection)
+            }
+            return .file(name: reference, length: length)
+        } catch {
+            await discardBodies([.file(name: reference, length: 0)])
+            throw PostgresErrors.map(error, location: location)
+        }
+    }
+
+    /// Writes `stream` as the chunks of `reference` on `connection`; returns its length.
+    func writeBody(_ stream: ByteStream, reference: String, on connection: PostgresConnection) async throws -> Int {
+        var chunk = Data()
+        chunk.reserveCapacity(Self.chunkSize)
+        var sequence: Int32 = 0
+        var length = 0
+        let now = Date().timeIntervalSince1970
+        func flush() async throws {
+            try await connection.query(PostgresQuery(unsafeSQL: sql("INSERT INTO §.body (ref, seq, data, created_at) VALUES ($1, $2, $3, $4)"))
+                .with(reference, sequence, chunk, now), logger: logger)
+            sequence += 1
+            chunk.removeAll(keepingCapacity: true)
+        }
+        for try await data in stream {
+            var rest = data[...]
+            while !rest.isEmpty {
+                let taken = rest.prefix(Self.chunkSize - chunk.count)
+                chunk.append(contentsOf: taken)
+                rest = rest.dropFirst(taken.count)
+                length += taken.count
+                if chunk.count == Self.chunkSize { try await flush() }
+            }
+        }
+        if !chunk.isEmpty || sequence == 0 { try await flush() }
+        return length
+    }
+
+    func discardBodies(_ bodies: [StoredBody]) async {
+        let references = bodies.compactMap { if case .file(let name, _) = $0 { name } else { nil } }
+        guard !references.isEmpty else { return }
+        _ = try? await reading { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.body WHERE ref = ANY($1)")).with(references), logger: self.logger)
+        }
+    }
+
+    func replayBody(_ body: StoredBody) throws(QueueError) -> RequestBody {
+        switch body {
+        case .inline(let data):
+            return .data(data)
+        case .file(let reference, let length):
+            return .stream(length: length) { [self] in
+                // A new reader at every send: a retry or a redirect streams the body again.
+                let next = LockedBox<Int32>(0)
+                return ByteStream { () async throws -> Data? in
+                    let sequence = next.withLock { value in
+                        defer { value += 1 }
+                        return value
+                    }
+                    let rows = try await self.client.query(
+                        PostgresQuery(unsafeSQL: self.sql("SELECT data FROM §.body WHERE ref = $1 AND seq = $2")).with(reference, sequence),
+                        logger: self.logger
+                    ).decodeAll(Data.self)
+                    if let data = rows.first { return data.isEmpty ? nil : data }
+                    if sequence == 0 { throw QueueError.io(path: self.location, reason: "the stored body \(reference) is missing") }
+                    return nil
+                }
+            }
+        }
+    }
+
+    func sweepOrphanBodies() async throws(QueueError) {
+        guard !readOnly else { return }
+        let cutoff = Date().timeIntervalSince1970 - 600
+        _ = try await reading { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                DELETE FROM §.body AS b WHERE b.created_at < $1
+                AND NOT EXISTS (SELECT 1 FROM §.entry AS e WHERE e.body_ref = b.ref)
+                """)).with(cutoff), logger: self.logger)
+        }
+    }
+
+    // MARK: - Changing
+
+    func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
+        let fleet = try await fleetTime(now)
+        return try await transaction { connection in
+            let set = "SET state = 'pending', attempts = 0, budget_from = $1, next_attempt_at = $1, waiting_network = false, finished_at = NULL"
+            guard let ids else {
+                return try await connection.query(PostgresQuery(unsafeSQL: self.sql("UPDATE §.entry \(set) WHERE state = 'dead' RETURNING id"))
+                    .with(fleet), logger: self.logger).decodeAll(Int64.self).sorted()
+            }
+            for id in ids {
+                let states = try await connection.query(PostgresQuery(unsafeSQL: self.sql("SELECT state FROM §.entry WHERE id = $1 FOR UPDATE"))
+                    .with(id), logger: self.logger).decodeAll(String.self)
+                guard let state = states.first else { throw QueueError.noSuchEntry(id) }
+                if state == EntryState.inflight.rawValue { throw QueueError.entryInFlight(id) }
+                if state == EntryState.delivered.rawValue { continue }
+                try await connection.query(PostgresQuery(unsafeSQL: self.sql("UPDATE §.entry \(set) WHERE id = $2")).with(fleet, id), logger: self.logger)
+            }
+            return ids
+        }
+    }
+
+    func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int {
+        let lockName = self.lockName
+        return try await transaction { connection in
+            var references: [String] = []
+            var count = 0
+            switch selection {
+            case .states(let states, let before):
+                let chosen = states.subtracting([.inflight]).map(\.rawValue).sorted()
+                guard !chosen.isEmpty else { return 0 }
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                    DELETE FROM §.entry WHERE state = ANY($1) AND ($2::float8 IS NULL OR COALESCE(finished_at, created_at) < $2)
+                    RETURNING body_ref
+                    """)).with(chosen, before?.timeIntervalSince1970), logger: self.logger).decodeAll(String?.self)
+                count = rows.count
+                references = rows.compactMap { $0 }
+            case .ids(let ids):
+                for id in ids {
+                    let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                        SELECT e.state, e.body_ref, e.state = 'inflight' AND \(Self.drainerLives) FROM §.entry AS e WHERE e.id = $2 FOR UPDATE
+                        """)).with(lockName, id), logger: self.logger)
+                    var found = false
+                    for try await (_, reference, held) in rows.decode((String, String?, Bool).self) {
+                        found = true
+                        if held { throw QueueError.entryInFlight(id) }
+                        if let reference { references.append(reference) }
+                    }
+                    guard found else { throw QueueError.noSuchEntry(id) }
+                    try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.entry WHERE id = $1")).with(id), logger: self.logger)
+                    count += 1
+                }
+            }
+            if !references.isEmpty {
+                try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.body WHERE ref = ANY($1)")).with(references), logger: self.logger)
+            }
+            return count
+        }
+    }
+
+    // MARK: - Reading
+
+    func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? {
+        try await entries(where: "id = $1", id).first
+    }
+
+    func entry(idempotencyKey key: String) async throws(QueueError) -> QueueEntry? {
+        try await entries(where: "idempotency_key = $1", key).first
+    }
+
+    func entries(_ filter: EntryFilter) async throws(QueueError) -> [QueueEntry] {
+        let states = filter.states.isEmpty ? EntryState.allCases.map(\.rawValue) : filter.states.map(\.rawValue)
+        return try await entries(
+            where: "state = ANY($1) AND ($2::text IS NULL OR group_key = $2) AND ($3::bigint IS NULL OR id > $3) ORDER BY id LIMIT $4",
+            states, filter.group, filter.after, Int64(max(0, filter.limit))
+        )
+    }
+
+    /// Entries read by a condition (and order) over ``entryColumns``.
+    private func entries(where condition: String, _ values: (any PostgresThrowingDynamicTypeEncodable & Sendable)?...) async throws(QueueError) -> [QueueEntry] {
+        var query = PostgresQuery(unsafeSQL: sql("SELECT \(Self.entryColumns) FROM §.entry WHERE \(condition)"))
+        do {
+            for value in values { try query.binds.bind(value) }
+        } catch {
+            throw PostgresErrors.map(error, location: location)
+        }
+        let fixed = query
+        return try await reading { connection in
+            var found: [QueueEntry] = []
+            for try await row in try await connection.query(fixed, logger: self.logger) {
+                // Only a claim's entries need a budget on this host's boot clock.
+                found.append(try Self.entry(row, fleetNow: 0, uptime: 0))
+            }
+            return found
+        }
+    }
+
+    func counts(now: QueueTime) async throws(QueueError) -> QueueCounts {
+        let fleet = try await fleetTime(now)
+        let lockName = self.lockName
+        return try await reading { connection in
+            var counts = QueueCounts()
+            for try await (state, count) in try await connection.query(
+                PostgresQuery(unsafeSQL: self.sql("SELECT state, count(*) FROM §.entry GROUP BY state")), logger: self.logger
+            ).decode((String, Int64).self) {
+                switch EntryState(rawValue: state) {
+                case .pending: counts.pending = Int(count)
+                case .inflight: counts.inflight = Int(count)
+                case .delivered: counts.delivered = Int(count)
+                case .dead: counts.dead = Int(count)
+                case nil: break
+                }
+            }
+            counts.oldestPendingCreatedAt = try await connection.query(
+                PostgresQuery(unsafeSQL: self.sql("SELECT created_at FROM §.entry WHERE state = 'pending' ORDER BY id LIMIT 1")), logger: self.logger
+            ).decodeAll(Double.self).first.map(Date.init(timeIntervalSince1970:))
+            // Shown on this host's wall clock: the wait left, from now.
+            let due = try await connection.query(
+                PostgresQuery(unsafeSQL: self.sql("SELECT min(next_attempt_at) FROM §.entry WHERE state = 'pending'")), logger: self.logger
+            ).decodeAll(Double?.self).first ?? nil
+            counts.nextAttemptAt = due.map { now.wall.addingTimeInterval($0 - fleet) }
+            if counts.inflight > 0 {
+                for try await (owner, count, alive) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                    SELECT e.lease_owner, count(*), bool_or(\(Self.drainerLives)) FROM §.entry AS e
+                    WHERE e.state = 'inflight' GROUP BY e.lease_owner
+                    """)).with(lockName), logger: self.logger).decode((String?, Int64, Bool?).self) {
+                    if alive == true, let owner {
+                        counts.drainers.append(owner)
+                    } else {
+                        counts.inflightOrphaned += Int(count)
+                    }
+                }
+            }
+            return counts
+        }
+    }
+
+    // MARK: - Upkeep
+
+    func deleteDelivered(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
+        var summary = RetentionSummary()
+        let batch = 500
+        while true {
+            let references = try await transaction { connection -> [String?] in
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                    DELETE FROM §.entry WHERE id IN (
+                        SELECT id FROM §.entry WHERE state = 'delivered' AND finished_at < $1 ORDER BY id LIMIT $2)
+                    RETURNING body_ref
+                    """)).with(cutoff.timeIntervalSince1970, Int64(batch)), logger: self.logger).decodeAll(String?.self)
+                let names = rows.compactMap { $0 }
+                if !names.isEmpty {
+                    try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.body WHERE ref = ANY($1)")).with(names), logger: self.logger)
+                }
+                return rows
+            }
+            summary.deletedEntries += references.count
+            summary.deletedBodyFiles += references.compactMap { $0 }.count
+            if references.count < batch { return summary }
+        }
+    }
+
+    /// PostgreSQL's autovacuum gives space back by itself.
+    func releaseFreePages() async throws(QueueError) -> Int { 0 }
+
+    /// The schema's migrations as this code knows them, and no entry in flight without a drainer.
+    func integrityCheck() async throws(QueueError) -> [String] {
+        try await reading { connection in
+            var problems: [String] = []
+            let names = try await connection.query(
+                PostgresQuery(unsafeSQL: self.sql("SELECT name FROM §.migration ORDER BY version")), logger: self.logger
+            ).decodeAll(String.self)
+            if names != PostgresSchema.migrations.map(\.name).prefix(names.count).map({ $0 }) || names.count != PostgresSchema.version {
+                problems.append("migrations \(names) differ from this version's \(PostgresSchema.migrations.map(\.name))")
+            }
+            let stray = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                SELECT count(*) FROM §.entry WHERE state = 'inflight' AND (lease_drainer IS NULL OR lease_owner IS NULL)
+                """)), logger: self.logger).decodeAll(Int64.self).first ?? 0
+            if stray > 0 { problems.append("\(stray) entries in flight name no drainer") }
+            return problems.isEmpty ? ["ok"] : problems
+        }
+    }
+}

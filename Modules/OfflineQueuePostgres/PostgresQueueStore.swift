@@ -1,0 +1,227 @@
+import Foundation
+import HTTPCore
+import Logging
+import NIOCore
+import OfflineQueue
+import PostgresNIO
+
+/// The PostgreSQL store (``QueueStorage``): one queue shared by every host that opens the same
+/// database and schema.
+///
+/// - **Claims** pick and mark due entries in one statement, `FOR UPDATE SKIP LOCKED`: two
+///   drainers never hold one entry, and an earlier open entry of a group keeps the group's
+///   later entries unclaimable, whoever holds it.
+/// - **Owner liveness.** Each drainer takes a number from `<schema>.drainer_id` and holds the
+///   advisory lock (`hashtext('courier:<schema>')`, number) on a connection of its own for as
+///   long as it lives. The lock dies with that connection: a killed process, a cut connection
+///   or `pg_terminate_backend` frees it, and the next claim by any drainer takes the entries
+///   back at once. A drainer that lost its connection takes a new number; entries it claimed
+///   under its old number are still its own to settle until someone takes them back.
+/// - **Wake-ups.** Every enqueue sends `NOTIFY` on `<schema>.enqueued` in its transaction; the
+///   drainer's own connection listens, so a commit anywhere wakes every idle drainer.
+/// - **Time** is the fleet's: the server's clock, read once per boot and carried forward by
+///   this host's boot clock (``FleetClock``).
+final class PostgresQueueStore: QueueStorage {
+    let place: PostgresLocation
+    let client: PostgresClient
+    let logger: Logger
+    let readOnly: Bool
+    /// `"schema"`, quoted, for statements.
+    let schema: String
+    /// The `LISTEN`/`NOTIFY` channel.
+    let channel: String
+    /// The advisory lock's first key is `hashtext` of this.
+    let lockName: String
+    let clock = FleetClock()
+    private let running: Task<Void, Never>
+    private let session = LockedBox<OwnerSession?>(nil)
+    /// Every drainer number this store held: settlements of entries claimed under an earlier
+    /// one (before a reconnect) are still this drainer's.
+    private let numbers = LockedBox<[Int64]>([])
+    private let wake = LockedBox<(@Sendable () -> Void)?>(nil)
+
+    /// Bodies are kept in chunks of this many bytes.
+    static let chunkSize = 256 * 1024
+
+    var location: String { place.redacted }
+    var owner: String { session.current?.name ?? "" }
+    /// The drainer numbers whose claims this store may settle.
+    var heldNumbers: [Int64] { numbers.current }
+    /// The number of the live session, `-1` when there is none.
+    var currentNumber: Int64 { session.current?.number ?? -1 }
+
+    private init(place: PostgresLocation, client: PostgresClient, logger: Logger, readOnly: Bool) {
+        self.place = place
+        self.client = client
+        self.logger = logger
+        self.readOnly = readOnly
+        schema = "\"\(place.schema)\""
+        channel = place.schema + ".enqueued"
+        lockName = "courier:" + place.schema
+        running = Task { await client.run() }
+    }
+
+    deinit {
+        running.cancel()
+        session.current?.end()
+    }
+
+    /// Connects, creates or migrates the schema (unless `create` is off, then it must exist),
+    /// and starts the connection pool.
+    ///
+    /// - Throws: ``QueueError/unavailable(location:reason:)`` when the server cannot be
+    ///   reached, ``QueueError/newerSchema(path:found:supported:)``,
+    ///   ``QueueError/databaseMissing(path:)`` without `create` for a schema never made.
+    static func open(_ place: PostgresLocation, create: Bool, readOnly: Bool, connections: Int, logger: Logger) async throws(QueueError) -> PostgresQueueStore {
+        let connection = try await connect(place, logger: logger)
+        do {
+            try await PostgresSchema.prepare(connection, location: place, create: create && !readOnly, logger: logger)
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try? await connection.close()
+        let configuration = try place.clientConfiguration(maximumConnections: connections)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        return PostgresQueueStore(place: place, client: client, logger: logger, readOnly: readOnly)
+    }
+
+    static func connect(_ place: PostgresLocation, logger: Logger) async throws(QueueError) -> PostgresConnection {
+        do {
+            return try await PostgresConnection.connect(configuration: try place.connectionConfiguration(), id: 0, logger: logger)
+        } catch {
+            throw PostgresErrors.map(error, location: place.redacted)
+        }
+    }
+
+    func shutDown() async {
+        session.withLock { session in
+            session?.end()
+            session = nil
+        }
+        running.cancel()
+        await running.value
+    }
+
+    func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {
+        self.wake.withLock { $0 = wake }
+    }
+
+    // MARK: - Owner liveness
+
+    func acquireOwnership() async throws(QueueError) {
+        if let current = session.current, !current.connection.isClosed { return }
+        if readOnly { throw QueueError.cannotCreate(path: location, reason: "the queue was opened read-only") }
+        let connection = try await Self.connect(place, logger: logger)
+        let number: Int64
+        do {
+            number = try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT nextval('\(schema).drainer_id')"), logger: logger
+            ).collect().first?.decode(Int64.self) ?? 0
+            try await connection.query("SELECT pg_advisory_lock(hashtext(\(lockName)), \(Int32(truncatingIfNeeded: number)))", logger: logger)
+        } catch {
+            try? await connection.close()
+            throw PostgresErrors.map(error, location: location)
+        }
+        let host = ProcessInfo.processInfo.hostName.replacingOccurrences(of: ":", with: "_")
+        let name = "\(host):\(getpid()):pg\(number)"
+        let listener = Task { [channel, wake, logger] in
+            do {
+                try await connection.listen(on: channel) { notifications in
+                    for try await _ in notifications { wake.current?() }
+                }
+            } catch {
+                logger.debug("the drainer's connection ended", metadata: ["error": "\(error)"])
+            }
+        }
+        let fresh = OwnerSession(connection: connection, number: number, name: name, listener: listener)
+        numbers.withLock { $0.append(number) }
+        let previous = session.withLock { session in
+            defer { session = fresh }
+            return session
+        }
+        previous?.end()
+        logger.debug("drainer registered", metadata: ["owner": "\(name)"])
+    }
+
+    // MARK: - Running statements
+
+    /// Runs `body` in one transaction on a pooled connection.
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(QueueError) -> T {
+        if readOnly { throw QueueError.cannotCreate(path: location, reason: "the queue was opened read-only") }
+        do {
+            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        } catch {
+            throw PostgresErrors.map(error, location: location)
+        }
+    }
+
+    /// Runs `body` on a pooled connection, outside a transaction (each statement its own).
+    func reading<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(QueueError) -> T {
+        do {
+            return try await client.withConnection { connection in try await body(connection) }
+        } catch {
+            throw PostgresErrors.map(error, location: location)
+        }
+    }
+
+    /// The fleet's time at `now`, reading the server's clock once per boot of this host.
+    func fleetTime(_ now: QueueTime) async throws(QueueError) -> Double {
+        if let time = clock.time(at: now) { return time }
+        let server = try await reading { connection in
+            try await connection.query("SELECT extract(epoch FROM clock_timestamp())::float8", logger: self.logger)
+                .collect().first?.decode(Double.self) ?? Date().timeIntervalSince1970
+        }
+        clock.anchor(server: server, at: now)
+        return server
+    }
+
+    /// `SQL` with the schema's name put in for every `§`.
+    func sql(_ text: String) -> String { text.replacingOccurrences(of: "§", with: schema) }
+}
+
+/// A drainer's own connection: it holds the advisory lock that says the drainer lives, and
+/// listens for enqueues.
+final class OwnerSession: Sendable {
+    let connection: PostgresConnection
+    let number: Int64
+    let name: String
+    let listener: Task<Void, Never>
+
+    init(connection: PostgresConnection, number: Int64, name: String, listener: Task<Void, Never>) {
+        self.connection = connection
+        self.number = number
+        self.name = name
+        self.listener = listener
+    }
+
+    /// Lets go of the lock (by closing the connection) and stops listening.
+    func end() {
+        listener.cancel()
+        connection.close().whenComplete { _ in }
+    }
+}
+
+/// The fleet's clock: the database server's wall clock, read once per boot of this host and
+/// carried forward by the boot clock. Every host compares times on (nearly) one clock, and a
+/// step of this host's wall clock moves nothing; a step of the server's clock is seen only by
+/// hosts that read it afterwards.
+final class FleetClock: Sendable {
+    private struct Anchor {
+        var boot: String
+        var uptime: Double
+        var server: Double
+    }
+
+    private let anchor = LockedBox<Anchor?>(nil)
+
+    /// The fleet's time at `now`, or `nil` before the server's clock was read in `now`'s boot.
+    func time(at now: QueueTime) -> Double? {
+        guard let anchor = anchor.current, anchor.boot == now.boot else { return nil }
+        return anchor.server + (now.uptime - anchor.uptime)
+    }
+
+    func anchor(server: Double, at now: QueueTime) {
+        anchor.withLock { $0 = Anchor(boot: now.boot, uptime: now.uptime, server: server) }
+    }
+}
