@@ -34,6 +34,11 @@ final class PostgresQueueStore: QueueStorage {
     let lockName: String
     let clock = FleetClock()
     private let running: Task<Void, Never>
+    private let starting: LockedBox<Start>
+    private struct Start {
+        var began = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
     private let session = LockedBox<OwnerSession?>(nil)
     /// Every drainer number this store held: settlements of entries claimed under an earlier
     /// one (before a reconnect) are still this drainer's.
@@ -58,7 +63,16 @@ final class PostgresQueueStore: QueueStorage {
         schema = "\"\(place.schema)\""
         channel = place.schema + ".enqueued"
         lockName = "courier:" + place.schema
-        running = Task { await client.run() }
+        let starting = LockedBox(Start())
+        self.starting = starting
+        running = Task {
+            let waiter = starting.withLock { state in
+                state.began = true
+                return state.waiter
+            }
+            waiter?.resume()
+            await client.run()
+        }
     }
 
     deinit {
@@ -83,7 +97,23 @@ final class PostgresQueueStore: QueueStorage {
         try? await connection.close()
         let configuration = try place.clientConfiguration(maximumConnections: connections)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        return PostgresQueueStore(place: place, client: client, logger: logger, readOnly: readOnly)
+        let store = PostgresQueueStore(place: place, client: client, logger: logger, readOnly: readOnly)
+        await store.started()
+        return store
+    }
+
+    /// Returns once the pool's `run()` has begun (the moment it starts is not observable; a
+    /// lease before it logs a warning and waits).
+    private func started() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let began = starting.withLock { state in
+                if state.began { return true }
+                state.waiter = continuation
+                return false
+            }
+            if began { continuation.resume() }
+        }
+        await Task.yield()
     }
 
     static func connect(_ place: PostgresLocation, logger: Logger) async throws(QueueError) -> PostgresConnection {
@@ -198,7 +228,9 @@ final class OwnerSession: Sendable {
     /// Lets go of the lock (by closing the connection) and stops listening.
     func end() {
         listener.cancel()
-        connection.close().whenComplete { _ in }
+        // The connection must live until it is closed (PostgresNIO checks): the callback keeps it.
+        let connection = self.connection
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 }
 

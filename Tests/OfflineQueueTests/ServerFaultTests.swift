@@ -11,15 +11,15 @@ struct ServerFaultTests {
     /// Enqueues one POST to `path`, drains until settled, and returns the entry and the keys
     /// the server saw for it.
     func run(
-        _ path: String, policy: DeliveryPolicy? = nil, timeout: Duration = .seconds(30), clock: ManualQueueClock = ManualQueueClock(),
+        _ kind: StoreKind, _ path: String, policy: DeliveryPolicy? = nil, timeout: Duration = .seconds(30), clock: ManualQueueClock = ManualQueueClock(),
         setUp: (TestHTTPServer) -> Void
     ) async throws -> (QueueEntry, [String]) {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         setUp(server)
-        let queue = try makeQueue(
-            path: folder.databasePath, server: server,
+        let queue = try await makeQueue(
+            on: store, server: server,
             policy: policy ?? DeliveryPolicy(backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(50)), maxAttempts: 5),
             timeout: timeout
         ) { $0.clock = clock.queueClock }
@@ -32,42 +32,42 @@ struct ServerFaultTests {
         return (entry, keys)
     }
 
-    @Test("500 twice, then 200: delivered on the third attempt")
-    func serverErrors() async throws {
-        let (entry, keys) = try await run("/flaky") { scriptFailures($0, "/flaky", [(500, []), (500, [])]) }
+    @Test("500 twice, then 200: delivered on the third attempt", arguments: StoreKind.allCases)
+    func serverErrors(_ kind: StoreKind) async throws {
+        let (entry, keys) = try await run(kind, "/flaky") { scriptFailures($0, "/flaky", [(500, []), (500, [])]) }
         #expect(entry.state == .delivered)
         #expect(entry.attempts == 3)
         #expect(keys.count == 3)
     }
 
-    @Test("503 with Retry-After waits as long as the server asks")
-    func retryAfter() async throws {
+    @Test("503 with Retry-After waits as long as the server asks", arguments: StoreKind.allCases)
+    func retryAfter(_ kind: StoreKind) async throws {
         let clock = ManualQueueClock()
         let started = clock.queueClock.now().wall
-        let (entry, keys) = try await run("/busy", clock: clock) { scriptFailures($0, "/busy", [(503, [HeaderField(name: "Retry-After", value: "1")])]) }
+        let (entry, keys) = try await run(kind, "/busy", clock: clock) { scriptFailures($0, "/busy", [(503, [HeaderField(name: "Retry-After", value: "1")])]) }
         #expect(entry.state == .delivered)
         #expect(keys.count == 2)
         #expect(try #require(entry.finishedAt).timeIntervalSince(started) >= 0.95)
     }
 
-    @Test("429 is retried")
-    func tooManyRequests() async throws {
-        let (entry, keys) = try await run("/limited") { scriptFailures($0, "/limited", [(429, [])]) }
+    @Test("429 is retried", arguments: StoreKind.allCases)
+    func tooManyRequests(_ kind: StoreKind) async throws {
+        let (entry, keys) = try await run(kind, "/limited") { scriptFailures($0, "/limited", [(429, [])]) }
         #expect(entry.state == .delivered)
         #expect(keys.count == 2)
     }
 
-    @Test("a connection closed without an answer is retried")
-    func connectionReset() async throws {
-        let (entry, keys) = try await run("/reset") { scriptFailures($0, "/reset", [nil, nil]) }
+    @Test("a connection closed without an answer is retried", arguments: StoreKind.allCases)
+    func connectionReset(_ kind: StoreKind) async throws {
+        let (entry, keys) = try await run(kind, "/reset") { scriptFailures($0, "/reset", [nil, nil]) }
         #expect(entry.state == .delivered)
         #expect(entry.attempts == 3)
         #expect(keys.count == 3)
     }
 
-    @Test("a timeout is retried")
-    func timeout() async throws {
-        let (entry, keys) = try await run("/slow", timeout: .seconds(1)) { server in
+    @Test("a timeout is retried", arguments: StoreKind.allCases)
+    func timeout(_ kind: StoreKind) async throws {
+        let (entry, keys) = try await run(kind, "/slow", timeout: .seconds(1)) { server in
             let calls = LockedBox(0)
             server.route("/slow") { _, writer in
                 let call = calls.withLock { count -> Int in
@@ -84,18 +84,18 @@ struct ServerFaultTests {
         #expect(keys.count == entry.attempts)
     }
 
-    @Test("a garbage answer is retried within the budget, then dead-lettered")
-    func garbage() async throws {
-        let (entry, keys) = try await run("/garbage", policy: DeliveryPolicy(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(10)), maxAttempts: 3)) { _ in }
+    @Test("a garbage answer is retried within the budget, then dead-lettered", arguments: StoreKind.allCases)
+    func garbage(_ kind: StoreKind) async throws {
+        let (entry, keys) = try await run(kind, "/garbage", policy: DeliveryPolicy(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(10)), maxAttempts: 3)) { _ in }
         #expect(entry.state == .dead)
         #expect(entry.attempts == 3)
         #expect(keys.count == 3)
         #expect(entry.deadReason == .attemptsExhausted)
     }
 
-    @Test("400, 404 and 422 go to dead letters at once, with status and body excerpt", arguments: [400, 404, 422])
-    func deadLetters(status: Int) async throws {
-        let (entry, keys) = try await run("/reject") { scriptFailures($0, "/reject", Array(repeating: (status, []), count: 5)) }
+    @Test("400, 404 and 422 go to dead letters at once, with status and body excerpt", arguments: StoreKind.allCases, [400, 404, 422])
+    func deadLetters(_ kind: StoreKind, status: Int) async throws {
+        let (entry, keys) = try await run(kind, "/reject") { scriptFailures($0, "/reject", Array(repeating: (status, []), count: 5)) }
         #expect(entry.state == .dead)
         #expect(entry.attempts == 1)
         #expect(keys.count == 1)
@@ -103,9 +103,9 @@ struct ServerFaultTests {
         #expect(entry.responseExcerpt == "{\"error\":\"status \(status)\"}")
     }
 
-    @Test("5xx until the budget runs out ends in dead letters")
-    func budget() async throws {
-        let (entry, keys) = try await run("/down", policy: DeliveryPolicy(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(10)), maxAttempts: 4)) {
+    @Test("5xx until the budget runs out ends in dead letters", arguments: StoreKind.allCases)
+    func budget(_ kind: StoreKind) async throws {
+        let (entry, keys) = try await run(kind, "/down", policy: DeliveryPolicy(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(10)), maxAttempts: 4)) {
             scriptFailures($0, "/down", Array(repeating: (503, []), count: 10))
         }
         #expect(entry.state == .dead)
@@ -114,13 +114,13 @@ struct ServerFaultTests {
         #expect(entry.lastStatus == 503)
     }
 
-    @Test("a dead entry retried by hand gets a fresh budget and is delivered")
-    func manualRetry() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("a dead entry retried by hand gets a fresh budget and is delivered", arguments: StoreKind.allCases)
+    func manualRetry(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         scriptFailures(server, "/later", [(404, [])])
-        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let queue = try await makeQueue(on: store, server: server)
         let ticket = try await queue.enqueue(method: "POST", url: server.url("/later").absoluteString)
         try await drainUntilSettled(queue)
         #expect(try await queue.entry(ticket.id)?.state == .dead)

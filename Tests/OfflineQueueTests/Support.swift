@@ -1,12 +1,16 @@
 import AsyncHTTPClientTransport
 import Foundation
 import HTTPCore
+import Logging
 import OfflineQueue
+import OfflineQueuePostgres
+import PostgresNIO
 import Reachability
+import Testing
 import TestSupport
 
 /// A fresh folder under the system temp folder, removed by the caller with `remove()`.
-struct TempFolder {
+struct TempFolder: Sendable {
     let url: URL
 
     init(_ prefix: String = "courier-queue") throws {
@@ -93,4 +97,108 @@ func scriptFailures(_ server: TestHTTPServer, _ path: String, _ failures: [(stat
         }
         try await writer.respond(status: failure.status, headers: failure.headers, body: Data("{\"error\":\"status \(failure.status)\"}".utf8))
     }
+}
+
+// MARK: - Both stores
+
+/// The store a behaviour test runs on: the queue's behaviour is one, whichever holds the rows.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    var testDescription: String { rawValue }
+}
+
+/// A fresh place for one test's queue: a file in a temporary folder, or a schema of its own
+/// in the test cluster that `Tools/test` starts (`COURIER_TEST_POSTGRES_URL`, with the
+/// password in `PGPASSWORD`).
+struct TestStore: Sendable {
+    let kind: StoreKind
+    let folder: TempFolder
+    /// The file's path, or the database URL naming the schema.
+    let path: String
+    /// The schema, on PostgreSQL.
+    let schema: String?
+
+    /// The cluster's URL, without a schema.
+    static var postgresURL: String? {
+        ProcessInfo.processInfo.environment["COURIER_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    init(_ kind: StoreKind) throws {
+        self.kind = kind
+        folder = try TempFolder()
+        switch kind {
+        case .sqlite:
+            path = folder.databasePath
+            schema = nil
+        case .postgres:
+            guard let url = Self.postgresURL else {
+                folder.remove()
+                throw TestStoreError.noCluster
+            }
+            let schema = "t_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
+            self.schema = schema
+            path = url + (url.contains("?") ? "&" : "?") + "schema=" + schema
+        }
+    }
+
+    /// Removes the folder and drops the schema.
+    func remove() async {
+        folder.remove()
+        guard let schema else { return }
+        _ = try? await withPostgres(path) { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE"), logger: testLogger)
+        }
+    }
+}
+
+enum TestStoreError: Error, CustomStringConvertible {
+    case noCluster
+
+    var description: String {
+        "COURIER_TEST_POSTGRES_URL is not set: run Tools/test, which starts a throwaway PostgreSQL cluster (Tools/pg-cluster start .build/pg) and sets it with PGPASSWORD"
+    }
+}
+
+let testLogger = Logger(label: "courier.tests")
+
+/// Runs `body` on a new connection to the database of `url` (password from the URL or
+/// `PGPASSWORD`), closed afterwards.
+func withPostgres<T: Sendable>(_ url: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    let location = try PostgresLocation(url: url)
+    var configuration = PostgresConnection.Configuration(
+        host: location.host, port: location.port, username: location.user,
+        password: ProcessInfo.processInfo.environment["PGPASSWORD"], database: location.database, tls: .disable
+    )
+    configuration.options.connectTimeout = .seconds(5)
+    let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: testLogger)
+    do {
+        let value = try await body(connection)
+        try? await connection.close()
+        return value
+    } catch {
+        try? await connection.close()
+        throw error
+    }
+}
+
+/// A queue on `store` whose client points at `server`; the same settings as
+/// ``makeQueue(path:server:monitor:policy:concurrency:timeout:plugins:tweak:)``.
+func makeQueue(
+    on store: TestStore,
+    server: TestHTTPServer,
+    monitor: (any NetworkMonitor)? = nil,
+    policy: DeliveryPolicy = DeliveryPolicy(backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(100))),
+    concurrency: Int = 8,
+    timeout: Duration = .seconds(30),
+    plugins: [any Plugin] = [],
+    tweak: (inout QueueConfiguration) -> Void = { _ in }
+) async throws -> OfflineQueue {
+    var configuration = QueueConfiguration(path: store.path, durability: .normal, policy: policy, concurrency: concurrency)
+    tweak(&configuration)
+    var clientConfiguration = ClientConfiguration(baseURL: server.baseURL, timeout: timeout)
+    clientConfiguration.plugins = plugins
+    let client = APIClient(configuration: clientConfiguration, transport: sharedTransport)
+    return try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
 }
