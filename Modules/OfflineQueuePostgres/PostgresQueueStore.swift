@@ -32,7 +32,8 @@ final class PostgresQueueStore: QueueStorage {
     let channel: String
     /// The advisory lock's first key is `hashtext` of this.
     let lockName: String
-    let clock = FleetClock()
+    /// One per process: every store of the process compares times on the same reading.
+    let clock = FleetClock.shared
     private let running: Task<Void, Never>
     private let starting: LockedBox<Start>
     private struct Start {
@@ -246,6 +247,10 @@ final class FleetClock: Sendable {
     }
 
     private let anchor = LockedBox<Anchor?>(nil)
+
+    /// The process's clock, shared by its stores, so two queues of one process (or of one
+    /// test's injected clock) never disagree about a lease.
+    static let shared = FleetClock()
 
     /// The fleet's time at `now`, or `nil` before the server's clock was read in `now`'s boot.
     func time(at now: QueueTime) -> Double? {

@@ -43,13 +43,13 @@ struct ProcessTests {
         return tickets
     }
 
-    @Test("a drainer killed with SIGKILL at random moments, 20 rounds: the next drain takes its entries back at once, every entry arrives, the file is sound")
-    func killTest() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("a drainer killed with SIGKILL at random moments, 20 rounds: the next drain takes its entries back at once, every entry arrives, the file is sound", arguments: StoreKind.allCases)
+    func killTest(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         let keys = Self.countingRoute(server, "/kill", hold: .milliseconds(5))
-        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let queue = try await makeQueue(on: store, server: server)
         let total = 3000
         let tickets = try await Self.fill(queue, count: total) { server.url("/kill?n=\($0)").absoluteString }
 
@@ -57,7 +57,7 @@ struct ProcessTests {
         var progress: [Int] = []
         for _ in 0..<20 {
             // Leases of five minutes: only owner liveness can hand the entries back in time.
-            let agent = try Self.startAgent(folder.databasePath, leaseMilliseconds: 300_000)
+            let agent = try Self.startAgent(store.path, leaseMilliseconds: 300_000)
             try await Task.sleep(for: .milliseconds(Int.random(in: 60...220, using: &generator)))
             kill(agent.processIdentifier, SIGKILL)
             await agent.exited()
@@ -84,17 +84,17 @@ struct ProcessTests {
         await server.shutdown()
     }
 
-    @Test("three drainer processes killed and restarted at random for a minute: nothing pending, nothing in flight, nothing lost")
-    func chaos() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("three drainer processes killed and restarted at random for a minute: nothing pending, nothing in flight, nothing lost", arguments: StoreKind.allCases)
+    func chaos(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         let keys = Self.countingRoute(server, "/chaos", hold: .milliseconds(20))
-        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let queue = try await makeQueue(on: store, server: server)
         let total = 4000
         let tickets = try await Self.fill(queue, count: total) { server.url("/chaos?n=\($0)").absoluteString }
         var generator = SeededGenerator(seed: 1123)
-        var agents = try (0..<3).map { _ in try Self.startAgent(folder.databasePath, leaseMilliseconds: 300_000, concurrency: 4) }
+        var agents = try (0..<3).map { _ in try Self.startAgent(store.path, leaseMilliseconds: 300_000, concurrency: 4) }
         var kills = 0
         let end = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < end {
@@ -106,7 +106,7 @@ struct ProcessTests {
             }
             await agents[victim].exited()
             if try await queue.counts().open > 0 {
-                agents[victim] = try Self.startAgent(folder.databasePath, leaseMilliseconds: 300_000, concurrency: 4)
+                agents[victim] = try Self.startAgent(store.path, leaseMilliseconds: 300_000, concurrency: 4)
             }
         }
         for agent in agents where agent.isRunning { kill(agent.processIdentifier, SIGKILL) }
@@ -122,16 +122,16 @@ struct ProcessTests {
         await server.shutdown()
     }
 
-    @Test("three processes draining one file: every entry delivered, none sent twice under a valid lease")
-    func threeDrainers() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("four processes draining one queue: every entry delivered, none sent twice under a valid lease", arguments: StoreKind.allCases)
+    func threeDrainers(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         let keys = Self.countingRoute(server, "/shared", hold: .milliseconds(2))
-        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let queue = try await makeQueue(on: store, server: server)
         let total = 1500
         let tickets = try await Self.fill(queue, count: total) { server.url("/shared?n=\($0)").absoluteString }
-        let agents = try (0..<3).map { _ in try Self.startAgent(folder.databasePath, leaseMilliseconds: 60_000, concurrency: 8) }
+        let agents = try (0..<4).map { _ in try Self.startAgent(store.path, leaseMilliseconds: 60_000, concurrency: 8) }
         for agent in agents {
             await agent.exited()
             #expect(agent.terminationStatus == 0)
@@ -161,16 +161,16 @@ struct ProcessTests {
         return (arrived, release)
     }
 
-    @Test("a live drainer renews its leases: a send longer than the lease is not taken over (injected clock, no sleeping)")
-    func leaseRenewal() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("a live drainer renews its leases: a send longer than the lease is not taken over (injected clock, no sleeping)", arguments: StoreKind.allCases)
+    func leaseRenewal(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         let (arrived, release) = Self.holdingRoute(server, "/long")
         let clock = ManualQueueClock()
         let policy = DeliveryPolicy(leaseDuration: .milliseconds(400))
-        let first = try makeQueue(path: folder.databasePath, server: server, policy: policy) { $0.clock = clock.queueClock }
-        let second = try makeQueue(path: folder.databasePath, server: server, policy: policy) { $0.clock = clock.queueClock }
+        let first = try await makeQueue(on: store, server: server, policy: policy) { $0.clock = clock.queueClock }
+        let second = try await makeQueue(on: store, server: server, policy: policy) { $0.clock = clock.queueClock }
         let ticket = try await first.enqueue(method: "PUT", url: server.url("/long").absoluteString)
         let long = Task { try await first.drain() }
         #expect(await eventually { arrived.current == 1 && clock.sleepers == 1 }, "the send is under way and its renewal timer set")
@@ -191,17 +191,17 @@ struct ProcessTests {
         await server.shutdown()
     }
 
-    @Test("an expired lease returns the entry: another drainer takes it, and the first one's late result is not recorded (injected clock)")
-    func leaseExpiry() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("an expired lease returns the entry: another drainer takes it, and the first one's late result is not recorded (injected clock)", arguments: StoreKind.allCases)
+    func leaseExpiry(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         let (arrived, release) = Self.holdingRoute(server, "/slow-once", held: 1)
         let clock = ManualQueueClock()
         var hung = DeliveryPolicy(leaseDuration: .milliseconds(300))
         hung.renewsLeases = false   // a drainer that hangs without dying: its lease lapses
-        let first = try makeQueue(path: folder.databasePath, server: server, policy: hung) { $0.clock = clock.queueClock }
-        let second = try makeQueue(path: folder.databasePath, server: server, policy: DeliveryPolicy(leaseDuration: .milliseconds(300))) {
+        let first = try await makeQueue(on: store, server: server, policy: hung) { $0.clock = clock.queueClock }
+        let second = try await makeQueue(on: store, server: server, policy: DeliveryPolicy(leaseDuration: .milliseconds(300))) {
             $0.clock = clock.queueClock
         }
         let ticket = try await first.enqueue(method: "POST", url: server.url("/slow-once").absoluteString)

@@ -2,18 +2,12 @@ import Foundation
 import GRDB
 import HTTPCore
 import OfflineQueue
-import PostgresNIO
 import Reachability
 import Testing
 import TestSupport
 
 @Suite("Queue basics: enqueue, drain, lookup against a loopback server")
 struct QueueBasicsTests {
-    static func binds(_ text: String) -> PostgresBindings {
-        var binds = PostgresBindings()
-        binds.append(text)
-        return binds
-    }
 
     @Test("enqueued requests are delivered with their method, body, headers and idempotency key", arguments: StoreKind.allCases)
     func enqueueAndDrain(_ kind: StoreKind) async throws {
@@ -56,21 +50,7 @@ struct QueueBasicsTests {
         guard case .file(let name, let length) = entry.body else { Issue.record("expected a body file"); return }
         #expect(length == payload.count)
         // Kept apart from the row: a file beside the database, or chunks in the body table.
-        let kept = { () async throws -> Bool in
-            switch kind {
-            case .sqlite:
-                let file = store.folder.url.appendingPathComponent("queue.db.bodies").appendingPathComponent(name)
-                return FileManager.default.fileExists(atPath: file.path)
-            case .postgres:
-                let chunks = try await withPostgres(store.path) { connection in
-                    try await connection.query(
-                        PostgresQuery(unsafeSQL: "SELECT count(*) FROM \"\(store.schema ?? "")\".body WHERE ref = $1", binds: Self.binds(name)),
-                        logger: testLogger
-                    ).collect().first?.decode(Int64.self) ?? 0
-                }
-                return chunks == 2   // 300,000 bytes in chunks of 256 KiB
-            }
-        }
+        let kept = { try await store.bodyExists(name) }
         #expect(try await kept())
         _ = try await queue.drain()
         #expect(server.requests.last?.bodySize == payload.count)

@@ -3,6 +3,7 @@ import HTTPCore
 import HTTPTypes
 import Logging
 import OfflineQueue
+import OfflineQueuePostgres
 import Reachability
 import Testing
 import TestSupport
@@ -11,13 +12,13 @@ import TestSupport
 /// draining as soon as it says online.
 @Suite("Reachability drives the drain", .serialized)
 struct ReachabilityDrainTests {
-    @Test("offline: sends persist; flipping online drains at once (the delay is printed)")
-    func manualFlip() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("offline: sends persist; flipping online drains at once (the delay is printed)", arguments: StoreKind.allCases)
+    func manualFlip(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         let monitor = ManualMonitor(.offline(.noLink))
-        let queue = try makeQueue(path: folder.databasePath, server: server, monitor: monitor)
+        let queue = try await makeQueue(on: store, server: server, monitor: monitor)
         for index in 0..<20 {
             let outcome = try await queue.send(Request<Data>.post("/echo?n=\(index)", body: .text("event \(index)")))
             #expect(outcome.ticket != nil)
@@ -50,10 +51,10 @@ struct ReachabilityDrainTests {
         await server.shutdown()
     }
 
-    @Test("a send that finds the network gone waits for it without using an attempt, and resumes when it is back")
-    func networkGoneDuringDrain() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("a send that finds the network gone waits for it without using an attempt, and resumes when it is back", arguments: StoreKind.allCases)
+    func networkGoneDuringDrain(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         let monitor = ManualMonitor(.online(interface: "eth0", family: .ipv4))
         let gone = LockedBox(true)
@@ -71,8 +72,8 @@ struct ReachabilityDrainTests {
             }
         }
         let client = APIClient(baseURL: server.baseURL, transport: Flaky(inner: sharedTransport, gone: gone, monitor: monitor))
-        let queue = try OfflineQueue(
-            configuration: QueueConfiguration(path: folder.databasePath, durability: .normal, policy: DeliveryPolicy(maxAttempts: 2, networkRecheck: .seconds(3600))),
+        let queue = try await OfflineQueue.open(
+            configuration: QueueConfiguration(path: store.path, durability: .normal, policy: DeliveryPolicy(maxAttempts: 2, networkRecheck: .seconds(3600))),
             client: client, monitor: monitor
         )
         let ticket = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
@@ -95,17 +96,17 @@ struct ReachabilityDrainTests {
         await server.shutdown()
     }
 
-    @Test("with NetlinkMonitor in a network namespace: link down, enqueue, link up, drained")
-    func netlinkNamespace() async throws {
+    @Test("with NetlinkMonitor in a network namespace: link down, enqueue, link up, drained", arguments: StoreKind.allCases)
+    func netlinkNamespace(_ kind: StoreKind) async throws {
         let lab = try await NetworkLab()
         defer { lab.destroy() }
         let monitor = try NetlinkMonitor(namespacePath: lab.innerPath)
         defer { monitor.stop() }
         #expect(await eventually { monitor.status.isOnline })
-        let folder = try TempFolder()
-        defer { folder.remove() }
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
-        let queue = try makeQueue(path: folder.databasePath, server: server, monitor: monitor)
+        let queue = try await makeQueue(on: store, server: server, monitor: monitor)
         let service = queue.service(pollInterval: .seconds(3600), logger: Logger(label: "test"))
         let running = Task { try await service.run() }
 

@@ -13,12 +13,12 @@ import TestSupport
 struct RetentionTests {
     static let eightDays: TimeInterval = 8 * 24 * 3600
 
-    @Test("delivered entries past the period go with their body files; dead and pending entries stay")
-    func deletesDeliveredOnly() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("delivered entries past the period go with their body files; dead and pending entries stay", arguments: StoreKind.allCases)
+    func deletesDeliveredOnly(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
-        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.inlineBodyLimit = 1024 }
+        let queue = try await makeQueue(on: store, server: server) { $0.inlineBodyLimit = 1024 }
         let body = Data(repeating: 0x61, count: 4096)   // over the inline limit: a body file each
         var delivered: [Ticket] = []
         for index in 0..<3 {
@@ -32,30 +32,31 @@ struct RetentionTests {
         let summary = try await queue.drain()
         #expect(summary.delivered == 3)
         #expect(summary.dead == 1)
-        let files = try await bodyFiles(of: delivered + [dead, pending], in: queue, folder: folder)
-        #expect(files.count == 5 && files.allSatisfy { FileManager.default.fileExists(atPath: $0.path) })
+        let bodies = try await bodyNames(of: delivered + [dead, pending], in: queue)
+        #expect(bodies.count == 5)
+        for name in bodies { #expect(try await store.bodyExists(name)) }
 
         #expect(try await queue.applyRetention().deletedEntries == 0, "nothing is a week old yet")
         let removed = try await queue.applyRetention(now: Date().addingTimeInterval(Self.eightDays))
         #expect(removed.deletedEntries == 3)
         #expect(removed.deletedBodyFiles == 3)
         for ticket in delivered { #expect(try await queue.entry(ticket.id) == nil) }
-        for file in files.prefix(3) { #expect(!FileManager.default.fileExists(atPath: file.path), "a delivered entry's body file went with it") }
+        for name in bodies.prefix(3) { #expect(try await !store.bodyExists(name), "a delivered entry's body went with it") }
         #expect(try await queue.entry(dead.id)?.state == .dead, "dead letters stay until purged")
         #expect(try await queue.entry(pending.id)?.state == .pending)
-        for file in files.suffix(2) { #expect(FileManager.default.fileExists(atPath: file.path)) }
+        for name in bodies.suffix(2) { #expect(try await store.bodyExists(name)) }
         let counts = try await queue.counts()
         #expect(counts.delivered == 0 && counts.dead == 1 && counts.pending == 1)
         #expect(try await queue.integrityCheck() == ["ok"])
         await server.shutdown()
     }
 
-    @Test("a nil retention keeps delivered entries however old")
-    func nilKeepsForever() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("a nil retention keeps delivered entries however old", arguments: StoreKind.allCases)
+    func nilKeepsForever(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
-        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.deliveredRetention = nil }
+        let queue = try await makeQueue(on: store, server: server) { $0.deliveredRetention = nil }
         let ticket = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
         #expect(try await queue.drain().delivered == 1)
         #expect(try await queue.applyRetention(now: Date().addingTimeInterval(10 * 365 * 24 * 3600)).deletedEntries == 0)
@@ -160,15 +161,15 @@ struct RetentionTests {
 
     // MARK: - Helpers
 
-    /// The body files of `tickets`, in the same order.
-    private func bodyFiles(of tickets: [Ticket], in queue: OfflineQueue, folder: TempFolder) async throws -> [URL] {
-        var files: [URL] = []
+    /// The names of the bodies `tickets` keep apart from their rows, in the same order.
+    private func bodyNames(of tickets: [Ticket], in queue: OfflineQueue) async throws -> [String] {
+        var names: [String] = []
         for ticket in tickets {
             let entry = try #require(try await queue.entry(ticket.id))
             guard case .file(let name, _) = entry.body else { continue }
-            files.append(folder.url.appendingPathComponent("queue.db.bodies").appendingPathComponent(name))
+            names.append(name)
         }
-        return files
+        return names
     }
 
     /// The size of the database file once the write-ahead log is folded into it (where the

@@ -9,16 +9,16 @@ import TestSupport
 /// The queue as a swift-service-lifecycle service.
 @Suite("QueueService: background drain and graceful shutdown")
 struct ServiceTests {
-    @Test("graceful shutdown mid-send: sends past the grace period are cancelled and their entries given back")
-    func shutdownReleasesLeases() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("graceful shutdown mid-send: sends past the grace period are cancelled and their entries given back", arguments: StoreKind.allCases)
+    func shutdownReleasesLeases(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         server.route("/hang") { _, writer in
             try await Task.sleep(for: .seconds(30))
             try await writer.respond(status: 200)
         }
-        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let queue = try await makeQueue(on: store, server: server)
         for index in 0..<4 {
             _ = try await queue.enqueue(method: "POST", url: server.url("/hang?n=\(index)").absoluteString)
         }
@@ -35,12 +35,12 @@ struct ServiceTests {
         await server.shutdown()
     }
 
-    @Test("the service drains what this process enqueues while it runs, at once")
-    func drainsNewWork() async throws {
-        let folder = try TempFolder()
-        defer { folder.remove() }
+    @Test("the service drains what this process enqueues while it runs, at once", arguments: StoreKind.allCases)
+    func drainsNewWork(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
-        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let queue = try await makeQueue(on: store, server: server)
         let service = queue.service(pollInterval: .seconds(3600), logger: Logger(label: "test"))
         let running = Task { try await service.run() }
         try await Task.sleep(for: .milliseconds(50))

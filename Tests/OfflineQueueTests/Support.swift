@@ -143,6 +143,21 @@ struct TestStore: Sendable {
         }
     }
 
+    /// Whether the body `name` (of a ``StoredBody/file(name:length:)``) is still kept: its
+    /// file beside the database, or its chunks.
+    func bodyExists(_ name: String) async throws -> Bool {
+        guard let schema else {
+            return FileManager.default.fileExists(atPath: folder.url.appendingPathComponent("queue.db.bodies").appendingPathComponent(name).path)
+        }
+        var binds = PostgresBindings()
+        binds.append(name)
+        let query = PostgresQuery(unsafeSQL: "SELECT count(*) FROM \"\(schema)\".body WHERE ref = $1", binds: binds)
+        let chunks = try await withPostgres(path) { connection in
+            try await connection.query(query, logger: testLogger).collect().first?.decode(Int64.self) ?? 0
+        }
+        return chunks > 0
+    }
+
     /// Removes the folder and drops the schema.
     func remove() async {
         folder.remove()

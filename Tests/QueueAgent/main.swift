@@ -1,7 +1,7 @@
 // A queue drainer in its own process, for tests that kill it (SIGKILL) or run several at once
 // on one file. Not a product.
 //
-//     queue-agent DB_PATH [--concurrency N] [--lease-ms N] [--limit-seconds N]
+//     queue-agent DB_PATH_OR_URL [--concurrency N] [--lease-ms N] [--limit-seconds N]
 //
 // Drains until no entry is open (pending or in flight), sleeping until the next due time
 // between drains, for at most `--limit-seconds` (default 60). Prints one summary line:
@@ -10,6 +10,7 @@ import AsyncHTTPClientTransport
 import Foundation
 import HTTPCore
 import OfflineQueue
+import OfflineQueuePostgres
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
@@ -34,7 +35,7 @@ let transport = AsyncHTTPClientTransport()
 let client = APIClient(configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1")!, timeout: .seconds(10)), transport: transport)
 
 do {
-    let queue = try OfflineQueue(configuration: configuration, client: client)
+    let queue = try await OfflineQueue.open(configuration: configuration, client: client)
     var total = DrainSummary()
     let deadline = ContinuousClock.now + limit
     var open = 0
