@@ -112,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "sync",
             dependencies: [
-                "OfflineQueue", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins", "CourierTesting", httpTypes,
+                "OfflineQueue", "OfflineQueuePostgres", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins", "CourierTesting", httpTypes,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -44,7 +44,7 @@ struct Drain: AsyncParsableCommand {
         let monitor = network.makeMonitor(transport: transport)
         await NetworkOptions.settle(monitor)
         let summary: DrainSummary = try await reporting {
-            let queue = try options.openQueue(
+            let queue = try await options.openQueue(
                 create: false, transport: transport, monitor: monitor,
                 concurrency: sending.concurrency, timeout: sending.timeoutDuration,
                 templates: try secrets.templates()

@@ -79,7 +79,7 @@ struct Enqueue: AsyncParsableCommand {
             }
         }
         try await reporting {
-            let queue = try options.openQueue(create: true, secrets: storeSecrets ? .store : .reject)
+            let queue = try await options.openQueue(create: true, secrets: storeSecrets ? .store : .reject)
             let options = EnqueueOptions(group: group, priority: priority, idempotencyKey: idempotencyKey)
             if count > 1 {
                 try await enqueueMany(queue, headers: parsed, body: body, options: options)

@@ -47,7 +47,7 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try options.openQueue(create: false, readOnly: true)
+            let queue = try await options.openQueue(create: false, readOnly: true)
             let entries = try await queue.entries(EntryFilter(states: state.states, group: group, limit: limit))
             if options.json {
                 Output.json(entries.map { Output.object($0, full: false) })
@@ -86,9 +86,9 @@ struct Show: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try options.openQueue(create: false, readOnly: true)
+            let queue = try await options.openQueue(create: false, readOnly: true)
             guard let entry = try await queue.entry(id) else { throw QueueError.noSuchEntry(id) }
-            let object = Output.object(entry, full: true, reveal: revealSecrets, bodyFolder: options.path + ".bodies")
+            let object = Output.object(entry, full: true, reveal: revealSecrets, bodyFolder: DatabaseLocation.isPostgresURL(options.path) ? nil : options.path + ".bodies")
             if options.json {
                 Output.json(object)
                 return
@@ -129,7 +129,7 @@ struct Stats: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try options.openQueue(create: false, readOnly: true)
+            let queue = try await options.openQueue(create: false, readOnly: true)
             let counts = try await queue.counts()
             let age = counts.oldestPendingCreatedAt.map { max(0, Date().timeIntervalSince($0)) }
             if options.json {
@@ -178,7 +178,7 @@ struct Retry: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try options.openQueue(create: false)
+            let queue = try await options.openQueue(create: false)
             let changed = dead ? try await queue.retryDead() : try await queue.retry(ids)
             if options.json {
                 Output.json(["retried": changed])
@@ -227,7 +227,7 @@ struct Purge: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try options.openQueue(create: false)
+            let queue = try await options.openQueue(create: false)
             let selection: PurgeSelection
             if ids.isEmpty {
                 var states: Set<EntryState> = []

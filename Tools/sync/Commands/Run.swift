@@ -66,7 +66,7 @@ struct Run: AsyncParsableCommand {
     private func serve(through transport: AsyncHTTPClientTransport, logger: Logger) async throws {
         let monitor = network.makeMonitor(transport: transport)
         try await reporting {
-            let queue = try options.openQueue(
+            let queue = try await options.openQueue(
                 create: true, transport: transport, monitor: monitor,
                 concurrency: sending.concurrency, timeout: sending.timeoutDuration,
                 templates: try secrets.templates()
@@ -92,7 +92,7 @@ struct Run: AsyncParsableCommand {
             }
             let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             logger.info("sync run starting", metadata: [
-                "db": "\(options.path)", "concurrency": "\(sending.concurrency)",
+                "db": "\(options.shownPath)", "concurrency": "\(sending.concurrency)",
                 "network": "\(monitor.map { "\($0.status)" } ?? "not monitored")",
             ])
             try await group.run()

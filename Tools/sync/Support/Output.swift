@@ -127,7 +127,9 @@ enum Output {
             if data.count <= 4096, let text = String(data: data, encoding: .utf8) { body["text"] = text }
             return body
         case .file(let name, let length):
-            return ["length": length, "stored": "file", "path": (bodyFolder.map { $0 + "/" } ?? "") + name]
+            // A file beside a SQLite database; chunks in the body table of a PostgreSQL one.
+            guard let bodyFolder else { return ["length": length, "stored": "apart", "ref": name] }
+            return ["length": length, "stored": "file", "path": bodyFolder + "/" + name]
         }
     }
 }

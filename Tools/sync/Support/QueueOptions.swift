@@ -4,18 +4,22 @@ import Foundation
 import HTTPCore
 import HTTPTypes
 import OfflineQueue
+import OfflineQueuePostgres
 import Reachability
 
 /// Where the database is, and how output looks: shared by every command.
 struct QueueOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(
-        "The queue database. Default: $SYNC_DB, else $STATE_DIRECTORY/queue.db under systemd, else $XDG_STATE_HOME/courier/queue.db (~/.local/state/courier/queue.db).",
-        valueName: "path"
+        "The queue database: a SQLite file, or postgres://USER@HOST[:PORT]/DB[?schema=S&sslmode=M] (password from PGPASSWORD or ~/.pgpass). Default: $SYNC_DB, else $STATE_DIRECTORY/queue.db under systemd, else $XDG_STATE_HOME/courier/queue.db (~/.local/state/courier/queue.db).",
+        valueName: "path-or-url"
     ))
     var db: String?
 
     @Flag(name: .long, help: "Print one JSON document (an object, or an array for lists) and nothing else on standard output.")
     var json = false
+
+    /// The database as it may be shown: a URL without its password.
+    var shownPath: String { DatabaseLocation.redacted(path) }
 
     /// `--db`, then `SYNC_DB`, then the documented default.
     var path: String {
@@ -47,9 +51,10 @@ struct QueueOptions: ParsableArguments {
         concurrency: Int = 8,
         timeout: Duration = .seconds(30),
         templates: HeaderTemplates = HeaderTemplates()
-    ) throws(QueueError) -> OfflineQueue {
+    ) async throws(QueueError) -> OfflineQueue {
         let path = self.path
-        if create {
+        // A database URL is never a file path: no folder is made for it.
+        if create && !DatabaseLocation.isPostgresURL(path) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             do {
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -65,7 +70,7 @@ struct QueueOptions: ParsableArguments {
             configuration: ClientConfiguration(baseURL: URL(string: "http://localhost")!, timeout: timeout),
             transport: transport ?? UnusedTransport()
         )
-        return try OfflineQueue(configuration: configuration, client: client, monitor: monitor)
+        return try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
     }
 }
 
