@@ -124,6 +124,7 @@ extension OfflineQueue {
         var summary = machine.summary
         let counts = try await store.counts(now: clock.now())
         summary.remaining = counts.pending
+        if counts.pending > 0 { summary.paused = try await store.pauseStatus().pendingHeld }
         summary.nextAttemptAt = counts.nextAttemptAt
         summary.inflightElsewhere = counts.inflight - counts.inflightOrphaned
         summary.otherDrainers = counts.drainers.filter { $0 != owner }
