@@ -54,6 +54,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Modules
@@ -88,6 +89,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
         ]),
         // For users' own tests: StubTransport, and LoopbackServer (real HTTP on a loopback port).
         // Not test code: no test framework; the tools' demo servers are built on it.
@@ -107,6 +109,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Tools/sync",
             swiftSettings: strictSettings
@@ -196,12 +203,13 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
         ]),
-        tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
         ]),
     ],
     swiftLanguageModes: [.v6]

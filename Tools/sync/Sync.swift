@@ -24,8 +24,8 @@ struct Sync: AsyncParsableCommand {
               SYNC_DB=/var/lib/myapp/queue.db sync run --probe-url https://api.example.com/health
 
             Exit codes (sysexits.h): 0 done, 64 bad usage, 65 bad data (invalid URL or method, \
-            secret header, corrupt database), 66 no such database or file, 73 cannot create the \
-            database, 74 I/O error (disk full), 75 entries remain (try again later).
+            secret header, corrupt database), 66 no such database or file, 71 cannot listen on the \
+            --metrics-address, 73 cannot create the database, 74 I/O error (disk full), 75 entries remain (try again later).
             """,
         subcommands: [
             Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Demo.self,

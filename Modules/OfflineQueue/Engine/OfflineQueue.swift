@@ -36,6 +36,8 @@ public final class OfflineQueue: Sendable {
     let enqueued = WakeSignal()
     /// Stored URLs parsed for replays, once each.
     let replayTargets = ReplayTargets()
+    /// Counters, timers and gauges, through swift-metrics.
+    let metrics: QueueMetrics
     /// This drainer's hold on its claims, which dies with the process.
     let ownerLock: OwnerLock
     /// Names this drainer in leases: `host:pid:token:boot`.
@@ -60,6 +62,7 @@ public final class OfflineQueue: Sendable {
             readOnly: configuration.readOnly
         )
         self.ownerLock = OwnerLock(databasePath: configuration.path, boot: configuration.clock.now().boot)
+        self.metrics = QueueMetrics(configuration.metrics)
     }
 
     // MARK: - Sending and enqueueing
@@ -189,6 +192,7 @@ public final class OfflineQueue: Sendable {
                 if case .file(let name, _) = entry.body { store.bodies.remove([name]) }
             }
             for ticket in tickets where !ticket.deduplicated { broadcast.publish(.enqueued(ticket)) }
+            metrics.enqueued(zip(tickets, entries).lazy.filter { !$0.0.deduplicated }.map(\.1.name))
             enqueued.fire()
             return tickets
         } catch {

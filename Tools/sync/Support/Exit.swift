@@ -10,6 +10,8 @@ enum SysExit {
     static let dataError = ExitCode(65)
     /// EX_NOINPUT: an input (the database for a read-only command, a data file) does not exist.
     static let noInput = ExitCode(66)
+    /// EX_OSERR: the system refused a resource, such as the port of `--metrics-address`.
+    static let osError = ExitCode(71)
     /// EX_CANTCREAT: the database cannot be created.
     static let cannotCreate = ExitCode(73)
     /// EX_IOERR: reading or writing failed.
