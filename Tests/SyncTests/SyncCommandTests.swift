@@ -23,6 +23,18 @@ struct SyncCommandTests {
 
         func url(_ path: String) -> String { server.url(path).absoluteString }
 
+        /// A route answering `status` the first time, then 200.
+        func failOnce(_ path: String, status: Int) {
+            let calls = LockedBox(0)
+            server.route(path) { _, writer in
+                let call = calls.withLock { count -> Int in
+                    count += 1
+                    return count
+                }
+                try await writer.respond(status: call == 1 ? status : 200)
+            }
+        }
+
         func finish() async {
             await server.shutdown()
             try? FileManager.default.removeItem(at: folder)
@@ -118,14 +130,7 @@ struct SyncCommandTests {
     func retryAndPurge() async throws {
         let fixture = try await Fixture()
         let sync = fixture.sync
-        let calls = LockedBox(0)
-        fixture.server.route("/later") { _, writer in
-            let call = calls.withLock { count -> Int in
-                count += 1
-                return count
-            }
-            try await writer.respond(status: call == 1 ? 404 : 200)
-        }
+        fixture.failOnce("/later", status: 404)
         #expect(try await sync("enqueue", "POST", fixture.url("/later")).status == 0)
         #expect(try await sync("drain", "--no-reachability").status == 0, "a dead entry is not pending")
         let dead = try #require(try await sync("--json", "list", "--state", "dead").json() as? [[String: Any]])

@@ -58,14 +58,7 @@ struct SyncMetricsTests {
     func scrape() async throws {
         let fixture = try await SyncCommandTests.Fixture()
         let sync = fixture.sync
-        let calls = LockedBox(0)
-        fixture.server.route("/flaky") { _, writer in
-            let call = calls.withLock { count -> Int in
-                count += 1
-                return count
-            }
-            try await writer.respond(status: call == 1 ? 503 : 200)
-        }
+        fixture.failOnce("/flaky", status: 503)
         for index in 0..<3 { #expect(try await sync("enqueue", "POST", fixture.url("/echo?n=\(index)")).status == 0) }
         #expect(try await sync("enqueue", "POST", fixture.url("/status/404")).status == 0)
         #expect(try await sync("enqueue", "POST", fixture.url("/flaky")).status == 0)

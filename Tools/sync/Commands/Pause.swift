@@ -17,17 +17,10 @@ struct Pause: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var options: QueueOptions
-
-    @Option(name: .long, help: "Pause only this group.")
-    var group: String?
+    @OptionGroup var target: PauseTarget
 
     func run() async throws {
-        try await reporting {
-            let queue = try options.openQueue(create: false)
-            let changed = try await queue.pause(group: group)
-            PauseReport.print(group: group, paused: true, changed: changed, json: options.json)
-        }
+        try await target.apply(paused: true) { queue, group throws(QueueError) in try await queue.pause(group: group) }
     }
 }
 
@@ -44,29 +37,31 @@ struct Resume: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var options: QueueOptions
-
-    @Option(name: .long, help: "Resume only this group.")
-    var group: String?
+    @OptionGroup var target: PauseTarget
 
     func run() async throws {
-        try await reporting {
-            let queue = try options.openQueue(create: false)
-            let changed = try await queue.resume(group: group)
-            PauseReport.print(group: group, paused: false, changed: changed, json: options.json)
-        }
+        try await target.apply(paused: false) { queue, group throws(QueueError) in try await queue.resume(group: group) }
     }
 }
 
-/// What `pause` and `resume` print.
-enum PauseReport {
-    static func print(group: String?, paused: Bool, changed: Bool, json: Bool) {
-        if json {
-            Output.json(["group": group.map { $0 as Any } ?? NSNull(), "paused": paused, "changed": changed])
-            return
+/// What `pause` and `resume` act on, and what they print.
+struct PauseTarget: ParsableArguments {
+    @OptionGroup var options: QueueOptions
+
+    @Option(name: .long, help: "Only this group, not the whole queue.")
+    var group: String?
+
+    /// Opens the queue, applies `change` (which says whether anything changed), and reports.
+    func apply(paused: Bool, _ change: (OfflineQueue, String?) async throws(QueueError) -> Bool) async throws {
+        try await reporting {
+            let queue = try options.openQueue(create: false)
+            let changed = try await change(queue, group)
+            if options.json {
+                Output.json(["group": group.map { $0 as Any } ?? NSNull(), "paused": paused, "changed": changed])
+                return
+            }
+            let what = group.map { "group \($0)" } ?? "the queue"
+            print(Output.terminalSafe(changed ? "\(what) \(paused ? "paused" : "resumed")" : "\(what) was already \(paused ? "paused" : "not paused")"))
         }
-        let what = group.map { "group \($0)" } ?? "the queue"
-        let state = paused ? "paused" : "resumed"
-        Swift.print(Output.terminalSafe(changed ? "\(what) \(state)" : "\(what) was already \(paused ? "paused" : "not paused")"))
     }
 }
