@@ -56,6 +56,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Modules
@@ -90,6 +91,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
         ]),
         // The PostgreSQL store: a queue shared by a fleet. Users of the SQLite queue build none of it.
         module("OfflineQueuePostgres", [
@@ -117,6 +119,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Tools/sync",
             swiftSettings: strictSettings
@@ -206,13 +213,14 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
         ]),
-        tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "OfflineQueuePostgres", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
         ]),
     ],
     swiftLanguageModes: [.v6]

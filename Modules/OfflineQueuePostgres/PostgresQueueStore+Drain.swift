@@ -20,6 +20,11 @@ extension PostgresQueueStore {
             AND l.classid = hashtext($1)::oid AND l.objid = (e.lease_drainer::integer)::oid)
         """
 
+    /// "A pause holds the entry aliased `alias`."
+    static func paused(_ alias: String) -> String {
+        "EXISTS (SELECT 1 FROM §.pause AS z WHERE z.group_key IS NULL OR z.group_key = \(alias).group_key)"
+    }
+
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult {
@@ -124,6 +129,7 @@ extension PostgresQueueStore {
             FROM (
                 SELECT c.id FROM §.entry AS c
                 WHERE c.state = 'pending' AND c.next_attempt_at <= $4 \(once)
+                AND NOT \(Self.paused("c"))
                 AND (c.group_key IS NULL OR NOT EXISTS (
                     SELECT 1 FROM §.entry AS p
                     WHERE p.group_key = c.group_key AND p.id < c.id AND p.state IN ('pending', 'inflight')))

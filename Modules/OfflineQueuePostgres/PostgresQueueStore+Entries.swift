@@ -258,7 +258,8 @@ extension PostgresQueueStore {
             ).decodeAll(Double.self).first.map(Date.init(timeIntervalSince1970:))
             // Shown on this host's wall clock: the wait left, from now.
             let due = try await connection.query(
-                PostgresQuery(unsafeSQL: self.sql("SELECT min(next_attempt_at) FROM §.entry WHERE state = 'pending'")), logger: self.logger
+                PostgresQuery(unsafeSQL: self.sql("SELECT min(e.next_attempt_at) FROM §.entry AS e WHERE e.state = 'pending' AND NOT \(Self.paused("e"))")),
+                logger: self.logger
             ).decodeAll(Double?.self).first ?? nil
             counts.nextAttemptAt = due.map { now.wall.addingTimeInterval($0 - fleet) }
             if counts.inflight > 0 {

@@ -203,8 +203,7 @@ final class PostgresQueueStore: QueueStorage {
             try await connection.query("SELECT extract(epoch FROM clock_timestamp())::float8", logger: self.logger)
                 .collect().first?.decode(Double.self) ?? Date().timeIntervalSince1970
         }
-        clock.anchor(server: server, at: now)
-        return server
+        return clock.anchor(server: server, at: now)
     }
 
     /// `SQL` with the schema's name put in for every `§`.
@@ -258,7 +257,13 @@ final class FleetClock: Sendable {
         return anchor.server + (now.uptime - anchor.uptime)
     }
 
-    func anchor(server: Double, at now: QueueTime) {
-        anchor.withLock { $0 = Anchor(boot: now.boot, uptime: now.uptime, server: server) }
+    /// Anchors the clock at `server` for `now`'s boot, unless a reading of that boot was taken
+    /// already (the first one stays, so times never step back), and returns the time at `now`.
+    func anchor(server: Double, at now: QueueTime) -> Double {
+        anchor.withLock { anchor in
+            if let anchor, anchor.boot == now.boot { return anchor.server + (now.uptime - anchor.uptime) }
+            anchor = Anchor(boot: now.boot, uptime: now.uptime, server: server)
+            return server
+        }
     }
 }

@@ -74,6 +74,13 @@ enum PostgresSchema {
                 created_at double precision NOT NULL,
                 PRIMARY KEY (ref, seq)
             );
+            -- Pauses: a row without a group pauses the whole queue; claims skip what they hold.
+            CREATE TABLE "\(schema)".pause (
+                group_key text,
+                paused_at double precision NOT NULL
+            );
+            CREATE UNIQUE INDEX pause_group ON "\(schema)".pause (group_key) WHERE group_key IS NOT NULL;
+            CREATE UNIQUE INDEX pause_queue ON "\(schema)".pause ((true)) WHERE group_key IS NULL;
             -- Drainers' numbers: each holds an advisory lock on its own for as long as it lives.
             CREATE SEQUENCE "\(schema)".drainer_id;
             """

@@ -54,7 +54,7 @@ struct FileSafetyTests {
         _ = try makeQueue(path: folder.databasePath, server: server)
         let header = try await header(folder.databasePath)
         #expect(header.application == Self.applicationID)
-        #expect(header.version == 4)
+        #expect(header.version == 5)
         await server.shutdown()
     }
 
@@ -70,14 +70,14 @@ struct FileSafetyTests {
         // What Courier wrote before the id: schema 2, no application_id, no dead_reason.
         try await execute(folder.databasePath, """
             PRAGMA application_id = 0; PRAGMA user_version = 2;
-            ALTER TABLE entry DROP COLUMN dead_reason;
-            DELETE FROM grdb_migrations WHERE identifier IN ('v3-application-id', 'v4-dead-reason')
+            ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
+            DELETE FROM grdb_migrations WHERE identifier IN ('v3-application-id', 'v4-dead-reason', 'v5-pauses')
             """)
         let older = try await header(folder.databasePath)
         #expect(older.application == 0 && older.version == 2)
         let queue = try makeQueue(path: folder.databasePath, server: server)
         let stamped = try await header(folder.databasePath)
-        #expect(stamped.application == Self.applicationID && stamped.version == 4)
+        #expect(stamped.application == Self.applicationID && stamped.version == 5)
         #expect(try await queue.counts().pending == 1)
         await server.shutdown()
     }
@@ -98,19 +98,21 @@ struct FileSafetyTests {
         // What schema 3 wrote: the reason in front of the error, no column for it.
         try await execute(folder.databasePath, """
             UPDATE entry SET last_error = dead_reason || ': ' || last_error;
-            ALTER TABLE entry DROP COLUMN dead_reason;
-            DELETE FROM grdb_migrations WHERE identifier = 'v4-dead-reason';
+            ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
+            DELETE FROM grdb_migrations WHERE identifier IN ('v4-dead-reason', 'v5-pauses');
             PRAGMA user_version = 3
             """)
         let reader = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = true }
         let read = try #require(try await reader.entry(id))
         #expect(read.deadReason == .rejected, "read from the prefix, without migrating")
+        #expect(try await reader.counts().dead == 1, "counts read a file that has no pause table yet")
+        #expect(try await reader.pauses().pauses.isEmpty)
         #expect(try await header(folder.databasePath).version == 3, "a read-only queue migrates nothing")
         let migrated = try makeQueue(path: folder.databasePath, server: server)
         let entry = try #require(try await migrated.entry(id))
         #expect(entry.deadReason == .rejected)
         #expect(entry.lastError == "HTTP 410")
-        #expect(try await header(folder.databasePath).version == 4)
+        #expect(try await header(folder.databasePath).version == 5)
         await server.shutdown()
     }
 

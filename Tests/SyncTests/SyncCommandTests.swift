@@ -23,6 +23,18 @@ struct SyncCommandTests {
 
         func url(_ path: String) -> String { server.url(path).absoluteString }
 
+        /// A route answering `status` the first time, then 200.
+        func failOnce(_ path: String, status: Int) {
+            let calls = LockedBox(0)
+            server.route(path) { _, writer in
+                let call = calls.withLock { count -> Int in
+                    count += 1
+                    return count
+                }
+                try await writer.respond(status: call == 1 ? status : 200)
+            }
+        }
+
         func finish() async {
             await server.shutdown()
             try? FileManager.default.removeItem(at: folder)
@@ -44,7 +56,10 @@ struct SyncCommandTests {
 
         let stats = try await sync("--json", "stats")
         let counts = try #require(try stats.json() as? [String: Any])
-        #expect(Set(counts.keys) == ["pending", "inflight", "inflight_orphaned", "delivered", "dead", "oldest_pending_age_seconds", "next_attempt_at"])
+        #expect(Set(counts.keys) == [
+            "pending", "inflight", "inflight_orphaned", "delivered", "dead", "oldest_pending_age_seconds", "next_attempt_at",
+            "paused", "paused_groups", "pending_paused",
+        ])
         #expect(counts["pending"] as? Int == 2)
         #expect(counts["next_attempt_at"] is String)
 
@@ -115,14 +130,7 @@ struct SyncCommandTests {
     func retryAndPurge() async throws {
         let fixture = try await Fixture()
         let sync = fixture.sync
-        let calls = LockedBox(0)
-        fixture.server.route("/later") { _, writer in
-            let call = calls.withLock { count -> Int in
-                count += 1
-                return count
-            }
-            try await writer.respond(status: call == 1 ? 404 : 200)
-        }
+        fixture.failOnce("/later", status: 404)
         #expect(try await sync("enqueue", "POST", fixture.url("/later")).status == 0)
         #expect(try await sync("drain", "--no-reachability").status == 0, "a dead entry is not pending")
         let dead = try #require(try await sync("--json", "list", "--state", "dead").json() as? [[String: Any]])

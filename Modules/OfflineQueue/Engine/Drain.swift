@@ -66,11 +66,14 @@ extension OfflineQueue {
             group.addTask { await control.stopRequested(); return .stop }
             if let monitor { group.addTask { await Self.change(of: monitor, from: online) } }
             var timers: [Duration] = []   // the deadlines of the timers running
+            // What the metrics need of each entry sent, until its result is recorded.
+            var sending: [EntryID: (name: String, createdAt: Date)] = [:]
             while true {
                 if Task.isCancelled { machine.stop() }
                 switch machine.next(at: elapsed()) {
                 case .start(let entries):
                     for entry in entries {
+                        if metrics.options.isEnabled { sending[entry.id] = (entry.name, entry.createdAt) }
                         if broadcast.hasSubscribers { broadcast.publish(.attemptStarted(id: entry.id, attempt: entry.attempts + 1)) }
                         group.addTask { DrainEvent.finished(await self.attemptAndSettle(entry)) }
                     }
@@ -105,6 +108,7 @@ extension OfflineQueue {
                         machine.finished(result.settlement, networkGone: result.networkGone, at: elapsed())
                     case .committed(let settlements, .success(let result))?:
                         announce(settlements, lost: result.lost)
+                        if !sending.isEmpty { record(settlements, lost: result.lost, sending: &sending) }
                         machine.committed(result, at: elapsed())
                     case .committed(_, .failure(let error))?: machine.failed(error)
                     case .stop?: machine.stop()
@@ -123,11 +127,22 @@ extension OfflineQueue {
         if let failure = machine.failure { throw failure }
         var summary = machine.summary
         let counts = try await store.counts(now: clock.now())
+        metrics.update(counts, now: clock.now().wall)
         summary.remaining = counts.pending
+        if counts.pending > 0 { summary.paused = try await store.pauseStatus().pendingHeld }
         summary.nextAttemptAt = counts.nextAttemptAt
         summary.inflightElsewhere = counts.inflight - counts.inflightOrphaned
         summary.otherDrainers = counts.drainers.filter { $0 != owner }
         return summary
+    }
+
+    /// Counts what a commit recorded, for entries of `sending`, which it forgets.
+    private func record(_ settlements: [Settlement], lost: Set<EntryID>, sending: inout [EntryID: (name: String, createdAt: Date)]) {
+        let now = configuration.clock.now().wall
+        for settlement in settlements {
+            guard let entry = sending.removeValue(forKey: settlement.id), !lost.contains(settlement.id) else { continue }
+            metrics.recorded(settlement.transition, name: entry.name, createdAt: entry.createdAt, now: now)
+        }
     }
 
     /// What the drain's child tasks hand back.

@@ -11,7 +11,12 @@ extension OfflineQueue {
         let policy = configuration.policy
         // The entry's age when its attempt starts, on the boot clock.
         let age = Duration.seconds(max(0, configuration.clock.now().uptime - entry.budgetUptime))
+        let sent = ContinuousClock.now
         let outcome = await attempt(entry, age: age)
+        switch outcome {
+        case .interrupted, .invalid: break   // cut short, or never sent
+        default: metrics.attempted(entry.name, duration: ContinuousClock.now - sent)
+        }
         let transition: Transition
         if case .interrupted = outcome {
             transition = .release

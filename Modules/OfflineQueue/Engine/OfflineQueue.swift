@@ -37,6 +37,8 @@ public final class OfflineQueue: Sendable {
     let enqueued = WakeSignal()
     /// Stored URLs parsed for replays, once each.
     let replayTargets = ReplayTargets()
+    /// Counters, timers and gauges, through swift-metrics.
+    let metrics: QueueMetrics
     /// Names this drainer in leases (`host:pid:token:boot` in a SQLite file).
     var owner: String { store.owner }
 
@@ -71,6 +73,7 @@ public final class OfflineQueue: Sendable {
         self.client = APIClient(configuration: clientConfiguration, transport: client.transport)
         self.callerClient = client
         self.store = storage
+        self.metrics = QueueMetrics(configuration.metrics)
         storage.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
     }
 
@@ -207,6 +210,7 @@ public final class OfflineQueue: Sendable {
             let unused = zip(tickets, entries).compactMap { ticket, entry in ticket.deduplicated ? entry.body : nil }
             if !unused.isEmpty { await store.discardBodies(unused.filter { if case .file = $0 { true } else { false } }) }
             for ticket in tickets where !ticket.deduplicated { broadcast.publish(.enqueued(ticket)) }
+            metrics.enqueued(zip(tickets, entries).lazy.filter { !$0.0.deduplicated }.map(\.1.name))
             enqueued.fire()
             return tickets
         } catch {

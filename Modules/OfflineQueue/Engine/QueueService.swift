@@ -23,6 +23,9 @@ public import ServiceLifecycle
 /// On graceful shutdown it stops claiming, lets sends in flight finish for up to
 /// `shutdownGrace`, then cancels them and gives their entries back, and returns.
 ///
+/// It reads the queue's counts into its gauges (``QueueMetricsOptions``) every
+/// `gaugeInterval` and at the end of each drain.
+///
 /// It applies the queue's retention (``OfflineQueue/applyRetention(now:)``) when it starts
 /// and then every `retentionInterval`, between drains, and beats its ``heartbeat`` as its loop
 /// goes round, for a supervisor's watchdog.
@@ -106,6 +109,15 @@ public struct QueueService: Service {
                         }
                         wasOnline = status.isOnline
                         wake.fire()
+                    }
+                }
+            }
+            if queue.metrics.options.isEnabled {
+                // The gauges between drains too: a long drain, or none while offline.
+                group.addTask { [queue] in
+                    while !Task.isCancelled {
+                        try? await queue.updateMetrics()
+                        try? await Task.sleep(for: queue.metrics.options.gaugeInterval)
                     }
                 }
             }

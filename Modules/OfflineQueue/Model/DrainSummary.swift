@@ -18,6 +18,8 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     public var reclaimed = 0
     /// Entries still pending when the drain ended (in this file, from every process).
     public var remaining = 0
+    /// Of ``remaining``, those a pause holds back (``OfflineQueue/pause(group:)``).
+    public var paused = 0
     /// Entries in flight under other drainers that live, when the drain ended.
     public var inflightElsewhere = 0
     /// Those drainers (`host:pid:token:boot`).

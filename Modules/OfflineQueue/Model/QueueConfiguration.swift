@@ -50,6 +50,8 @@ public struct QueueConfiguration: Sendable {
     /// missing file is ``QueueError/databaseMissing(path:)``. See "Files and permissions" in
     /// `Docs/OfflineQueue.md` for what a reader without write access sees.
     public var readOnly: Bool = false
+    /// What the queue reports through swift-metrics: on, as `courier_queue_*`, unless changed.
+    public var metrics = QueueMetricsOptions()
 
     public init(
         path: String,

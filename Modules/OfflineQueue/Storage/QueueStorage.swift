@@ -64,6 +64,20 @@ package protocol QueueStorage: Sendable {
     /// under a drainer that lives is refused with ``QueueError/entryInFlight(_:)``.
     func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int
 
+    /// Makes the pending and dead entries `selection` matches due now with a fresh budget, in
+    /// one transaction; entries in flight are skipped. With `dryRun`, changes nothing.
+    func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange
+    /// Deletes the entries `selection` matches with their bodies, in one transaction; an entry
+    /// in flight under a drainer that lives is skipped. With `dryRun`, changes nothing.
+    func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange
+    /// Pauses `group`, or the whole queue for `nil`: no drainer of any process claims what a
+    /// pause holds. Returns whether it was not paused yet.
+    func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool
+    /// Lifts the pause of `group`, or of the whole queue for `nil`. Returns whether there was one.
+    func resume(group: String?) async throws(QueueError) -> Bool
+    /// The pauses in force and the pending entries they hold.
+    func pauseStatus() async throws(QueueError) -> PauseStatus
+
     // MARK: The drain
 
     /// Records `settlements`, runs `chores`, and claims up to `claimLimit` due entries for

@@ -76,7 +76,8 @@ extension QueueStore {
 
     /// Returns lapsed leases to pending (the guard against a drainer that lives but hangs),
     /// then claims up to `limit` due entries for `owner` for `lease`: the highest priority
-    /// first, then the oldest, and only the first open entry of each group.
+    /// first, then the oldest, only the first open entry of each group, and none that a pause
+    /// holds back.
     ///
     /// - Parameter attemptedSince: when set, skips entries attempted at or after this boot-clock
     ///   reading (for a drain that tries each entry once).
@@ -93,7 +94,7 @@ extension QueueStore {
                 last_attempt_at = :wall, attempt_uptime = :uptime
             WHERE id IN (
                 SELECT e.id FROM entry AS e INDEXED BY entry_pending
-                WHERE e.state = 'pending' AND e.due_uptime <= :uptime \(onceClause)
+                WHERE e.state = 'pending' AND e.due_uptime <= :uptime \(onceClause) AND \(notPaused("e"))
                 AND (e.group_key IS NULL OR NOT EXISTS (
                     SELECT 1 FROM entry AS p INDEXED BY entry_group_open
                     WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN ('pending', 'inflight')))

@@ -179,9 +179,14 @@ extension QueueStore {
                 """).map(Date.init(timeIntervalSince1970:))
             // Rows of this boot are due by the boot clock, shown as wall time; rows not yet carried
             // over from another boot by their stored wall time.
-            let due = try Double.fetchOne(db, sql: "SELECT min(due_uptime) FROM entry INDEXED BY entry_due WHERE state = 'pending' AND clock_boot = ?", arguments: [now.boot])
+            // Entries a pause holds back are not due: the index is walked in due order up to
+            // the first entry no pause holds.
+            let due = try Double.fetchOne(db, sql: """
+                SELECT due_uptime FROM entry INDEXED BY entry_due WHERE state = 'pending' AND clock_boot = ? AND \(self.notPaused("entry"))
+                ORDER BY due_uptime LIMIT 1
+                """, arguments: [now.boot])
             let carried = try Double.fetchOne(db, sql: """
-                SELECT min(next_attempt_at) FROM entry WHERE state = 'pending' AND (clock_boot IS NULL OR clock_boot <> ?)
+                SELECT min(next_attempt_at) FROM entry WHERE state = 'pending' AND (clock_boot IS NULL OR clock_boot <> ?) AND \(self.notPaused("entry"))
                 """, arguments: [now.boot])
             counts.nextAttemptAt = [due.map(now.wallTime(atUptime:)), carried.map(Date.init(timeIntervalSince1970:))].compactMap { $0 }.min()
             if counts.inflight > 0 {

@@ -34,6 +34,9 @@ final class QueueStore: QueueStorage {
     /// The columns read into a ``QueueEntry``: ``Schema/entryColumns``, or, for an older file
     /// opened read-only (which cannot migrate), the same with what it lacks read as `NULL`.
     let entryColumns: String
+    /// The file's schema version: ``Schema/version`` once migrated; an older file opened
+    /// read-only keeps its own (it lacks what later migrations add, such as pauses).
+    let schemaVersion: Int
     /// Inserts from concurrent enqueuers, committed together.
     let commits: CommitGroup
 
@@ -56,9 +59,11 @@ final class QueueStore: QueueStorage {
             pool = reader
             commits = CommitGroup(writer: reader, path: path)
             entryColumns = Schema.entryColumns(readingVersion: version)
+            schemaVersion = version
             return
         }
         entryColumns = Schema.entryColumns
+        schemaVersion = Schema.version
         if !exists {
             let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if fd < 0 && errno != EEXIST { throw BodyStore.error(errno, path: path) }

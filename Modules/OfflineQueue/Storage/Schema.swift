@@ -7,7 +7,7 @@ import GRDB
 /// `user_version` is above ``version`` was written by a newer Courier and is refused.
 enum Schema {
     /// The schema version this code writes and understands (`PRAGMA user_version`).
-    static let version = 4
+    static let version = 5
 
     /// `PRAGMA application_id` of every Courier queue file: the ASCII bytes `CRIQ` ("Courier
     /// queue"), so `file(1)` and Courier itself can tell a queue from any other SQLite file.
@@ -19,12 +19,15 @@ enum Schema {
     /// The last schema whose files carry no ``applicationID``.
     static let lastUnstampedVersion = 2
 
+    /// The first schema with the `pause` table; a read-only queue of an older file has no pauses.
+    static let firstPauseVersion = 5
+
     /// The oldest schema a read-only queue reads as it is: it cannot migrate, and schema 3
     /// changed only the file header, not a column.
     static let oldestReadOnlyVersion = 2
 
     /// The tables Courier creates; any other (outside SQLite's own) marks a foreign file.
-    static let tables: Set<String> = ["entry", "grdb_migrations"]
+    static let tables: Set<String> = ["entry", "pause", "grdb_migrations"]
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -115,6 +118,19 @@ enum Schema {
                 WHERE state = 'dead'
                     AND substr(last_error, 1, instr(last_error, ': ') - 1) IN ('rejected', 'attemptsExhausted', 'expired', 'unsendable');
                 PRAGMA user_version = 4;
+                """)
+        }
+        migrator.registerMigration("v5-pauses") { db in
+            // An operator's pause, kept in the file so every drainer of every process sees it
+            // at its next claim: a row with a group pauses that group, the row without one
+            // (at most one, by the partial unique index) the whole queue.
+            try db.execute(sql: """
+                CREATE TABLE pause (
+                    group_key TEXT UNIQUE,
+                    paused_at REAL NOT NULL
+                );
+                CREATE UNIQUE INDEX pause_queue ON pause((group_key IS NULL)) WHERE group_key IS NULL;
+                PRAGMA user_version = 5;
                 """)
         }
         return migrator

@@ -82,6 +82,7 @@ struct Drain: AsyncParsableCommand {
                 "failed": summary.failed,
                 "dead": summary.dead,
                 "remaining": summary.remaining,
+                "paused": summary.paused,
                 "inflight_elsewhere": summary.inflightElsewhere,
                 "reclaimed": summary.reclaimed,
                 "offline": summary.offline,
@@ -96,9 +97,12 @@ struct Drain: AsyncParsableCommand {
         if summary.reclaimed > 0 {
             print("\(summary.reclaimed) entries were taken back from a drainer that is gone")
         }
-        if summary.remaining > 0 {
+        if summary.paused > 0 {
+            print("\(summary.paused) entries are held by a pause (sync stats shows it; sync resume lifts it)")
+        }
+        if summary.remaining > summary.paused {
             let next = summary.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "when the network is back"
-            print("\(summary.remaining) entries remain; the next is due \(next)")
+            print("\(summary.remaining - summary.paused) entries remain; the next is due \(next)")
         }
         if summary.inflightElsewhere > 0 {
             let drainers = summary.otherDrainers.map(Output.drainer).joined(separator: ", ")

@@ -17,16 +17,27 @@ enum StateChoice: String, ExpressibleByArgument, CaseIterable {
     }
 }
 
+/// How `sync list` prints.
+enum ListFormat: String, ExpressibleByArgument, CaseIterable {
+    case table, json, csv
+}
+
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "One line per entry: id, state, method, URL, attempts, next attempt, last status.",
         discussion: """
-            Oldest first. Secret query values in URLs are redacted.
+            Oldest first. Secret query values in URLs are redacted. A pending entry that a pause \
+            holds back shows next=paused (and "paused": true in JSON).
+
+            --format table (the default) prints one line per entry; json one array (as --json \
+            does); csv a header line and one record per entry (RFC 4180: CRLF line ends, fields \
+            with a comma, a quote or a line break quoted, quotes doubled), for spreadsheets.
 
             Examples:
               sync list
               sync list --state dead --limit 20
               sync --json list --group user-42
+              sync list --state all --limit 10000 --format csv > queue.csv
             """
     )
 
@@ -41,26 +52,34 @@ struct List: AsyncParsableCommand {
     @Option(name: .long, help: "At most this many.")
     var limit: Int = 50
 
+    @Option(name: .long, help: "table, json or csv (--json is --format json).")
+    var format: ListFormat?
+
     func validate() throws {
         guard limit >= 0 else { throw ValidationError("--limit must not be negative") }
+        if options.json, let format, format != .json {
+            throw ValidationError("--json and --format \(format.rawValue) disagree; give one of them")
+        }
     }
 
     func run() async throws {
         try await reporting {
             let queue = try await options.openQueue(create: false, readOnly: true)
             let entries = try await queue.entries(EntryFilter(states: state.states, group: group, limit: limit))
-            if options.json {
-                Output.json(entries.map { Output.object($0, full: false) })
-                return
-            }
-            let now = Date()
-            for entry in entries {
-                let next = entry.state == .pending ? Output.relative(entry.nextAttemptAt, now: now) : "-"
-                let status = entry.lastStatus.map(String.init) ?? "-"
-                var fields = [String(entry.id), entry.state.rawValue, entry.method, Output.url(entry, reveal: false),
-                              "attempts=\(entry.attempts)", "next=\(next)", "status=\(status)"]
-                if entry.state == .inflight, let owner = entry.leaseOwner { fields.append("owner=\(owner)") }
-                print(Output.terminalSafe(fields.joined(separator: "  ")))
+            let pauses = try await queue.pauses()
+            let held = { (entry: QueueEntry) in entry.state == .pending && pauses.holds(entry) }
+            switch options.json ? .json : format ?? .table {
+            case .json:
+                Output.json(entries.map { entry in
+                    var object = Output.object(entry, full: false)
+                    object["paused"] = held(entry)
+                    return object
+                })
+            case .csv:
+                FileHandle.standardOutput.write(Data(CSV.document(entries, held: held).utf8))
+            case .table:
+                let now = Date()
+                for entry in entries { print(Output.line(entry, now: now, held: held(entry))) }
             }
         }
     }
@@ -113,11 +132,12 @@ struct Show: AsyncParsableCommand {
 
 struct Stats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Counts per state, the oldest pending age and the next due time.",
+        abstract: "Counts per state, the oldest pending age, the next due time and the pauses.",
         discussion: """
             With --json the keys are pending, inflight, inflight_orphaned (in flight under a \
             drainer that is gone; the next drain takes them back at once), delivered, dead, \
-            oldest_pending_age_seconds and next_attempt_at (null when none).
+            oldest_pending_age_seconds, next_attempt_at (null when none), paused (the whole \
+            queue), paused_groups and pending_paused (pending entries a pause holds back).
 
             Examples:
               sync stats
@@ -131,9 +151,13 @@ struct Stats: AsyncParsableCommand {
         try await reporting {
             let queue = try await options.openQueue(create: false, readOnly: true)
             let counts = try await queue.counts()
+            let pauses = try await queue.pauses()
             let age = counts.oldestPendingCreatedAt.map { max(0, Date().timeIntervalSince($0)) }
             if options.json {
                 Output.json([
+                    "paused": pauses.queuePaused,
+                    "paused_groups": pauses.pausedGroups,
+                    "pending_paused": pauses.pendingHeld,
                     "pending": counts.pending,
                     "inflight": counts.inflight,
                     "inflight_orphaned": counts.inflightOrphaned,
@@ -144,114 +168,16 @@ struct Stats: AsyncParsableCommand {
                 ])
                 return
             }
-            print("pending    \(counts.pending)")
+            if pauses.queuePaused { print("PAUSED     the whole queue (sync resume)") }
+            if !pauses.pausedGroups.isEmpty {
+                print(Output.terminalSafe("paused groups  \(pauses.pausedGroups.joined(separator: ", ")) (sync resume --group G)"))
+            }
+            print("pending    \(counts.pending)" + (pauses.pendingHeld > 0 ? " (\(pauses.pendingHeld) held by a pause)" : ""))
             print("inflight   \(counts.inflight)" + (counts.inflightOrphaned > 0 ? " (\(counts.inflightOrphaned) under a drainer that is gone)" : ""))
             print("delivered  \(counts.delivered)")
             print("dead       \(counts.dead)")
             print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")
             print("next attempt    \(counts.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
         }
-    }
-}
-
-struct Retry: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Make dead or waiting entries due now, with a fresh attempt budget.",
-        discussion: """
-            Examples:
-              sync retry 41 42
-              sync retry --dead
-            """
-    )
-
-    @OptionGroup var options: QueueOptions
-
-    @Argument(help: "Entry ids.")
-    var ids: [EntryID] = []
-
-    @Flag(name: .long, help: "Every dead entry.")
-    var dead = false
-
-    func validate() throws {
-        if dead == !ids.isEmpty { throw ValidationError("give entry ids or --dead") }
-    }
-
-    func run() async throws {
-        try await reporting {
-            let queue = try await options.openQueue(create: false)
-            let changed = dead ? try await queue.retryDead() : try await queue.retry(ids)
-            if options.json {
-                Output.json(["retried": changed])
-            } else {
-                print("\(changed.count) entries due now")
-            }
-        }
-    }
-}
-
-struct Purge: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Delete delivered or dead entries, or entries by id.",
-        discussion: """
-            Entries in flight under a live lease are never deleted.
-
-            Examples:
-              sync purge --delivered
-              sync purge --dead --older-than 7d
-              sync purge 17 18
-            """
-    )
-
-    @OptionGroup var options: QueueOptions
-
-    @Argument(help: "Entry ids.")
-    var ids: [EntryID] = []
-
-    @Flag(name: .long, help: "Delivered entries.")
-    var delivered = false
-
-    @Flag(name: .long, help: "Dead entries.")
-    var dead = false
-
-    @Option(name: .long, help: ArgumentHelp("Only entries that finished longer ago than this, such as 90s, 30m, 12h or 7d.", valueName: "duration"))
-    var olderThan: String?
-
-    func validate() throws {
-        let byState = delivered || dead
-        if byState == !ids.isEmpty { throw ValidationError("give --delivered, --dead, or entry ids") }
-        if let olderThan, Self.seconds(olderThan) == nil {
-            throw ValidationError("--older-than \(olderThan.debugDescription) is not a duration such as 90s, 30m, 12h or 7d")
-        }
-        if olderThan != nil && !ids.isEmpty { throw ValidationError("--older-than applies to --delivered and --dead") }
-    }
-
-    func run() async throws {
-        try await reporting {
-            let queue = try await options.openQueue(create: false)
-            let selection: PurgeSelection
-            if ids.isEmpty {
-                var states: Set<EntryState> = []
-                if delivered { states.insert(.delivered) }
-                if dead { states.insert(.dead) }
-                let before = olderThan.flatMap(Self.seconds).map { Date().addingTimeInterval(-$0) }
-                selection = .states(states, finishedBefore: before)
-            } else {
-                selection = .ids(ids)
-            }
-            let count = try await queue.purge(selection)
-            if options.json {
-                Output.json(["purged": count])
-            } else {
-                print("\(count) entries purged")
-            }
-        }
-    }
-
-    /// `90s`, `30m`, `12h`, `7d` (or a bare number of seconds) in seconds.
-    static func seconds(_ text: String) -> Double? {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
-        if let number = Double(text), number >= 0 { return number }
-        guard let unit = text.last, let factor = units[unit], let number = Double(text.dropLast()), number >= 0 else { return nil }
-        return number * factor
     }
 }

@@ -2,7 +2,9 @@ import ArgumentParser
 import AsyncHTTPClientTransport
 import Foundation
 import Logging
+import Metrics
 import OfflineQueue
+import Prometheus
 import Reachability
 import ServiceLifecycle
 import UnixSignals
@@ -22,8 +24,12 @@ struct Run: AsyncParsableCommand {
             entries older than 7 days are deleted hourly. Logs go to standard error. See \
             Docs/Deployment.md for a unit file.
 
+            With --metrics-address it serves GET /metrics in Prometheus's text format: the \
+            courier_queue_* gauges, counters and histograms listed in Docs/OfflineQueue.md.
+
             Examples:
               sync run
+              sync run --metrics-address 9464
               sync run --concurrency 16 --probe-url https://api.example.com/health --log-format json
             """
     )
@@ -35,6 +41,8 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var network: NetworkOptions
 
     @OptionGroup var secrets: SecretOptions
+
+    @OptionGroup var metrics: MetricsOptions
 
     @Option(name: .long, help: ArgumentHelp("How often to look for entries other processes added, in seconds.", valueName: "seconds"))
     var poll: Double = 5
@@ -59,11 +67,32 @@ struct Run: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "courier.sync")
-        try await withTransport { transport in try await serve(through: transport, logger: logger) }
+        var endpoint: MetricsEndpoint?
+        if let address = metrics.address {
+            endpoint = try await Self.serveMetrics(at: address, logger: logger)
+        }
+        try await withTransport { [endpoint] transport in try await serve(through: transport, metrics: endpoint, logger: logger) }
         logger.info("sync run stopped")
     }
 
-    private func serve(through transport: AsyncHTTPClientTransport, logger: Logger) async throws {
+    /// Makes Prometheus the process's metrics backend and binds its endpoint, before the queue
+    /// opens: a taken port stops `sync run` at once (exit 71), not after it started draining.
+    private static func serveMetrics(at address: MetricsAddress, logger: Logger) async throws -> MetricsEndpoint {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["courier_queue_enqueue_to_delivery_seconds"] = QueueMetricsOptions.enqueueToDeliveryBuckets
+        MetricsSystem.bootstrap(factory)
+        do {
+            let endpoint = try await MetricsEndpoint.bind(address, registry: registry)
+            logger.info("serving metrics", metadata: ["url": "http://\(endpoint.address)/metrics"])
+            return endpoint
+        } catch {
+            complain("cannot serve metrics on \(address): \(error)")
+            throw SysExit.osError
+        }
+    }
+
+    private func serve(through transport: AsyncHTTPClientTransport, metrics endpoint: MetricsEndpoint?, logger: Logger) async throws {
         let monitor = network.makeMonitor(transport: transport)
         try await reporting {
             let queue = try await options.openQueue(
@@ -85,6 +114,7 @@ struct Run: AsyncParsableCommand {
             }
             let service = queue.service(pollInterval: pollInterval, shutdownGrace: grace, logger: logger)
             var services: [any Service] = [service]
+            if let endpoint { services.append(endpoint) }
             if let notifier {
                 services.append(NotifierService(
                     notifier: notifier, queue: queue, heartbeat: service.heartbeat, shutdownGrace: grace, logger: logger

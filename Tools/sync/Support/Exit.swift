@@ -12,6 +12,8 @@ enum SysExit {
     static let noInput = ExitCode(66)
     /// EX_UNAVAILABLE: the database server cannot be reached.
     static let unavailable = ExitCode(69)
+    /// EX_OSERR: the system refused a resource, such as the port of `--metrics-address`.
+    static let osError = ExitCode(71)
     /// EX_CANTCREAT: the database cannot be created.
     static let cannotCreate = ExitCode(73)
     /// EX_IOERR: reading or writing failed.

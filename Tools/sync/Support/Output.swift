@@ -80,7 +80,16 @@ enum Output {
         return String(result)
     }
 
-    /// One entry as a JSON object; `full` adds headers and the body.
+    /// One entry as the one line `sync list` prints; `held` when a pause holds it back.
+    static func line(_ entry: QueueEntry, now: Date, held: Bool = false) -> String {
+        let next = entry.state != .pending ? "-" : held ? "paused" : relative(entry.nextAttemptAt, now: now)
+        let status = entry.lastStatus.map(String.init) ?? "-"
+        var fields = [String(entry.id), entry.state.rawValue, entry.method, url(entry, reveal: false),
+                      "attempts=\(entry.attempts)", "next=\(next)", "status=\(status)"]
+        if entry.state == .inflight, let owner = entry.leaseOwner { fields.append("owner=\(owner)") }
+        return terminalSafe(fields.joined(separator: "  "))
+    }
+
     /// A drainer's owner string (`host:pid:token:boot`) as people read it.
     static func drainer(_ owner: String) -> String {
         let parts = owner.split(separator: ":")
@@ -88,6 +97,7 @@ enum Output {
         return "process \(parts[1]) on \(parts[0])"
     }
 
+    /// One entry as a JSON object; `full` adds headers and the body.
     static func object(_ entry: QueueEntry, full: Bool, reveal: Bool = false, bodyFolder: String? = nil) -> [String: Any] {
         var object: [String: Any] = [
             "id": entry.id,

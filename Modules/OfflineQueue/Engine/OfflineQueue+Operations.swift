@@ -1,0 +1,67 @@
+import Foundation
+
+/// What an operator does to many entries at once: bulk retries and purges of a selection, and
+/// pauses. `sync retry`, `sync purge`, `sync pause` and `sync resume` are built on these.
+extension OfflineQueue {
+    /// Makes the entries `selection` matches due now with a fresh attempt budget, in one
+    /// transaction.
+    ///
+    /// A selection without states means pending and dead entries. Delivered entries are never
+    /// retried; entries in flight are left alone and reported in ``BulkChange/skipped``.
+    ///
+    /// ```swift
+    /// let change = try await queue.retry(matching: EntrySelection(states: [.dead], status: 500...599))
+    /// print("\(change.ids.count) entries due now")
+    /// ```
+    ///
+    /// - Parameter dryRun: change nothing; the answer lists what would change (and, in
+    ///   ``BulkChange/entries``, those entries as they are).
+    @discardableResult
+    public func retry(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
+        let change = try await store.retry(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
+        if !dryRun && !change.ids.isEmpty { enqueued.fire() }
+        return change
+    }
+
+    /// Deletes the entries `selection` matches, and their body files, in one transaction.
+    ///
+    /// A selection without states means entries in any state. An entry in flight under a
+    /// drainer that lives is never deleted: it is reported in ``BulkChange/skipped``.
+    ///
+    /// ```swift
+    /// // Everything still waiting for an endpoint that was retired.
+    /// try await queue.purge(matching: EntrySelection(urlPrefix: "https://old.example.com/"))
+    /// ```
+    ///
+    /// - Parameter dryRun: change nothing; the answer lists what would change.
+    @discardableResult
+    public func purge(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
+        try await store.purge(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
+    }
+
+    /// Pauses `group`, or the whole queue when `group` is `nil`: from the next claim on, no
+    /// drainer in any process that shares the file sends the entries it holds, until
+    /// ``resume(group:)``. Entries in flight finish; enqueueing goes on. The pause is kept in the
+    /// file, so it outlives the process.
+    ///
+    /// - Returns: whether it was not paused before.
+    @discardableResult
+    public func pause(group: String? = nil) async throws(QueueError) -> Bool {
+        try await store.pause(group: group, now: configuration.clock.now())
+    }
+
+    /// Lifts the pause of `group`, or the whole queue's pause when `group` is `nil` (pauses of
+    /// single groups stay). A running service of this process drains at once; one in another
+    /// process at its next poll.
+    ///
+    /// - Returns: whether there was such a pause.
+    @discardableResult
+    public func resume(group: String? = nil) async throws(QueueError) -> Bool {
+        let lifted = try await store.resume(group: group)
+        if lifted { enqueued.fire() }
+        return lifted
+    }
+
+    /// The pauses in force and how many pending entries they hold back.
+    public func pauses() async throws(QueueError) -> PauseStatus { try await store.pauseStatus() }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import GRDB
+import HTTPCore
+
+/// An operator's side of the store: bulk retries and purges of a selection, each in one
+/// transaction, and pauses that every drainer's claim honours.
+extension QueueStore {
+    // MARK: - Pauses
+
+    /// A condition on an entry aliased `alias` that holds when no pause holds it back: the
+    /// claim's filter, and the next due time's. Always true for an older file read as it is,
+    /// which has no pause table.
+    func notPaused(_ alias: String) -> String {
+        guard schemaVersion >= Schema.firstPauseVersion else { return "1" }
+        return Self.notPaused(alias)
+    }
+
+    static func notPaused(_ alias: String) -> String {
+        "NOT EXISTS (SELECT 1 FROM pause WHERE pause.group_key IS NULL OR pause.group_key = \(alias).group_key)"
+    }
+
+    /// Pauses `group`, or the whole queue for `nil`. Returns whether it was not paused yet.
+    func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool {
+        try await write { db in
+            try db.execute(sql: "INSERT INTO pause (group_key, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                           arguments: [group, now.wall.timeIntervalSince1970])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Lifts the pause of `group`, or of the whole queue for `nil` (group pauses stay).
+    /// Returns whether there was one.
+    func resume(group: String?) async throws(QueueError) -> Bool {
+        try await write { db in
+            if let group {
+                try db.execute(sql: "DELETE FROM pause WHERE group_key = ?", arguments: [group])
+            } else {
+                try db.execute(sql: "DELETE FROM pause WHERE group_key IS NULL")
+            }
+            return db.changesCount > 0
+        }
+    }
+
+    /// The pauses in force and the pending entries they hold back.
+    func pauseStatus() async throws(QueueError) -> PauseStatus {
+        guard schemaVersion >= Schema.firstPauseVersion else { return PauseStatus() }
+        return try await read { db in
+            let pauses = try Row.fetchAll(db, sql: "SELECT group_key, paused_at FROM pause ORDER BY group_key IS NOT NULL, group_key")
+                .map { QueuePause(group: $0[0], pausedAt: Date(timeIntervalSince1970: $0[1])) }
+            guard !pauses.isEmpty else { return PauseStatus() }
+            let held = try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM entry AS e INDEXED BY entry_state WHERE e.state = 'pending' AND NOT \(Self.notPaused("e"))
+                """) ?? 0
+            return PauseStatus(pauses: pauses, pendingHeld: held)
+        }
+    }
+
+    // MARK: - Bulk changes
+
+    /// The `WHERE` clause (on `entry` aliased `e`) and arguments for `selection` among `states`.
+    static func matching(_ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) -> (String, StatementArguments) {
+        let names = states.map(\.rawValue).sorted()
+        var clauses = ["e.state IN (\(databaseQuestionMarks(count: names.count)))"]
+        var arguments = StatementArguments(names)
+        if let group = selection.group {
+            clauses.append("e.group_key = ?")
+            _ = arguments.append(contentsOf: [group])
+        }
+        if let status = selection.status {
+            clauses.append("e.last_status BETWEEN ? AND ?")
+            _ = arguments.append(contentsOf: [status.lowerBound, status.upperBound])
+        }
+        if let olderThan = selection.olderThan {
+            clauses.append("COALESCE(e.finished_at, e.created_at) <= ?")
+            _ = arguments.append(contentsOf: [now.wall.timeIntervalSince1970 - olderThan.seconds])
+        }
+        if let prefix = selection.urlPrefix {
+            clauses.append("substr(e.url, 1, length(?)) = ?")
+            _ = arguments.append(contentsOf: [prefix, prefix])
+        }
+        return (clauses.joined(separator: " AND "), arguments)
+    }
+
+    /// One matched row: enough to decide what to do with it.
+    private struct Match {
+        var id: EntryID
+        var state: EntryState
+        var owner: String?
+        var bodyFile: String?
+    }
+
+    private static func matches(_ db: Database, _ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) throws -> [Match] {
+        let (filter, arguments) = matching(selection, states: states, now: now)
+        return try Row.fetchAll(db, sql: "SELECT e.id, e.state, e.lease_owner, e.body_file FROM entry AS e WHERE \(filter) ORDER BY e.id", arguments: arguments)
+            .map { Match(id: $0[0], state: EntryState(rawValue: $0[1]) ?? .pending, owner: $0[2], bodyFile: $0[3]) }
+    }
+
+    /// The rows of `ids` as entries, for a dry run's preview.
+    private func entries(_ db: Database, ids: [EntryID]) throws -> [QueueEntry] {
+        try Row.fetchAll(db, sql: "SELECT \(entryColumns) FROM entry WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id", arguments: [Self.list(ids)])
+            .map(QueueEntry.init(row:))
+    }
+
+    private static func list(_ ids: [EntryID]) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
+
+    /// Makes the pending and dead entries `selection` matches due now with a fresh budget, in
+    /// one transaction; entries in flight it matches are skipped, delivered ones never matched.
+    /// With `dryRun`, changes nothing and says what it would do.
+    func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
+        let states = (selection.states.isEmpty ? [.pending, .dead] : selection.states).subtracting([.delivered])
+        guard !states.isEmpty else { return BulkChange(dryRun: dryRun) }
+        let work: @Sendable (Database) throws -> BulkChange = { [self] db in
+            let found = try Self.matches(db, selection, states: states, now: now)
+            let ids = found.filter { $0.state != .inflight }.map(\.id)
+            var change = BulkChange(ids: ids, skipped: found.filter { $0.state == .inflight }.map(\.id), dryRun: dryRun)
+            if dryRun {
+                change.entries = try entries(db, ids: ids)
+            } else if !ids.isEmpty {
+                try db.execute(sql: """
+                    UPDATE entry SET state = 'pending', attempts = 0, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
+                        finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime
+                    WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'dead')
+                    """, arguments: ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime, "ids": Self.list(ids)])
+            }
+            return change
+        }
+        return dryRun ? try await read(work) : try await write(work)
+    }
+
+    /// Deletes the entries `selection` matches (any state when it names none), in one
+    /// transaction, then their body files; an entry in flight under a drainer that lives is
+    /// skipped. With `dryRun`, changes nothing and says what it would do.
+    func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
+        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
+        let path = self.path
+        let work: @Sendable (Database) throws -> (BulkChange, [String]) = { [self] db in
+            let found = try Self.matches(db, selection, states: states, now: now)
+            var chosen: [Match] = []
+            var skipped: [EntryID] = []
+            for match in found {
+                if match.state == .inflight, let owner = match.owner,
+                   OwnerLock.liveness(of: owner, databasePath: path, boot: now.boot, takeOver: false) != .gone {
+                    skipped.append(match.id)
+                } else {
+                    chosen.append(match)
+                }
+            }
+            let ids = chosen.map(\.id)
+            var change = BulkChange(ids: ids, skipped: skipped, dryRun: dryRun)
+            if dryRun {
+                change.entries = try entries(db, ids: ids)
+                return (change, [])
+            }
+            if !ids.isEmpty {
+                try db.execute(sql: "DELETE FROM entry WHERE id IN (SELECT value FROM json_each(?))", arguments: [Self.list(ids)])
+            }
+            return (change, chosen.compactMap(\.bodyFile))
+        }
+        let (change, files) = dryRun ? try await read(work) : try await write(work)
+        bodies.remove(files)
+        return change
+    }
+}

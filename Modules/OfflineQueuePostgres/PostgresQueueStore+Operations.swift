@@ -1,0 +1,139 @@
+import Foundation
+import HTTPCore
+import OfflineQueue
+import PostgresNIO
+
+/// An operator's side: pauses every drainer of the fleet honours, and bulk changes of a
+/// selection, each in one transaction.
+extension PostgresQueueStore {
+    func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool {
+        try await transaction { connection in
+            !(try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                INSERT INTO §.pause (group_key, paused_at) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING paused_at
+                """)).with(group, now.wall.timeIntervalSince1970), logger: self.logger).decodeAll(Double.self).isEmpty)
+        }
+    }
+
+    /// A resume wakes every drainer, as an enqueue does.
+    func resume(group: String?) async throws(QueueError) -> Bool {
+        try await transaction { connection in
+            let lifted = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                DELETE FROM §.pause WHERE group_key IS NOT DISTINCT FROM $1 RETURNING paused_at
+                """)).with(group), logger: self.logger).decodeAll(Double.self)
+            if !lifted.isEmpty { try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger) }
+            return !lifted.isEmpty
+        }
+    }
+
+    func pauseStatus() async throws(QueueError) -> PauseStatus {
+        try await reading { connection in
+            var pauses: [QueuePause] = []
+            for try await (group, at) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                SELECT group_key, paused_at FROM §.pause ORDER BY group_key IS NOT NULL, group_key
+                """)), logger: self.logger).decode((String?, Double).self) {
+                pauses.append(QueuePause(group: group, pausedAt: Date(timeIntervalSince1970: at)))
+            }
+            guard !pauses.isEmpty else { return PauseStatus() }
+            let held = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                SELECT count(*) FROM §.entry AS e WHERE e.state = 'pending' AND \(Self.paused("e"))
+                """)), logger: self.logger).decodeAll(Int64.self).first ?? 0
+            return PauseStatus(pauses: pauses, pendingHeld: Int(held))
+        }
+    }
+
+    /// The condition (on `entry` aliased `e`, binds from `$3` on after the lock name and the
+    /// states) and its values for `selection`.
+    private func matching(_ selection: EntrySelection, fleet: Double) -> (String, [(any PostgresThrowingDynamicTypeEncodable & Sendable)?]) {
+        var clauses = ["e.state = ANY($2)"]
+        var values: [(any PostgresThrowingDynamicTypeEncodable & Sendable)?] = []
+        func bind(_ value: any PostgresThrowingDynamicTypeEncodable & Sendable) -> String {
+            values.append(value)
+            return "$\(values.count + 2)"
+        }
+        if let group = selection.group { clauses.append("e.group_key = \(bind(group))") }
+        if let status = selection.status {
+            clauses.append("e.last_status BETWEEN \(bind(Int32(clamping: status.lowerBound))) AND \(bind(Int32(clamping: status.upperBound)))")
+        }
+        if let olderThan = selection.olderThan {
+            clauses.append("COALESCE(e.finished_at, e.created_at) <= \(bind(fleet - olderThan.seconds))")
+        }
+        if let prefix = selection.urlPrefix { clauses.append("starts_with(e.url, \(bind(prefix)))") }
+        return (clauses.joined(separator: " AND "), values)
+    }
+
+    /// What `selection` matches among `states`: id, state, whether its drainer lives, body.
+    private func matches(
+        _ selection: EntrySelection, states: Set<EntryState>, fleet: Double, on connection: PostgresConnection
+    ) async throws -> [(id: Int64, state: EntryState, held: Bool, body: String?)] {
+        let (condition, values) = matching(selection, fleet: fleet)
+        var query = PostgresQuery(unsafeSQL: sql("""
+            SELECT e.id, e.state, e.state = 'inflight' AND \(Self.drainerLives), e.body_ref FROM §.entry AS e
+            WHERE \(condition) ORDER BY e.id FOR UPDATE
+            """))
+        try query.binds.bind(lockName)
+        try query.binds.bind(states.map(\.rawValue).sorted())
+        for value in values { try query.binds.bind(value) }
+        var found: [(id: Int64, state: EntryState, held: Bool, body: String?)] = []
+        for try await (id, state, held, body) in try await connection.query(query, logger: logger).decode((Int64, String, Bool, String?).self) {
+            found.append((id, EntryState(rawValue: state) ?? .pending, held, body))
+        }
+        return found
+    }
+
+    private func preview(_ ids: [Int64], on connection: PostgresConnection) async throws -> [QueueEntry] {
+        var entries: [QueueEntry] = []
+        for try await row in try await connection.query(
+            PostgresQuery(unsafeSQL: sql("SELECT \(Self.entryColumns) FROM §.entry WHERE id = ANY($1) ORDER BY id")).with(ids), logger: logger
+        ) {
+            entries.append(try Self.entry(row, fleetNow: 0, uptime: 0))
+        }
+        return entries
+    }
+
+    func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
+        let states = (selection.states.isEmpty ? [.pending, .dead] : selection.states).subtracting([.delivered])
+        guard !states.isEmpty else { return BulkChange(dryRun: dryRun) }
+        let fleet = try await fleetTime(now)
+        let work: @Sendable (PostgresConnection) async throws -> BulkChange = { connection in
+            let found = try await self.matches(selection, states: states, fleet: fleet, on: connection)
+            let ids = found.filter { $0.state != .inflight }.map(\.id)
+            var change = BulkChange(ids: ids, skipped: found.filter { $0.state == .inflight }.map(\.id), dryRun: dryRun)
+            if dryRun {
+                change.entries = try await self.preview(ids, on: connection)
+            } else if !ids.isEmpty {
+                try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                    UPDATE §.entry SET state = 'pending', attempts = 0, budget_from = $1, next_attempt_at = $1, waiting_network = false,
+                        finished_at = NULL
+                    WHERE id = ANY($2) AND state IN ('pending', 'dead')
+                    """)).with(fleet, ids), logger: self.logger)
+                try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger)
+            }
+            return change
+        }
+        // A dry run reads in a transaction too (its row locks end with it); it writes nothing.
+        return try await transaction(work)
+    }
+
+    func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
+        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
+        let fleet = try await fleetTime(now)
+        return try await transaction { connection in
+            let found = try await self.matches(selection, states: states, fleet: fleet, on: connection)
+            let chosen = found.filter { !$0.held }
+            let ids = chosen.map(\.id)
+            var change = BulkChange(ids: ids, skipped: found.filter(\.held).map(\.id), dryRun: dryRun)
+            if dryRun {
+                change.entries = try await self.preview(ids, on: connection)
+                return change
+            }
+            if !ids.isEmpty {
+                try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.entry WHERE id = ANY($1)")).with(ids), logger: self.logger)
+                let bodies = chosen.compactMap(\.body)
+                if !bodies.isEmpty {
+                    try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.body WHERE ref = ANY($1)")).with(bodies), logger: self.logger)
+                }
+            }
+            return change
+        }
+    }
+}

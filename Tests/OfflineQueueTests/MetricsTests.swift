@@ -1,0 +1,77 @@
+import Foundation
+import HTTPCore
+import MetricsTestKit
+import OfflineQueue
+import Testing
+import TestSupport
+
+/// What the queue reports through swift-metrics, read back from swift-metrics' test factory.
+@Suite("Metrics: counters, timers and gauges")
+struct MetricsTests {
+    @Test("enqueued, delivered, retried and dead-lettered by endpoint and status class; both timers; gauges from the counts")
+    func reports() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        scriptFailures(server, "/flaky", [(status: 503, headers: [])])
+        let metrics = TestMetrics()
+        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.metrics.factory = metrics }
+        for index in 0..<2 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=\(index)").absoluteString) }
+        _ = try await queue.enqueue(method: "POST", url: server.url("/status/404").absoluteString)
+        _ = try await queue.enqueue(method: "POST", url: server.url("/flaky").absoluteString)
+        // Deduplicated: stored once, counted once.
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=0").absoluteString, options: EnqueueOptions(idempotencyKey: "k"))
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=0").absoluteString, options: EnqueueOptions(idempotencyKey: "k"))
+        #expect(try metrics.expectCounter("courier_queue_enqueued_total", [("endpoint", "POST /echo")]).totalValue == 3)
+        #expect(try metrics.expectCounter("courier_queue_enqueued_total", [("endpoint", "POST /flaky")]).totalValue == 1)
+
+        let summary = try await drainUntilSettled(queue)
+        #expect(summary.delivered == 4 && summary.dead == 1 && summary.failed == 1)
+        let delivered = try metrics.expectCounter("courier_queue_delivered_total", [("endpoint", "POST /echo"), ("status_class", "2xx")])
+        #expect(delivered.totalValue == 3)
+        #expect(try metrics.expectCounter("courier_queue_delivered_total", [("endpoint", "POST /flaky"), ("status_class", "2xx")]).totalValue == 1)
+        #expect(try metrics.expectCounter("courier_queue_retried_total", [("endpoint", "POST /flaky"), ("status_class", "5xx")]).totalValue == 1)
+        let dead = try metrics.expectCounter(
+            "courier_queue_dead_lettered_total", [("endpoint", "POST /status/404"), ("status_class", "4xx"), ("reason", "rejected")]
+        )
+        #expect(dead.totalValue == 1)
+        let waited = try metrics.expectTimer("courier_queue_enqueue_to_delivery_seconds", [("endpoint", "POST /echo")])
+        #expect(waited.values.count == 3 && waited.values.allSatisfy { $0 >= 0 })
+        #expect(try metrics.expectTimer("courier_queue_attempt_duration_seconds", [("endpoint", "POST /flaky")]).values.count == 2)
+
+        #expect(try metrics.expectGauge("courier_queue_pending").lastValue == 0)
+        #expect(try metrics.expectGauge("courier_queue_inflight").lastValue == 0)
+        #expect(try metrics.expectGauge("courier_queue_dead").lastValue == 1)
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=9").absoluteString)
+        #expect(try metrics.expectGauge("courier_queue_pending").lastValue == 0, "an enqueue reads no counts")
+        try await queue.updateMetrics()
+        #expect(try metrics.expectGauge("courier_queue_pending").lastValue == 1)
+        #expect(try metrics.expectGauge("courier_queue_oldest_pending_age_seconds").lastValue.map { $0 >= 0 } == true)
+        await server.shutdown()
+    }
+
+    @Test("a prefix of one's own; metrics turned off report nothing")
+    func options() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let metrics = TestMetrics()
+        let queue = try makeQueue(path: folder.databasePath, server: server) {
+            $0.metrics.factory = metrics
+            $0.metrics.prefix = "app_outbox"
+        }
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        _ = try await queue.drain()
+        #expect(try metrics.expectCounter("app_outbox_delivered_total", [("endpoint", "POST /echo"), ("status_class", "2xx")]).totalValue == 1)
+
+        let silent = TestMetrics()
+        let off = try makeQueue(path: folder.databasePath, server: server) {
+            $0.metrics = QueueMetricsOptions(isEnabled: false, factory: silent)
+        }
+        _ = try await off.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        _ = try await off.drain()
+        try await off.updateMetrics()
+        #expect(silent.counters.isEmpty && silent.timers.isEmpty && silent.recorders.isEmpty)
+        await server.shutdown()
+    }
+}

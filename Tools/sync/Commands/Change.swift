@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import OfflineQueue
+
+struct Retry: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Make dead or waiting entries due now, with a fresh attempt budget.",
+        discussion: """
+            Give entry ids, --dead, or a selection: --state (pending or dead; both by default), \
+            --group, --status, --older-than and --url-prefix, all of which must hold. A selection \
+            is changed in one transaction; entries in flight are left alone, delivered ones are \
+            never retried. --dry-run prints what would change.
+
+            Examples:
+              sync retry 41 42
+              sync retry --dead
+              sync retry --group user-42 --status 5xx --dry-run
+              sync retry --state dead --url-prefix https://api.example.com/v2/ --older-than 1h
+            """
+    )
+
+    @OptionGroup var options: QueueOptions
+
+    @Argument(help: "Entry ids.")
+    var ids: [EntryID] = []
+
+    @Flag(name: .long, help: "Every dead entry (with a selection: the dead ones it matches).")
+    var dead = false
+
+    @OptionGroup(title: "Selection") var selection: SelectionOptions
+
+    func validate() throws {
+        let selecting = dead || selection.isSet
+        if selecting == !ids.isEmpty {
+            throw ValidationError(ids.isEmpty
+                ? "give entry ids, --dead, or a selection (--state, --group, --status, --older-than, --url-prefix)"
+                : "give entry ids or a selection, not both (\((dead ? ["--dead"] : []) + selection.given))")
+        }
+        if selection.dryRun && !ids.isEmpty { throw ValidationError("--dry-run applies to a selection, not to entry ids") }
+        for state in selection.state where state == .inflight || state == .delivered {
+            throw ValidationError("--state \(state.rawValue): retry takes pending or dead entries (in flight ones are being sent, delivered ones are done)")
+        }
+        try selection.check()
+    }
+
+    func run() async throws {
+        try await reporting {
+            let queue = try await options.openQueue(create: false, readOnly: selection.dryRun)
+            guard ids.isEmpty else {
+                let changed = try await queue.retry(ids)
+                if options.json { Output.json(["retried": changed]) } else { print("\(changed.count) entries due now") }
+                return
+            }
+            let change = try await queue.retry(matching: selection.selection(adding: dead ? [.dead] : []), dryRun: selection.dryRun)
+            BulkReport.print(change, verb: "retry", json: options.json, jsonObject: ["retried": change.ids], done: "\(change.ids.count) entries due now")
+        }
+    }
+}
+
+struct Purge: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete entries: delivered, dead, a selection, or by id.",
+        discussion: """
+            Give entry ids, --delivered, --dead, or a selection: --state (any state by default), \
+            --group, --status, --older-than and --url-prefix, all of which must hold. A selection \
+            is deleted in one transaction, with the body files of its entries. Entries in flight \
+            under a live drainer are never deleted. --dry-run prints what would go.
+
+            Examples:
+              sync purge --delivered
+              sync purge --dead --older-than 7d
+              sync purge --group retired-tenant --dry-run
+              sync purge --url-prefix https://old.example.com/
+              sync purge 17 18
+            """
+    )
+
+    @OptionGroup var options: QueueOptions
+
+    @Argument(help: "Entry ids.")
+    var ids: [EntryID] = []
+
+    @Flag(name: .long, help: "Delivered entries.")
+    var delivered = false
+
+    @Flag(name: .long, help: "Dead entries.")
+    var dead = false
+
+    @OptionGroup(title: "Selection") var selection: SelectionOptions
+
+    func validate() throws {
+        let selecting = delivered || dead || selection.isSet
+        if selecting == !ids.isEmpty {
+            let flags = (delivered ? ["--delivered"] : []) + (dead ? ["--dead"] : []) + selection.given
+            throw ValidationError(ids.isEmpty
+                ? "give --delivered, --dead, a selection (--state, --group, --status, --older-than, --url-prefix), or entry ids"
+                : "give entry ids or a selection, not both (\(flags))")
+        }
+        if selection.dryRun && !ids.isEmpty { throw ValidationError("--dry-run applies to a selection, not to entry ids") }
+        try selection.check()
+    }
+
+    func run() async throws {
+        try await reporting {
+            let queue = try await options.openQueue(create: false, readOnly: selection.dryRun)
+            guard ids.isEmpty else {
+                let count = try await queue.purge(.ids(ids))
+                if options.json { Output.json(["purged": count]) } else { print("\(count) entries purged") }
+                return
+            }
+            var states: Set<EntryState> = []
+            if delivered { states.insert(.delivered) }
+            if dead { states.insert(.dead) }
+            let change = try await queue.purge(matching: selection.selection(adding: states), dryRun: selection.dryRun)
+            BulkReport.print(
+                change, verb: "purge", json: options.json, jsonObject: ["purged": change.ids.count, "ids": change.ids],
+                done: "\(change.ids.count) entries purged"
+            )
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import OfflineQueue
+
+struct Pause: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Stop every drainer from sending the queue's entries, or one group's, until resumed.",
+        discussion: """
+            The pause is kept in the database: no drainer of any process (sync run, sync drain, \
+            an app's queue) claims what it holds from its next claim on, across restarts, until \
+            `sync resume`. Entries in flight finish; enqueueing goes on. `sync stats` and \
+            `sync list` show it.
+
+            Examples:
+              sync pause
+              sync pause --group user-42
+            """
+    )
+
+    @OptionGroup var target: PauseTarget
+
+    func run() async throws {
+        try await target.apply(paused: true) { queue, group throws(QueueError) in try await queue.pause(group: group) }
+    }
+}
+
+struct Resume: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Lift a pause made by `sync pause`: of the whole queue, or of one group.",
+        discussion: """
+            Without --group it lifts the whole queue's pause; pauses of single groups stay. A \
+            running `sync run` picks the entries up at its next poll.
+
+            Examples:
+              sync resume
+              sync resume --group user-42
+            """
+    )
+
+    @OptionGroup var target: PauseTarget
+
+    func run() async throws {
+        try await target.apply(paused: false) { queue, group throws(QueueError) in try await queue.resume(group: group) }
+    }
+}
+
+/// What `pause` and `resume` act on, and what they print.
+struct PauseTarget: ParsableArguments {
+    @OptionGroup var options: QueueOptions
+
+    @Option(name: .long, help: "Only this group, not the whole queue.")
+    var group: String?
+
+    /// Opens the queue, applies `change` (which says whether anything changed), and reports.
+    func apply(paused: Bool, _ change: (OfflineQueue, String?) async throws(QueueError) -> Bool) async throws {
+        try await reporting {
+            let queue = try await options.openQueue(create: false)
+            let changed = try await change(queue, group)
+            if options.json {
+                Output.json(["group": group.map { $0 as Any } ?? NSNull(), "paused": paused, "changed": changed])
+                return
+            }
+            let what = group.map { "group \($0)" } ?? "the queue"
+            print(Output.terminalSafe(changed ? "\(what) \(paused ? "paused" : "resumed")" : "\(what) was already \(paused ? "paused" : "not paused")"))
+        }
+    }
+}
