@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .executableTarget(
@@ -25,6 +26,8 @@ let package = Package(
                 .product(name: "Plugins", package: "courier"),
                 .product(name: "Multipart", package: "courier"),
                 .product(name: "OfflineQueue", package: "courier"),
+                .product(name: "OfflineQueuePostgres", package: "courier"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
