@@ -28,6 +28,16 @@ enum Bench {
             try await QueueBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
             return
         }
+        if CommandLine.arguments.dropFirst().first == "--postgres" {
+            try await PostgresBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+            return
+        }
+        if CommandLine.arguments.dropFirst().first == "--postgres-drainer" {
+            let arguments = Array(CommandLine.arguments.dropFirst(2))
+            guard arguments.count == 2, let port = Int(arguments[1]) else { throw BenchError("usage: courier-bench --postgres-drainer URL PORT") }
+            try await PostgresBench.drainer(url: arguments[0], port: port)
+            return
+        }
         if CommandLine.arguments.dropFirst().first == "--queue-stub" {
             try await QueueBench.machinery(count: Int(CommandLine.arguments.dropFirst(2).first ?? "") ?? 20_000)
             return
@@ -206,7 +216,17 @@ enum Bench {
         try await httpClient.shutdown()
         if goals {
             results += try await Goals.queue(server: server, rounds: options.rounds)
+            // The PostgreSQL figures need a server given by the caller (none is started here).
+            var curve: [(processes: Int, rates: [Double])] = []
+            if let database = try PostgresBench.configuredServer() {
+                let figures = try await PostgresBench.figures(database: database, server: server, rounds: options.rounds)
+                results += figures.ratios
+                curve = figures.curve
+            } else {
+                print(PostgresBench.skipped)
+            }
             Goals.table(results)
+            PostgresBench.curve(curve, entries: 8_000)
         }
         server.stop()
     }
