@@ -153,11 +153,14 @@ enum PostgresBench {
         var figures = Figures()
         let offline = APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: AsyncHTTPClientTransport())
         func open(_ schema: String, client: APIClient) async throws -> OfflineQueue {
-            made.add(schema)
-            return try await OfflineQueue.open(
+            // Recorded once made: a failed open changed nothing (and the raw pool, which cannot
+            // connect either then, would wait for ever to drop it).
+            let queue = try await OfflineQueue.open(
                 configuration: QueueConfiguration(path: database.queueURL(schema: schema), concurrency: concurrency),
                 client: client, logger: quiet
             )
+            made.add(schema)
+            return queue
         }
 
         // MARK: Enqueue, one at a time and 16 at once
