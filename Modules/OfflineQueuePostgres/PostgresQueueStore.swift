@@ -53,8 +53,12 @@ final class PostgresQueueStore: QueueStorage {
     var owner: String { session.current?.name ?? "" }
     /// The drainer numbers whose claims this store may settle.
     var heldNumbers: [Int64] { numbers.current }
-    /// The number of the live session, `-1` when there is none.
-    var currentNumber: Int64 { session.current?.number ?? -1 }
+    /// The number of the live session, `-1` when there is none or its connection was cut (a
+    /// drainer that lost its lock claims nothing until it takes a new one).
+    var currentNumber: Int64 {
+        guard let current = session.current, !current.connection.isClosed else { return -1 }
+        return current.number
+    }
 
     private init(place: PostgresLocation, client: PostgresClient, logger: Logger, readOnly: Bool) {
         self.place = place
