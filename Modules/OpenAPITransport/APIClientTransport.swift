@@ -34,8 +34,8 @@ public import OpenAPIRuntime
 /// Retries and 307/308 redirects send the body again. A body the generated code can iterate
 /// several times (JSON, text, form bodies, and multipart bodies built from an array) is sent
 /// again as it is; a body it can iterate only once (a multipart or binary body made from a
-/// stream) fails such a second attempt with `NetworkError.underlying` wrapping the runtime's
-/// "too many iterations" error.
+/// stream) fails such a second attempt with ``NetworkError/invalidRequest(_:)``, which ends
+/// the retries.
 public struct APIClientTransport: ClientTransport {
     /// The client every call goes through.
     public let client: APIClient
@@ -83,13 +83,27 @@ public struct APIClientTransport: ClientTransport {
     }
 
     /// `body` as a Courier body: a stream of its chunks, made anew for each attempt, with its
-    /// length when known.
+    /// length when known. A body that can be iterated only once fails a second attempt (a
+    /// retry, a 307/308) with ``NetworkError/invalidRequest(_:)``, which is not retried.
     package static func requestBody(_ body: HTTPBody) -> RequestBody {
         let length: Int? = switch body.length {
         case .known(let count): Int(exactly: count)
         case .unknown: nil
         }
-        return .stream(length: length) { ByteStream(body.map { Data($0) }) }
+        guard body.iterationBehavior == .single else {
+            return .stream(length: length) { ByteStream(body.map { Data($0) }) }
+        }
+        let used = LockedBox(false)
+        return .stream(length: length) {
+            guard !used.withLock({ used in defer { used = true }; return used }) else {
+                return ByteStream {
+                    throw NetworkError.invalidRequest(.other(
+                        "the request body can be sent only once (the generated code made it from a single-pass sequence), so the request cannot be sent again for a retry or a 307/308 redirect"
+                    ))
+                }
+            }
+            return ByteStream(body.map { Data($0) })
+        }
     }
 
     /// A Courier response as the generated client reads it: the same head, and the body as a

@@ -193,6 +193,41 @@ struct LoopbackTests {
         await server.shutdown()
     }
 
+    @Test("a retried POST sends a multi-pass body again; a single-pass body fails the second attempt with invalidRequest")
+    func retriedBodies() async throws {
+        let server = try await NotesServer.start()
+        let api = makeAPIClient(.asyncHTTPClient, baseURL: server.serverURL) {
+            var policy = RetryPolicy.exponential(maxAttempts: 3, backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(20)))
+            policy.retryableMethods.insert(.post)
+            $0.retryPolicy = policy
+        }
+        let client = makeClient(server.serverURL, transport: APIClientTransport(client: api))
+        let file = contentPattern(50_000)
+        let again = try await client.uploadAttachment(path: .init(noteId: 501), body: .multipartForm([
+            .file(.init(payload: .init(body: HTTPBody(file)), filename: "a.bin")),
+        ])).created.body.json
+        #expect(again.parts.last?.size == file.count)
+        #expect(server.responder.received.filter { $0.head.path == "/api/notes/501/attachments" }.count == 2)
+
+        let once = AsyncStream<Operations.UploadAttachment.Input.Body.MultipartFormPayload> { continuation in
+            continuation.yield(.file(.init(payload: .init(body: HTTPBody(file)), filename: "b.bin")))
+            continuation.finish()
+        }
+        do {
+            _ = try await client.uploadAttachment(path: .init(noteId: 502), body: .multipartForm(MultipartBody(once)))
+            Issue.record("a single-pass body cannot be sent twice")
+        } catch let error as ClientError {
+            guard case .invalidRequest(let reason) = error.networkError else {
+                Issue.record("expected NetworkError.invalidRequest, got \(error.underlyingError)")
+                await server.shutdown()
+                return
+            }
+            #expect("\(reason)".contains("can be sent only once"), "\(reason)")
+        }
+        #expect(server.responder.received.filter { $0.head.path == "/api/notes/502/attachments" }.count == 1, "not retried again")
+        await server.shutdown()
+    }
+
     @Test("a server URL that is not http(s) is refused before anything is sent")
     func badServerURL() async throws {
         let server = try await NotesServer.start()

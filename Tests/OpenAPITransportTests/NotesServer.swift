@@ -94,7 +94,11 @@ final class NotesResponder: Transport {
         return try json(Note(id: id, title: new.title, body: new.body, tags: new.tags), status: 201)
     }
 
+    /// Notes 500-599 answer 503 (`Retry-After: 0`) the first time.
     private func attachments(_ id: Int64, contentType: String, body: Data) throws -> TransportResponse {
+        if (500..<600).contains(id), state.withLock({ $0.failed.insert(id).inserted }) {
+            return try json(Problem(title: "try again", status: 503), status: 503, problem: true, extra: [.retryAfter: "0"])
+        }
         let parts = try MultipartReader.parts(of: body, contentType: contentType).map { part in
             Attachment.Part(
                 name: part.name, contentType: part.contentType, size: part.body.count,
