@@ -45,114 +45,113 @@ struct OfflineQueueTests {
 
     @Test("offline: the call throws OperationQueued with the ticket; back online, a drain delivers it")
     func queuedThenReplayed() async throws {
-        let server = try await NotesServer.start()
-        let monitor = ManualMonitor(.offline(.noLink))
-        let setup = try Setup(server, monitor: monitor)
-        defer { setup.remove() }
+        try await withNotesServer { server in
+            let monitor = ManualMonitor(.offline(.noLink))
+            let setup = try Setup(server, monitor: monitor)
+            defer { setup.remove() }
 
-        var queued: OperationQueued?
-        do {
-            _ = try await setup.client.createNote(body: .json(.init(title: "offline note", body: "written on a plane")))
-            Issue.record("a queued call must not look like a success")
-        } catch let error as ClientError {
-            queued = error.queued
+            var queued: OperationQueued?
+            do {
+                _ = try await setup.client.createNote(body: .json(.init(title: "offline note", body: "written on a plane")))
+                Issue.record("a queued call must not look like a success")
+            } catch let error as ClientError {
+                queued = error.queued
+            }
+            let ticket = try #require(queued).ticket
+            #expect(queued?.operationID == "createNote")
+            #expect(server.responder.received.isEmpty, "nothing reached the server")
+
+            let entry = try #require(try await setup.queue.entry(ticket.id))
+            #expect(entry.name == "createNote", "the entry is keyed by the operation id")
+            #expect(entry.group == "createNote")
+            #expect(entry.scopes == ["notes"])
+            #expect(entry.method == "POST")
+            #expect(entry.url == server.serverURL.absoluteString + "/notes")
+            #expect(entry.state == .pending)
+
+            #expect(try await setup.queue.drain().offline, "a drain while offline sends nothing")
+            #expect(server.responder.received.isEmpty)
+
+            monitor.status = .online(interface: "eth0", family: .ipv4)
+            let summary = try await setup.queue.drain()
+            #expect(summary.delivered == 1)
+            let received = try #require(server.responder.received.last)
+            #expect(received.head.path == "/api/notes")
+            #expect(received.head.headerFields[HTTPField.Name("Idempotency-Key")!] == ticket.idempotencyKey)
+            #expect(received.head.headerFields[HTTPField.Name("X-Prepared-By")!] == "recording-plugin", "scoped plugins run again at replay")
+            #expect(received.head.headerFields[.contentType] == "application/json; charset=utf-8")
+            let sent = try JSONDecoder().decode(NotesResponder.NewNote.self, from: try #require(received.body))
+            #expect(sent.title == "offline note")
+            #expect(sent.body == "written on a plane")
+            #expect(try await setup.queue.entry(ticket.id)?.state == .delivered)
         }
-        let ticket = try #require(queued).ticket
-        #expect(queued?.operationID == "createNote")
-        #expect(server.responder.received.isEmpty, "nothing reached the server")
-
-        let entry = try #require(try await setup.queue.entry(ticket.id))
-        #expect(entry.name == "createNote", "the entry is keyed by the operation id")
-        #expect(entry.group == "createNote")
-        #expect(entry.scopes == ["notes"])
-        #expect(entry.method == "POST")
-        #expect(entry.url == server.serverURL.absoluteString + "/notes")
-        #expect(entry.state == .pending)
-
-        #expect(try await setup.queue.drain().offline, "a drain while offline sends nothing")
-        #expect(server.responder.received.isEmpty)
-
-        monitor.status = .online(interface: "eth0", family: .ipv4)
-        let summary = try await setup.queue.drain()
-        #expect(summary.delivered == 1)
-        let received = try #require(server.responder.received.last)
-        #expect(received.head.path == "/api/notes")
-        #expect(received.head.headerFields[HTTPField.Name("Idempotency-Key")!] == ticket.idempotencyKey)
-        #expect(received.head.headerFields[HTTPField.Name("X-Prepared-By")!] == "recording-plugin", "scoped plugins run again at replay")
-        #expect(received.head.headerFields[.contentType] == "application/json; charset=utf-8")
-        let sent = try JSONDecoder().decode(NotesResponder.NewNote.self, from: try #require(received.body))
-        #expect(sent.title == "offline note")
-        #expect(sent.body == "written on a plane")
-        #expect(try await setup.queue.entry(ticket.id)?.state == .delivered)
-        await server.shutdown()
     }
 
     @Test("online: a queued operation is sent now and its output (2xx or documented error) is returned")
     func onlineSendsNow() async throws {
-        let server = try await NotesServer.start()
-        let setup = try Setup(server, monitor: ManualMonitor(.online(interface: "eth0", family: .ipv4)))
-        defer { setup.remove() }
+        try await withNotesServer { server in
+            let setup = try Setup(server, monitor: ManualMonitor(.online(interface: "eth0", family: .ipv4)))
+            defer { setup.remove() }
 
-        let outcome = try await OperationOutcome.of { try await setup.client.createNote(body: .json(.init(title: "now", body: "b"))) }
-        guard case .sent(let output) = outcome else {
-            Issue.record("expected .sent, got \(outcome)")
-            await server.shutdown()
-            return
+            let outcome = try await OperationOutcome.of { try await setup.client.createNote(body: .json(.init(title: "now", body: "b"))) }
+            guard case .sent(let output) = outcome else {
+                Issue.record("expected .sent, got \(outcome)")
+                return
+            }
+            #expect(try output.created.body.json.title == "now")
+            let refused = try await setup.client.createNote(body: .json(.init(title: "", body: "b")))
+            #expect(try refused.unprocessableContent.body.applicationProblemJson.status == 422)
+            #expect(try await setup.queue.counts().pending == 0, "nothing was stored")
+            #expect(setup.plugin.calls.map(\.name) == ["createNote", "createNote"])
         }
-        #expect(try output.created.body.json.title == "now")
-        let refused = try await setup.client.createNote(body: .json(.init(title: "", body: "b")))
-        #expect(try refused.unprocessableContent.body.applicationProblemJson.status == 422)
-        #expect(try await setup.queue.counts().pending == 0, "nothing was stored")
-        #expect(setup.plugin.calls.map(\.name) == ["createNote", "createNote"])
-        await server.shutdown()
     }
 
     @Test("an operation not named for the queue goes straight through, and fails as usual when offline")
     func otherOperations() async throws {
-        let server = try await NotesServer.start()
-        let gone = LockedBox(false)
-        let setup = try Setup(server, monitor: ManualMonitor(.online(interface: "eth0", family: .ipv4)), transport: NetworkSwitch(gone: gone))
-        defer { setup.remove() }
-        #expect(try await setup.client.getNote(path: .init(noteId: 3)).ok.body.json.id == 3)
-        gone.withLock { $0 = true }
-        do {
-            _ = try await setup.client.getNote(path: .init(noteId: 3))
-            Issue.record("expected a thrown error")
-        } catch let error as ClientError {
-            #expect(error.queued == nil)
-            #expect(error.networkError?.isConnectivityFailure == true)
+        try await withNotesServer { server in
+            let gone = LockedBox(false)
+            let setup = try Setup(server, monitor: ManualMonitor(.online(interface: "eth0", family: .ipv4)), transport: NetworkSwitch(gone: gone))
+            defer { setup.remove() }
+            #expect(try await setup.client.getNote(path: .init(noteId: 3)).ok.body.json.id == 3)
+            gone.withLock { $0 = true }
+            do {
+                _ = try await setup.client.getNote(path: .init(noteId: 3))
+                Issue.record("expected a thrown error")
+            } catch let error as ClientError {
+                #expect(error.queued == nil)
+                #expect(error.networkError?.isConnectivityFailure == true)
+            }
+            #expect(try await setup.queue.counts().pending == 0)
         }
-        #expect(try await setup.queue.counts().pending == 0)
-        await server.shutdown()
     }
 
     @Test("a send that finds the network gone stores the call; a single-pass multipart body is kept whole and replayed")
     func networkGoneDuringSend() async throws {
-        let server = try await NotesServer.start()
-        let gone = LockedBox(true)
-        let monitor = ManualMonitor(.online(interface: "eth0", family: .ipv4))
-        let setup = try Setup(server, monitor: monitor, transport: NetworkSwitch(gone: gone))
-        defer { setup.remove() }
-        let file = contentPattern(300_000)
-        let parts = AsyncStream<Operations.UploadAttachment.Input.Body.MultipartFormPayload> { continuation in
-            continuation.yield(.caption(.init(payload: .init(body: HTTPBody("queued upload")))))
-            continuation.yield(.file(.init(payload: .init(body: streamedBody(file)), filename: "big.bin")))
-            continuation.finish()
-        }
-        let outcome = try await OperationOutcome.of {
-            try await setup.client.uploadAttachment(path: .init(noteId: 5), body: .multipartForm(MultipartBody(parts)))
-        }
-        let ticket = try #require(outcome.queued?.ticket)
-        #expect(server.responder.received.isEmpty)
-        #expect(try await setup.queue.entry(ticket.id)?.name == "uploadAttachment")
+        try await withNotesServer { server in
+            let gone = LockedBox(true)
+            let monitor = ManualMonitor(.online(interface: "eth0", family: .ipv4))
+            let setup = try Setup(server, monitor: monitor, transport: NetworkSwitch(gone: gone))
+            defer { setup.remove() }
+            let file = contentPattern(300_000)
+            let parts = AsyncStream<Operations.UploadAttachment.Input.Body.MultipartFormPayload> { continuation in
+                continuation.yield(.caption(.init(payload: .init(body: HTTPBody("queued upload")))))
+                continuation.yield(.file(.init(payload: .init(body: streamedBody(file)), filename: "big.bin")))
+                continuation.finish()
+            }
+            let outcome = try await OperationOutcome.of {
+                try await setup.client.uploadAttachment(path: .init(noteId: 5), body: .multipartForm(MultipartBody(parts)))
+            }
+            let ticket = try #require(outcome.queued?.ticket)
+            #expect(server.responder.received.isEmpty)
+            #expect(try await setup.queue.entry(ticket.id)?.name == "uploadAttachment")
 
-        gone.withLock { $0 = false }
-        #expect(try await setup.queue.drain().delivered == 1)
-        let received = try #require(server.responder.received.last)
-        let stored = try MultipartReader.parts(of: try #require(received.body), contentType: received.head.headerFields[.contentType] ?? "")
-        #expect(stored.map(\.name) == ["caption", "file"])
-        #expect(stored.last?.body == file)
-        await server.shutdown()
+            gone.withLock { $0 = false }
+            #expect(try await setup.queue.drain().delivered == 1)
+            let received = try #require(server.responder.received.last)
+            let stored = try MultipartReader.parts(of: try #require(received.body), contentType: received.head.headerFields[.contentType] ?? "")
+            #expect(stored.map(\.name) == ["caption", "file"])
+            #expect(stored.last?.body == file)
+        }
     }
 }
 

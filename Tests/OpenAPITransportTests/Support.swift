@@ -79,3 +79,15 @@ func streamedBody(_ data: Data, chunk: Int = 8 * 1024) -> HTTPBody {
     }
     return HTTPBody(stream, length: .unknown)
 }
+
+/// Runs `body` with a fresh notes server, shut down afterwards whether `body` returned or threw.
+func withNotesServer(_ body: (NotesServer) async throws -> Void) async throws {
+    let server = try await NotesServer.start()
+    do {
+        try await body(server)
+    } catch {
+        await server.shutdown()
+        throw error
+    }
+    await server.shutdown()
+}
