@@ -3,6 +3,7 @@ import HTTPCore
 import HTTPTypes
 import OpenAPIRuntime
 import OpenAPITransport
+import Reachability
 import Testing
 import TestSupport
 
@@ -223,6 +224,32 @@ struct LoopbackTests {
         }
     }
 
+    @Test("interceptors wrap generated calls; a reachability pre-flight plugin refuses them while offline")
+    func interceptorsAndReachability() async throws {
+        try await withNotesServer { server in
+            let monitor = ManualMonitor(.online(interface: "eth0", family: .ipv4))
+            let api = makeAPIClient(.asyncHTTPClient, baseURL: server.serverURL) {
+                $0.plugins = [ReachabilityPlugin(monitor: monitor)]
+                $0.interceptors = [TaggingInterceptor()]
+            }
+            let client = makeClient(server.serverURL, transport: APIClientTransport(client: api))
+            #expect(try await client.getNote(path: .init(noteId: 1)).ok.body.json.id == 1)
+            #expect(server.responder.received.last?.head.headerFields[HTTPField.Name("X-Intercepted")!] == "getNote")
+
+            monitor.status = .offline(.noLink)
+            do {
+                _ = try await client.getNote(path: .init(noteId: 2))
+                Issue.record("expected a thrown error")
+            } catch let error as ClientError {
+                guard case .offline = error.networkError else {
+                    Issue.record("expected NetworkError.offline, got \(error.underlyingError)")
+                    return
+                }
+            }
+            #expect(server.responder.received.count == 1, "nothing was sent while offline")
+        }
+    }
+
     @Test("a server URL that is not http(s) is refused before anything is sent")
     func badServerURL() async throws {
         try await withNotesServer { server in
@@ -238,5 +265,14 @@ struct LoopbackTests {
             }
             #expect(server.responder.received.isEmpty)
         }
+    }
+}
+
+/// Marks each request with the name of the call it belongs to.
+private struct TaggingInterceptor: Interceptor {
+    func intercept(_ request: PreparedRequest, context: CallContext, next: InterceptorNext) async throws -> TransportResponse {
+        var request = request
+        request.headers[HTTPField.Name("X-Intercepted")!] = context.endpointName
+        return try await next(request)
     }
 }
