@@ -67,17 +67,13 @@ struct LoopbackTests {
         try await withNotesServer { server in
             let transport = APIClientTransport(client: makeAPIClient(wire, baseURL: server.serverURL), validation: .successful)
             let client = makeClient(server.serverURL, transport: transport)
-            do {
-                _ = try await client.getNote(path: .init(noteId: -5))
-                Issue.record("expected a thrown error")
-            } catch let error as ClientError {
-                guard case .notFound(let response) = error.networkError else {
-                    Issue.record("expected NetworkError.notFound, got \(error.underlyingError)")
-                    return
-                }
-                #expect(error.operationID == "getNote")
-                #expect(String(decoding: response.body, as: UTF8.self).contains("note -5 does not exist"))
+            let error = await clientError { try await client.getNote(path: .init(noteId: -5)) }
+            guard case .notFound(let response) = error?.networkError else {
+                Issue.record("expected NetworkError.notFound, got \(String(describing: error))")
+                return
             }
+            #expect(error?.operationID == "getNote")
+            #expect(String(decoding: response.body, as: UTF8.self).contains("note -5 does not exist"))
         }
     }
 
@@ -210,16 +206,12 @@ struct LoopbackTests {
                 continuation.yield(.file(.init(payload: .init(body: HTTPBody(file)), filename: "b.bin")))
                 continuation.finish()
             }
-            do {
-                _ = try await client.uploadAttachment(path: .init(noteId: 502), body: .multipartForm(MultipartBody(once)))
-                Issue.record("a single-pass body cannot be sent twice")
-            } catch let error as ClientError {
-                guard case .invalidRequest(let reason) = error.networkError else {
-                    Issue.record("expected NetworkError.invalidRequest, got \(error.underlyingError)")
-                    return
-                }
-                #expect("\(reason)".contains("can be sent only once"), "\(reason)")
+            let error = await clientError { try await client.uploadAttachment(path: .init(noteId: 502), body: .multipartForm(MultipartBody(once))) }
+            guard case .invalidRequest(let reason) = error?.networkError else {
+                Issue.record("expected NetworkError.invalidRequest, got \(String(describing: error))")
+                return
             }
+            #expect("\(reason)".contains("can be sent only once"), "\(reason)")
             #expect(server.responder.received.filter { $0.head.path == "/api/notes/502/attachments" }.count == 1, "not retried again")
         }
     }
@@ -233,18 +225,15 @@ struct LoopbackTests {
                 $0.interceptors = [TaggingInterceptor()]
             }
             let client = makeClient(server.serverURL, transport: APIClientTransport(client: api))
-            #expect(try await client.getNote(path: .init(noteId: 1)).ok.body.json.id == 1)
+            let online = try await client.getNote(path: .init(noteId: 1)).ok.body.json
+            #expect(online.id == 1)
             #expect(server.responder.received.last?.head.headerFields[HTTPField.Name("X-Intercepted")!] == "getNote")
 
             monitor.status = .offline(.noLink)
-            do {
-                _ = try await client.getNote(path: .init(noteId: 2))
-                Issue.record("expected a thrown error")
-            } catch let error as ClientError {
-                guard case .offline = error.networkError else {
-                    Issue.record("expected NetworkError.offline, got \(error.underlyingError)")
-                    return
-                }
+            let error = await clientError { try await client.getNote(path: .init(noteId: 2)) }
+            guard case .offline = error?.networkError else {
+                Issue.record("expected NetworkError.offline, got \(String(describing: error))")
+                return
             }
             #expect(server.responder.received.count == 1, "nothing was sent while offline")
         }
@@ -254,14 +243,10 @@ struct LoopbackTests {
     func badServerURL() async throws {
         try await withNotesServer { server in
             let client = makeClient(URL(string: "ftp://127.0.0.1/api")!, transport: APIClientTransport(client: makeAPIClient(.asyncHTTPClient, baseURL: server.serverURL)))
-            do {
-                _ = try await client.getNote(path: .init(noteId: 1))
-                Issue.record("expected a thrown error")
-            } catch let error as ClientError {
-                guard case .invalidRequest = error.networkError else {
-                    Issue.record("expected NetworkError.invalidRequest, got \(error.underlyingError)")
-                    return
-                }
+            let error = await clientError { try await client.getNote(path: .init(noteId: 1)) }
+            guard case .invalidRequest = error?.networkError else {
+                Issue.record("expected NetworkError.invalidRequest, got \(String(describing: error))")
+                return
             }
             #expect(server.responder.received.isEmpty)
         }

@@ -50,13 +50,8 @@ struct OfflineQueueTests {
             let setup = try Setup(server, monitor: monitor)
             defer { setup.remove() }
 
-            var queued: OperationQueued?
-            do {
-                _ = try await setup.client.createNote(body: .json(.init(title: "offline note", body: "written on a plane")))
-                Issue.record("a queued call must not look like a success")
-            } catch let error as ClientError {
-                queued = error.queued
-            }
+            // A queued call must not look like a success: it throws.
+            let queued = await clientError { try await setup.client.createNote(body: .json(.init(title: "offline note", body: "written on a plane"))) }?.queued
             let ticket = try #require(queued).ticket
             #expect(queued?.operationID == "createNote")
             #expect(server.responder.received.isEmpty, "nothing reached the server")
@@ -114,13 +109,9 @@ struct OfflineQueueTests {
             defer { setup.remove() }
             #expect(try await setup.client.getNote(path: .init(noteId: 3)).ok.body.json.id == 3)
             gone.withLock { $0 = true }
-            do {
-                _ = try await setup.client.getNote(path: .init(noteId: 3))
-                Issue.record("expected a thrown error")
-            } catch let error as ClientError {
-                #expect(error.queued == nil)
-                #expect(error.networkError?.isConnectivityFailure == true)
-            }
+            let error = await clientError { try await setup.client.getNote(path: .init(noteId: 3)) }
+            #expect(error != nil && error?.queued == nil)
+            #expect(error?.networkError?.isConnectivityFailure == true)
             #expect(try await setup.queue.counts().pending == 0)
         }
     }

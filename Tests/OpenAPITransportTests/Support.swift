@@ -4,6 +4,7 @@ import HTTPCore
 import HTTPTypes
 import OpenAPIRuntime
 import OpenAPITransport
+import Testing
 
 /// The Courier transports the tests run over. One AsyncHTTPClient transport for the whole
 /// target: its event loops are costly to make.
@@ -90,4 +91,18 @@ func withNotesServer(_ body: (NotesServer) async throws -> Void) async throws {
         throw error
     }
     await server.shutdown()
+}
+
+/// The `ClientError` that `call` (one generated operation) throws; `nil`, with an issue
+/// recorded, when it returns or throws something else.
+func clientError(_ call: () async throws -> some Sendable, sourceLocation: SourceLocation = #_sourceLocation) async -> ClientError? {
+    do {
+        _ = try await call()
+        Issue.record("expected a thrown ClientError", sourceLocation: sourceLocation)
+    } catch let error as ClientError {
+        return error
+    } catch {
+        Issue.record("expected a ClientError, got \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
 }
