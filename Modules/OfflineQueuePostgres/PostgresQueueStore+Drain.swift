@@ -130,7 +130,10 @@ extension PostgresQueueStore {
                 last_attempt_at = $4
             FROM (
                 SELECT c.id FROM §.entry AS c
-                WHERE c.state = 'pending' AND c.next_attempt_at <= $4 \(once)
+                -- `+ 0` keeps the planner off the due-time index: it misjudges how many rows are
+                -- due and would sort every pending entry to take a few. The claim walks the claim
+                -- order's index and stops at the limit.
+                WHERE c.state = 'pending' AND c.next_attempt_at + 0 <= $4 \(once)
                 AND NOT \(Self.paused("c"))
                 AND (c.group_key IS NULL OR NOT EXISTS (
                     SELECT 1 FROM §.entry AS p

@@ -136,7 +136,9 @@ struct PostgresFleetTests {
         )
         configuration.deliveredRetention = nil
         let client = APIClient(configuration: ClientConfiguration(baseURL: server.baseURL, timeout: .seconds(10)), transport: sharedTransport)
-        let queue = try await OfflineQueue.open(configuration: configuration, client: client)
+        var logger = Logger(label: "courier.queue.postgres")
+        logger.logLevel = ProcessInfo.processInfo.environment["COURIER_TEST_PG_TRACE"] == nil ? .info : .trace
+        let queue = try await OfflineQueue.open(configuration: configuration, client: client, logger: logger)
         let total = 400
         let tickets = try await ProcessTests.fill(queue, count: total) { server.url("/steady?n=\($0)").absoluteString }
         let service = queue.service(pollInterval: .milliseconds(200), logger: Logger(label: "test"))
