@@ -10,15 +10,16 @@ let strictSettings: [SwiftSetting] = [
 ]
 
 let httpTypes = Target.Dependency.product(name: "HTTPTypes", package: "swift-http-types")
+let openAPIRuntime = Target.Dependency.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")
 
 /// A library module under `Modules/NAME`.
 func module(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
     .target(name: name, dependencies: dependencies, path: "Modules/\(name)", swiftSettings: strictSettings)
 }
 
-/// A test target under `Tests/NAME`.
-func tests(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
-    .testTarget(name: name, dependencies: dependencies, swiftSettings: strictSettings)
+/// A test target under `Tests/NAME`; `exclude` names files in it that are not sources.
+func tests(_ name: String, _ dependencies: [Target.Dependency], exclude: [String] = []) -> Target {
+    .testTarget(name: name, dependencies: dependencies, exclude: exclude, swiftSettings: strictSettings)
 }
 
 let package = Package(
@@ -35,6 +36,8 @@ let package = Package(
         .library(name: "OfflineQueue", targets: ["OfflineQueue"]),
         .library(name: "OfflineQueuePostgres", targets: ["OfflineQueuePostgres"]),
         .library(name: "CombineAdapters", targets: ["CombineAdapters"]),
+        .library(name: "OpenAPITransport", targets: ["OpenAPITransport"]),
+        .library(name: "OpenAPIOfflineQueue", targets: ["OpenAPIOfflineQueue"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
         .executable(name: "sync", targets: ["sync"]),
         .executable(name: "tour", targets: ["tour"]),
@@ -57,6 +60,7 @@ let package = Package(
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
     ],
     targets: [
         // Modules
@@ -101,6 +105,10 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
+        // A ClientTransport for swift-openapi-generator's clients over APIClient; the queue part
+        // is a module of its own, so a user of OpenAPITransport alone builds no GRDB.
+        module("OpenAPITransport", ["HTTPCore", httpTypes, openAPIRuntime]),
+        module("OpenAPIOfflineQueue", ["OpenAPITransport", "OfflineQueue", "HTTPCore", httpTypes, openAPIRuntime]),
         // For users' own tests: StubTransport, and LoopbackServer (real HTTP on a loopback port).
         // Not test code: no test framework; the tools' demo servers are built on it.
         module("CourierTesting", [
@@ -207,12 +215,17 @@ let package = Package(
         // compiled here against the products a user depends on; never run.
         tests("DocSnippetsTests", [
             "HTTPCore", "AsyncHTTPClientTransport", "Encoding", "ErrorMapping", "Plugins", "Multipart", "Reachability",
-            "OfflineQueue", "CombineAdapters", "CourierTesting", httpTypes,
+            "OfflineQueue", "CombineAdapters", "CourierTesting", "OpenAPITransport", "OpenAPIOfflineQueue", httpTypes, openAPIRuntime,
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
         ]),
+        // The client in Generated/ is made from openapi.yaml by Tools/openapi-generate.
+        tests("OpenAPITransportTests", [
+            "OpenAPITransport", "OpenAPIOfflineQueue", "OfflineQueue", "Reachability", "HTTPCore", "AsyncHTTPClientTransport",
+            "CourierTesting", "TestSupport", httpTypes, openAPIRuntime,
+        ], exclude: ["openapi.yaml", "openapi-generator-config.yaml"]),
         tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "OfflineQueuePostgres", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,

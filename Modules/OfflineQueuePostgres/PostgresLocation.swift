@@ -26,7 +26,7 @@ public struct PostgresLocation: Sendable, Hashable {
     /// A file of trusted root certificates (PEM) for `verify-ca` and `verify-full`.
     public var sslRootCertificate: String?
     /// Never printed; see ``redacted``.
-    var password: String?
+    package var password: String?
 
     public enum SSLMode: String, Sendable, Hashable, CaseIterable {
         case disable, allow, prefer, require

@@ -36,7 +36,7 @@ extension PostgresQueueStore {
         return try await transaction { connection in
             var result = ClaimResult()
             result.lost = try await self.settle(settlements, fleet: fleet, mine: mine, on: connection)
-            if chores.reclaimOrphans { result.reclaimed = try await self.reclaimOrphans(mine: mine, on: connection) }
+            if chores.reclaimOrphans { result.reclaimed = try await self.reclaimOrphans(current: current, on: connection) }
             if claimLimit > 0 && current >= 0 {
                 result.claimed = try await self.claim(
                     limit: claimLimit, number: current, fleet: fleet, uptime: now.uptime, lease: lease, since: since, on: connection
@@ -104,14 +104,16 @@ extension PostgresQueueStore {
         return lost
     }
 
-    /// Entries in flight under drainers whose lock is free go back to pending, nothing counted.
-    private func reclaimOrphans(mine: [Int64], on connection: PostgresConnection) async throws -> Int {
+    /// Entries in flight under drainers whose lock is free go back to pending, nothing counted:
+    /// those of other processes, and this one's own under a number whose connection was cut
+    /// (they are sent again, as a dead drainer's are).
+    private func reclaimOrphans(current: Int64, on connection: PostgresConnection) async throws -> Int {
         try await connection.query(PostgresQuery(unsafeSQL: sql("""
             UPDATE §.entry AS e SET state = 'pending', lease_owner = NULL, lease_drainer = NULL, lease_expires_at = NULL,
                 last_error = 'taken back from ' || e.lease_owner || ', a drainer that is gone'
-            WHERE e.state = 'inflight' AND NOT (e.lease_drainer = ANY($2)) AND NOT \(Self.drainerLives)
+            WHERE e.state = 'inflight' AND e.lease_drainer <> $2 AND NOT \(Self.drainerLives)
             RETURNING e.id
-            """)).with(lockName, mine), logger: logger).decodeAll(Int64.self).count
+            """)).with(lockName, current), logger: logger).decodeAll(Int64.self).count
     }
 
     /// Lapsed leases (a drainer that lives but hangs) back to pending, then the claim itself.
@@ -128,7 +130,10 @@ extension PostgresQueueStore {
                 last_attempt_at = $4
             FROM (
                 SELECT c.id FROM §.entry AS c
-                WHERE c.state = 'pending' AND c.next_attempt_at <= $4 \(once)
+                -- `+ 0` keeps the planner off the due-time index: it misjudges how many rows are
+                -- due and would sort every pending entry to take a few. The claim walks the claim
+                -- order's index and stops at the limit.
+                WHERE c.state = 'pending' AND c.next_attempt_at + 0 <= $4 \(once)
                 AND NOT \(Self.paused("c"))
                 AND (c.group_key IS NULL OR NOT EXISTS (
                     SELECT 1 FROM §.entry AS p

@@ -53,8 +53,12 @@ final class PostgresQueueStore: QueueStorage {
     var owner: String { session.current?.name ?? "" }
     /// The drainer numbers whose claims this store may settle.
     var heldNumbers: [Int64] { numbers.current }
-    /// The number of the live session, `-1` when there is none.
-    var currentNumber: Int64 { session.current?.number ?? -1 }
+    /// The number of the live session, `-1` when there is none or its connection was cut (a
+    /// drainer that lost its lock claims nothing until it takes a new one).
+    var currentNumber: Int64 {
+        guard let current = session.current, !current.connection.isClosed else { return -1 }
+        return current.number
+    }
 
     private init(place: PostgresLocation, client: PostgresClient, logger: Logger, readOnly: Bool) {
         self.place = place
@@ -181,16 +185,59 @@ final class PostgresQueueStore: QueueStorage {
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(QueueError) -> T {
         if readOnly { throw QueueError.cannotCreate(path: location, reason: "the queue was opened read-only") }
         do {
-            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            return try await client.withTransaction(logger: logger) { connection in
+                try await self.failingOnClose(connection) { try await body(connection) }
+            }
         } catch {
             throw PostgresErrors.map(error, location: location)
+        }
+    }
+
+    /// Runs `body`, which uses `connection`, and fails it when the connection closes first.
+    ///
+    /// A statement whose rows are being read when the server cuts the connection (a restart, a
+    /// failover) may otherwise never end: PostgresNIO 1.33 closes the connection without
+    /// failing a row stream that already delivered rows. Seen in the server-restart test, where
+    /// a drain waited forever on its settle. The body runs in a task of its own, so a caller
+    /// is never held by one that does not end; a watcher looks at the connection every 200 ms
+    /// while the body runs.
+    func failingOnClose<T: Sendable>(_ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let finished = LockedBox(false)
+        let location = self.location
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let finish: @Sendable (Result<T, any Error>) -> Void = { result in
+                let first = finished.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume(with: result) }
+            }
+            let work = Task {
+                do {
+                    finish(.success(try await body()))
+                } catch {
+                    finish(.failure(error))
+                }
+            }
+            Task {
+                while !finished.current {
+                    if connection.isClosed {
+                        finish(.failure(QueueError.unavailable(location: location, reason: "the server closed the connection during a statement")))
+                        work.cancel()
+                        return
+                    }
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            }
         }
     }
 
     /// Runs `body` on a pooled connection, outside a transaction (each statement its own).
     func reading<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(QueueError) -> T {
         do {
-            return try await client.withConnection { connection in try await body(connection) }
+            return try await client.withConnection { connection in
+                try await self.failingOnClose(connection) { try await body(connection) }
+            }
         } catch {
             throw PostgresErrors.map(error, location: location)
         }

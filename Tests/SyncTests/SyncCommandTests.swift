@@ -14,11 +14,20 @@ struct SyncCommandTests {
         let server: TestHTTPServer
         var sync: SyncRunner
 
-        init() async throws {
+        /// A queue in a file, or (with `postgres`) in a schema of its own in the test cluster.
+        init(postgres: Bool = false) async throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-test-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             server = try await TestHTTPServer.start()
-            sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
+            sync = SyncRunner(database: postgres ? try Self.postgresSchema() : folder.appendingPathComponent("queue.db").path)
+        }
+
+        /// The test cluster's URL with a fresh schema (`Tools/test` sets the cluster up).
+        static func postgresSchema() throws -> String {
+            guard let url = ProcessInfo.processInfo.environment["COURIER_TEST_POSTGRES_URL"], !url.isEmpty else {
+                throw TestServerError("COURIER_TEST_POSTGRES_URL is not set: run Tools/test, which starts a throwaway PostgreSQL cluster")
+            }
+            return url + "?schema=s_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
         }
 
         func url(_ path: String) -> String { server.url(path).absoluteString }
@@ -41,9 +50,9 @@ struct SyncCommandTests {
         }
     }
 
-    @Test("enqueue, drain, list, show (secrets redacted) and stats")
-    func roundTrip() async throws {
-        let fixture = try await Fixture()
+    @Test("enqueue, drain, list, show (secrets redacted) and stats: the same output and keys on a file and on PostgreSQL", arguments: [false, true])
+    func roundTrip(postgres: Bool) async throws {
+        let fixture = try await Fixture(postgres: postgres)
         let sync = fixture.sync
         let first = try await sync("enqueue", "POST", fixture.url("/echo?n=1"), "-H", "Content-Type: application/json", "--data", "{\"n\":1}")
         #expect(first.status == 0)
@@ -126,9 +135,9 @@ struct SyncCommandTests {
         await fixture.finish()
     }
 
-    @Test("retry and purge")
-    func retryAndPurge() async throws {
-        let fixture = try await Fixture()
+    @Test("retry and purge, on a file and on PostgreSQL", arguments: [false, true])
+    func retryAndPurge(postgres: Bool) async throws {
+        let fixture = try await Fixture(postgres: postgres)
         let sync = fixture.sync
         fixture.failOnce("/later", status: 404)
         #expect(try await sync("enqueue", "POST", fixture.url("/later")).status == 0)

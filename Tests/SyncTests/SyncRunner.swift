@@ -21,6 +21,8 @@ struct SyncRunner {
     var environment: [String: String] = [:]
     /// A command that runs `sync` (such as `["/usr/bin/faketime", "-f", "-3d"]`), or none.
     var launcher: [String] = []
+    /// The working directory, when not this process's.
+    var directory: URL?
 
     /// A started process with pipes, for commands that run until signalled.
     func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
@@ -38,6 +40,7 @@ struct SyncRunner {
         env.removeValue(forKey: "NOTIFY_SOCKET")
         for (key, value) in environment { env[key] = value }
         process.environment = env
+        if let directory { process.currentDirectoryURL = directory }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -69,6 +69,19 @@ public final class APIClient: Sendable {
         try await perform(name: name, scopes: scopes, validation: validation, build: { () throws(NetworkError) in request }, read: Self.dropBody)
     }
 
+    /// Sends a request built elsewhere (an OpenAPI-generated client's, through the
+    /// `OpenAPITransport` module) as a call named `name` in `scopes`, as
+    /// ``send(_:name:scopes:validation:)`` does, and returns the response with its body still
+    /// streaming, for the caller to consume once. Plugins see the response with an empty body;
+    /// the metrics count no body bytes.
+    package func stream(
+        _ request: PreparedRequest, name: String, scopes: Set<PluginScope>, validation: StatusValidation = .any
+    ) async throws(NetworkError) -> Response<ByteStream> {
+        try await perform(name: name, scopes: scopes, validation: validation, build: { () throws(NetworkError) in request }) { raw, _ in
+            (raw.body, Data(), 0)
+        }
+    }
+
     /// One call from a request `build` makes: see the order of work above.
     private func perform<Result>(
         name: String,

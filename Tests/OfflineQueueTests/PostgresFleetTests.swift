@@ -1,0 +1,215 @@
+import Foundation
+import HTTPCore
+import Logging
+import OfflineQueue
+import OfflineQueuePostgres
+import PostgresNIO
+import Testing
+import TestSupport
+
+/// What only a shared PostgreSQL queue has: the transactional outbox, a drainer whose
+/// connection is cut, a server that restarts under a drain, and a URL that cannot be reached.
+/// (The behaviour suites, the SIGKILL rounds and the multi-process drains run on both stores.)
+@Suite("PostgreSQL: the outbox, cut connections, a server restart")
+struct PostgresFleetTests {
+    static func query(_ sql: String, _ values: [String] = []) -> PostgresQuery {
+        var binds = PostgresBindings()
+        for value in values { binds.append(value) }
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
+    }
+
+    @Test("the outbox: a rolled-back transaction leaves no entry and no body; a committed one is delivered")
+    func outbox() async throws {
+        let store = try TestStore(.postgres)
+        defer { Task { await store.remove() } }
+        let server = try await TestHTTPServer.start()
+        let queue = try await makeQueue(on: store, server: server) { $0.inlineBodyLimit = 1024 }
+        let schema = try #require(store.schema)
+        _ = try await withPostgres(store.path) { connection in
+            try await connection.query(Self.query("CREATE TABLE \"\(schema)\".orders (id integer PRIMARY KEY, state text NOT NULL)"), logger: testLogger)
+        }
+        struct Refused: Error {}
+        // Rolled back: the business write and the request go together, a large body too.
+        await #expect(throws: PostgresTransactionError.self) {
+            try await withPostgres(store.path) { connection in
+                try await connection.withTransaction(logger: testLogger) { connection in
+                    try await connection.query(Self.query("INSERT INTO \"\(schema)\".orders VALUES (1, 'paid')"), logger: testLogger)
+                    let tickets = try await queue.enqueue([
+                        QueuedRequest(method: "POST", url: server.url("/echo?order=1").absoluteString, body: .data(Data(count: 300_000))),
+                    ], on: connection)
+                    #expect(tickets.count == 1)
+                    throw Refused()
+                }
+            }
+        }
+        #expect(try await queue.counts().total == 0)
+        let leftover = try await withPostgres(store.path) { connection in
+            try await connection.query(Self.query("SELECT (SELECT count(*) FROM \"\(schema)\".orders) + (SELECT count(*) FROM \"\(schema)\".body)"), logger: testLogger)
+                .collect().first?.decode(Int64.self) ?? -1
+        }
+        #expect(leftover == 0, "neither the order nor the body chunks are left")
+        // Committed: both are there, and the request is delivered.
+        let tickets = try await withPostgres(store.path) { connection in
+            try await connection.withTransaction(logger: testLogger) { connection in
+                try await connection.query(Self.query("INSERT INTO \"\(schema)\".orders VALUES (2, 'paid')"), logger: testLogger)
+                return try await queue.enqueue([
+                    QueuedRequest(method: "POST", url: server.url("/echo?order=2").absoluteString, body: .data(Data(count: 300_000))),
+                ], on: connection)
+            }
+        }
+        #expect(try await queue.entry(tickets[0].id)?.state == .pending)
+        #expect(try await queue.drain().delivered == 1)
+        #expect(server.requests.last?.queryValue("order") == "2")
+        #expect(server.requests.last?.bodySize == 300_000)
+        await queue.close()
+        await server.shutdown()
+    }
+
+    @Test("the outbox refuses a SQLite queue with a clear error")
+    func outboxNeedsPostgres() async throws {
+        let sqlite = try TestStore(.sqlite)
+        let postgres = try TestStore(.postgres)
+        defer { Task { await sqlite.remove(); await postgres.remove() } }
+        let server = try await TestHTTPServer.start()
+        let queue = try await makeQueue(on: sqlite, server: server)
+        let error = await #expect(throws: QueueError.self) {
+            try await withPostgres(postgres.path) { connection in
+                try await queue.enqueue([QueuedRequest(method: "POST", url: server.url("/x").absoluteString)], on: connection)
+            }
+        }
+        #expect(error?.description.contains("needs a PostgreSQL queue") == true)
+        await server.shutdown()
+    }
+
+    @Test("pg_terminate_backend of a drainer's connection mid-drain: another drainer takes its entries back at once; nothing lost or stranded")
+    func terminatedConnection() async throws {
+        let store = try TestStore(.postgres)
+        defer { Task { await store.remove() } }
+        let server = try await TestHTTPServer.start()
+        let (arrived, release) = ProcessTests.holdingRoute(server, "/held")
+        // Leases of an hour: only the lock that died with the connection can hand entries back.
+        let policy = DeliveryPolicy(leaseDuration: .seconds(3600))
+        let first = try await makeQueue(on: store, server: server, policy: policy, concurrency: 4)
+        let second = try await makeQueue(on: store, server: server, policy: policy, concurrency: 4)
+        let tickets = try await (0..<4).asyncMap { try await first.enqueue(method: "POST", url: server.url("/held?n=\($0)").absoluteString) }
+        let draining = Task { try await first.drain() }
+        #expect(await eventually(.seconds(30)) { arrived.current == 4 }, "the first drainer holds all four")
+        #expect(try await second.drain().delivered == 0, "a live drainer's entries are not taken")
+        let schema = try #require(store.schema)
+        let terminated = try await withPostgres(store.path) { connection in
+            try await connection.query(Self.query("""
+                SELECT pg_terminate_backend(l.pid) FROM pg_locks AS l
+                WHERE l.locktype = 'advisory' AND l.classid = hashtext($1)::oid AND l.granted
+                AND l.objid IN (SELECT DISTINCT lease_drainer::integer::oid FROM "\(schema)".entry WHERE state = 'inflight')
+                """, ["courier:" + schema]), logger: testLogger).collect().count
+        }
+        #expect(terminated == 1, "the first drainer's own connection, which holds its lock")
+        let retaking = Task { try await second.drain() }
+        #expect(await eventually(.seconds(30)) { arrived.current == 8 }, "the second drainer took them back at once, with no lease to wait for, and sends them")
+        release.withLock { $0 = true }
+        let late = try await draining.value
+        let taken = try await retaking.value
+        #expect(taken.reclaimed == 4)
+        #expect(taken.delivered == 4, "recorded by the drainer that holds them now")
+        #expect(late.delivered == 0 && late.leasesLost == 4, "the cut drainer's late results are not recorded")
+        let counts = try await second.counts()
+        #expect(counts.delivered == 4 && counts.open == 0)
+        #expect(Set(idempotencyKeys(server, path: "/held")) == Set(tickets.map(\.idempotencyKey)))
+        await first.close()
+        await second.close()
+        await server.shutdown()
+    }
+
+    @Test("a server restart in the middle of a drain: the service reconnects and delivers everything, exactly the entries enqueued")
+    func serverRestart() async throws {
+        let cluster = try TempFolder("courier-pg")
+        defer { cluster.remove() }
+        let started = try await pgCluster("start", cluster.url.path)
+        defer { Task { _ = try? await pgCluster("stop", cluster.url.path) } }
+        let url = started.trimmingCharacters(in: .whitespacesAndNewlines) + "?schema=restart"
+        let password = try String(contentsOf: cluster.url.appendingPathComponent("password"), encoding: .utf8)
+        let server = try await TestHTTPServer.start()
+        let keys = ProcessTests.countingRoute(server, "/steady", hold: .milliseconds(10))
+        var configuration = QueueConfiguration(
+            path: url.replacingOccurrences(of: "postgres://courier@", with: "postgres://courier:\(password)@"), durability: .normal,
+            policy: DeliveryPolicy(backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(200))), concurrency: 8
+        )
+        configuration.deliveredRetention = nil
+        let client = APIClient(configuration: ClientConfiguration(baseURL: server.baseURL, timeout: .seconds(10)), transport: sharedTransport)
+        var logger = Logger(label: "courier.queue.postgres")
+        logger.logLevel = ProcessInfo.processInfo.environment["COURIER_TEST_PG_TRACE"] == nil ? .info : .trace
+        let queue = try await OfflineQueue.open(configuration: configuration, client: client, logger: logger)
+        let total = 400
+        let tickets = try await ProcessTests.fill(queue, count: total) { server.url("/steady?n=\($0)").absoluteString }
+        let service = queue.service(pollInterval: .milliseconds(200), logger: Logger(label: "test"))
+        let running = Task { try await service.run() }
+        #expect(await eventually(.seconds(30)) { keys.current.count >= 50 }, "the drain is under way")
+        _ = try await pgCluster("stop", cluster.url.path)
+        let before = keys.current.count
+        try await Task.sleep(for: .seconds(1))
+        _ = try await pgCluster("start", cluster.url.path)
+        print("restarted the server after \(before) of \(total) deliveries")
+        #expect(await eventually(.seconds(90)) { (try? await queue.counts())?.delivered == total }, "everything delivered after the restart")
+        service.shutDown()
+        try await running.value
+        let counts = try await queue.counts()
+        #expect(counts.open == 0, "nothing pending, nothing in flight")
+        #expect(Set(keys.current.keys) == Set(tickets.map(\.idempotencyKey)), "every entry reached the server")
+        await queue.close()
+        await server.shutdown()
+    }
+
+    @Test("a server that cannot be reached: opening fails at once with .unavailable, naming the URL without its password")
+    func unreachable() async throws {
+        let port = try unusedLoopbackPort()
+        var configuration = QueueConfiguration(path: "postgres://courier:s3cret-pw@127.0.0.1:\(port)/courier")
+        configuration.createIfMissing = true
+        let client = APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: sharedTransport)
+        let error = await #expect(throws: QueueError.self) {
+            _ = try await OfflineQueue.open(configuration: configuration, client: client)
+        }
+        guard case .unavailable(let location, _)? = error else {
+            Issue.record("expected .unavailable, got \(String(describing: error))")
+            return
+        }
+        #expect(location == "postgres://courier@127.0.0.1:\(port)/courier")
+        #expect(error?.description.contains("s3cret-pw") == false)
+    }
+
+    @Test("a URL is never a file: the SQLite initializer refuses it and creates nothing")
+    func urlIsNotAPath() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let client = APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: sharedTransport)
+        let path = "postgres://courier:pw@localhost/courier"
+        #expect(throws: QueueError.self) { _ = try OfflineQueue(configuration: QueueConfiguration(path: path), client: client) }
+        #expect(!FileManager.default.fileExists(atPath: "postgres:"))
+        #expect(throws: QueueError.self) { _ = try PostgresLocation(url: "postgres://courier@localhost/db?schema=drop%20table") }
+        #expect(throws: QueueError.self) { _ = try PostgresLocation(url: "postgres://courier@localhost/db?sslmode=sometimes") }
+        #expect(throws: QueueError.self) { _ = try PostgresLocation(url: "postgres://localhost/db") }
+        let location = try PostgresLocation(url: "postgresql://app:p%40ss@db.internal:6432/orders?schema=queue&sslmode=require")
+        #expect(location.redacted == "postgres://app@db.internal:6432/orders?schema=queue&sslmode=require")
+        #expect(DatabaseLocation.redacted("postgres://app:p%40ss@db.internal/orders") == "postgres://app:***@db.internal/orders")
+    }
+
+    @Test("the password comes from PGPASSWORD or a libpq password file when the URL has none")
+    func passwordSources() throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let file = folder.url.appendingPathComponent("pgpass")
+        try "# comment\nother:5432:*:*:nope\ndb.internal:6432:orders:app:from\\:file\n".write(to: file, atomically: true, encoding: .utf8)
+        let url = "postgres://app@db.internal:6432/orders"
+        #expect(try PostgresLocation(url: url, environment: ["PGPASSWORD": "from-env"]).password == "from-env")
+        #expect(try PostgresLocation(url: url, environment: ["PGPASSFILE": file.path]).password == "from:file")
+        #expect(try PostgresLocation(url: url + "?passfile=\(file.path)", environment: [:]).password == "from:file")
+        #expect(try PostgresLocation(url: "postgres://app:inline@db.internal:6432/orders", environment: ["PGPASSWORD": "from-env"]).password == "inline")
+    }
+}
+
+/// Runs `Tools/pg-cluster arguments…` to its end and returns what it printed.
+func pgCluster(_ arguments: String...) async throws -> String {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let result = try await runTool(root.appendingPathComponent("Tools/pg-cluster").path, arguments)
+    guard result.status == 0 else { throw TestServerError("pg-cluster \(arguments.joined(separator: " ")) exited \(result.status): \(result.errorText)") }
+    return String(decoding: result.stdout, as: UTF8.self)
+}
