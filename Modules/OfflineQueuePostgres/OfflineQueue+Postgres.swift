@@ -19,8 +19,10 @@ extension OfflineQueue {
     ///
     /// A PostgreSQL queue creates (or migrates) its schema unless
     /// ``QueueConfiguration/createIfMissing`` is off; ``QueueConfiguration/readOnly`` never
-    /// writes. ``QueueConfiguration/durability`` does not apply: a commit returns once the
-    /// server has made it durable (its `synchronous_commit`). Call ``close()`` when done.
+    /// writes. ``QueueConfiguration/durability`` `.full` waits for the server's flush at every
+    /// commit; `.normal` commits asynchronously (`synchronous_commit = off`): a crash of the
+    /// database server may lose the last fraction of a second of commits. Call ``close()`` when
+    /// done.
     ///
     /// - Throws: ``QueueError/unavailable(location:reason:)`` when the server cannot be
     ///   reached or refuses the login (nothing was changed), ``QueueError/invalidRequest(_:)``
@@ -37,7 +39,7 @@ extension OfflineQueue {
         let place = try PostgresLocation(url: configuration.path)
         let store = try await PostgresQueueStore.open(
             place, create: configuration.createIfMissing, readOnly: configuration.readOnly,
-            connections: max(4, configuration.concurrency / 2 + 2), logger: logger
+            connections: max(4, configuration.concurrency / 2 + 2), durability: configuration.durability, logger: logger
         )
         return OfflineQueue(storage: store, configuration: configuration, client: client, monitor: monitor)
     }

@@ -146,10 +146,13 @@ public struct PostgresLocation: Sendable, Hashable {
     }
 
     /// PostgresNIO's settings for the pool.
-    func clientConfiguration(maximumConnections: Int) throws(QueueError) -> PostgresClient.Configuration {
+    /// `synchronousCommit` off makes every commit of the pool's connections asynchronous
+    /// (``QueueDurability/normal``).
+    func clientConfiguration(maximumConnections: Int, synchronousCommit: Bool = true) throws(QueueError) -> PostgresClient.Configuration {
         var configuration = PostgresClient.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: try clientTLS()
         )
+        if !synchronousCommit { configuration.options.additionalStartupParameters = [("synchronous_commit", "off")] }
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.maximumConnections = maximumConnections
         configuration.options.minimumConnections = 0

@@ -91,7 +91,15 @@ final class PostgresQueueStore: QueueStorage {
     /// - Throws: ``QueueError/unavailable(location:reason:)`` when the server cannot be
     ///   reached, ``QueueError/newerSchema(path:found:supported:)``,
     ///   ``QueueError/databaseMissing(path:)`` without `create` for a schema never made.
-    static func open(_ place: PostgresLocation, create: Bool, readOnly: Bool, connections: Int, logger: Logger) async throws(QueueError) -> PostgresQueueStore {
+    ///
+    /// `durability` ``QueueDurability/normal`` commits asynchronously (`synchronous_commit =
+    /// off` on the pool's connections): a commit returns before the server's WAL reaches its
+    /// disk, so a crash of the database server (not of a client) may lose the last fraction of a
+    /// second of enqueues and settlements; settlements lost that way are sent again. `.full`
+    /// waits for the server's flush, as the server is configured to.
+    static func open(
+        _ place: PostgresLocation, create: Bool, readOnly: Bool, connections: Int, durability: QueueDurability = .full, logger: Logger
+    ) async throws(QueueError) -> PostgresQueueStore {
         let connection = try await connect(place, logger: logger)
         do {
             try await PostgresSchema.prepare(connection, location: place, create: create && !readOnly, logger: logger)
@@ -100,7 +108,7 @@ final class PostgresQueueStore: QueueStorage {
             throw error
         }
         try? await connection.close()
-        let configuration = try place.clientConfiguration(maximumConnections: connections)
+        let configuration = try place.clientConfiguration(maximumConnections: connections, synchronousCommit: durability == .full)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let store = PostgresQueueStore(place: place, client: client, logger: logger, readOnly: readOnly)
         await store.started()
