@@ -152,11 +152,11 @@ enum PostgresBench {
     ) async throws -> Figures {
         var figures = Figures()
         let offline = APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: AsyncHTTPClientTransport())
-        func open(_ schema: String, client: APIClient) async throws -> OfflineQueue {
+        func open(_ schema: String, client: APIClient, durability: QueueDurability = .full) async throws -> OfflineQueue {
             // Recorded once made: a failed open changed nothing (and the raw pool, which cannot
             // connect either then, would wait for ever to drop it).
             let queue = try await OfflineQueue.open(
-                configuration: QueueConfiguration(path: database.queueURL(schema: schema), concurrency: concurrency),
+                configuration: QueueConfiguration(path: database.queueURL(schema: schema), durability: durability, concurrency: concurrency),
                 client: client, logger: quiet
             )
             made.add(schema)
@@ -198,7 +198,8 @@ enum PostgresBench {
         var baseline: [Double] = [], courier: [Double] = []
         for round in 1...rounds {
             let drain = { () async throws -> Double in
-                let queue = try await open("\(tag)_drain_\(round)", client: client)
+                // `.normal`, as the SQLite drain figure: settlements commit asynchronously.
+                let queue = try await open("\(tag)_drain_\(round)", client: client, durability: .normal)
                 try await QueueBench.fill(queue, count: drainCount, url: url)
                 let start = ContinuousClock.now
                 let summary = try await queue.drain()
