@@ -192,6 +192,33 @@ struct PostgresFleetTests {
         #expect(DatabaseLocation.redacted("postgres://app:p%40ss@db.internal/orders") == "postgres://app:***@db.internal/orders")
     }
 
+    @Test("a schema written by a newer Courier is refused with newerSchema and left as it was; a missing one is not made by a reader")
+    func newerSchema() async throws {
+        let store = try TestStore(.postgres)
+        defer { Task { await store.remove() } }
+        let server = try await TestHTTPServer.start()
+        let schema = try #require(store.schema)
+        let reader = await #expect(throws: QueueError.self) {
+            _ = try await makeQueue(on: store, server: server) { $0.createIfMissing = false }
+        }
+        guard case .databaseMissing? = reader else { Issue.record("expected .databaseMissing, got \(String(describing: reader))"); return }
+        let queue = try await makeQueue(on: store, server: server)
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        await queue.close()
+        _ = try await withPostgres(store.path) { connection in
+            try await connection.query(Self.query("INSERT INTO \"\(schema)\".migration (name, version) VALUES ('v99-from-the-future', 99)"), logger: testLogger)
+        }
+        let refused = await #expect(throws: QueueError.self) { _ = try await makeQueue(on: store, server: server) }
+        guard case .newerSchema(_, let found, let supported)? = refused else { Issue.record("expected .newerSchema, got \(String(describing: refused))"); return }
+        #expect(found > supported)
+        let left = try await withPostgres(store.path) { connection in
+            try await connection.query(Self.query("SELECT (SELECT count(*) FROM \"\(schema)\".migration) * 100 + (SELECT count(*) FROM \"\(schema)\".entry)"), logger: testLogger)
+                .collect().first?.decode(Int64.self) ?? -1
+        }
+        #expect(left == Int64(found) * 100 + 1, "the migrations and the entry are as they were")
+        await server.shutdown()
+    }
+
     @Test("the password comes from PGPASSWORD or a libpq password file when the URL has none")
     func passwordSources() throws {
         let folder = try TempFolder()
