@@ -60,7 +60,7 @@ extension PostgresQueueStore {
             // Each chunk commits by itself: a body is never held whole, and one left behind by a
             // crash before its entry commits is swept later (``sweepOrphanBodies()``).
             let length = try await client.withConnection { connection in
-                try await self.writeBody(stream, reference: reference, on: connection)
+                try await self.failingOnClose(connection) { try await self.writeBody(stream, reference: reference, on: connection) }
             }
             return .file(name: reference, length: length)
         } catch {
@@ -117,10 +117,10 @@ extension PostgresQueueStore {
                         defer { value += 1 }
                         return value
                     }
-                    let rows = try await self.client.query(
-                        PostgresQuery(unsafeSQL: self.sql("SELECT data FROM §.body WHERE ref = $1 AND seq = $2")).with(reference, sequence),
-                        logger: self.logger
-                    ).decodeAll(Data.self)
+                    let query = try PostgresQuery(unsafeSQL: self.sql("SELECT data FROM §.body WHERE ref = $1 AND seq = $2")).with(reference, sequence)
+                    let rows = try await self.reading { connection in
+                        try await connection.query(query, logger: self.logger).decodeAll(Data.self)
+                    }
                     if let data = rows.first { return data.isEmpty ? nil : data }
                     if sequence == 0 { throw QueueError.io(path: self.location, reason: "the stored body \(reference) is missing") }
                     return nil

@@ -158,10 +158,14 @@ final class PostgresQueueStore: QueueStorage {
         let connection = try await Self.connect(place, logger: logger)
         let number: Int64
         do {
-            number = try await connection.query(
-                PostgresQuery(unsafeSQL: "SELECT nextval('\(schema).drainer_id')"), logger: logger
-            ).collect().first?.decode(Int64.self) ?? 0
-            try await connection.query("SELECT pg_advisory_lock(hashtext(\(lockName)), \(Int32(truncatingIfNeeded: number)))", logger: logger)
+            let (schema, lockName, logger) = (self.schema, self.lockName, self.logger)
+            number = try await failingOnClose(connection) {
+                let number = try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT nextval('\(schema).drainer_id')"), logger: logger
+                ).collect().first?.decode(Int64.self) ?? 0
+                try await connection.query("SELECT pg_advisory_lock(hashtext(\(lockName)), \(Int32(truncatingIfNeeded: number)))", logger: logger)
+                return number
+            }
         } catch {
             try? await connection.close()
             throw PostgresErrors.map(error, location: location)
