@@ -196,9 +196,22 @@ final class PostgresQueueStore: QueueStorage {
     /// Runs `body` in one transaction on a pooled connection.
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(QueueError) -> T {
         if readOnly { throw QueueError.cannotCreate(path: location, reason: "the queue was opened read-only") }
+        // BEGIN, COMMIT and ROLLBACK are inside the guard too: a statement sent on a connection
+        // that already closed never ends either (PostgresNIO 1.33 drops it with no error).
         do {
-            return try await client.withTransaction(logger: logger) { connection in
-                try await self.failingOnClose(connection) { try await body(connection) }
+            return try await client.withConnection { connection in
+                try await self.failingOnClose(connection) {
+                    try await connection.query("BEGIN", logger: self.logger)
+                    let value: T
+                    do {
+                        value = try await body(connection)
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: self.logger)
+                        throw error
+                    }
+                    try await connection.query("COMMIT", logger: self.logger)
+                    return value
+                }
             }
         } catch {
             throw PostgresErrors.map(error, location: location)
@@ -207,10 +220,11 @@ final class PostgresQueueStore: QueueStorage {
 
     /// Runs `body`, which uses `connection`, and fails it when the connection closes first.
     ///
-    /// A statement whose rows are being read when the server cuts the connection (a restart, a
-    /// failover) may otherwise never end: PostgresNIO 1.33 closes the connection without
-    /// failing a row stream that already delivered rows. Seen in the server-restart test, where
-    /// a drain waited forever on its settle. The body runs in a task of its own, so a caller
+    /// A statement may otherwise never end when the server cuts the connection (a restart, a
+    /// failover): PostgresNIO 1.33 closes the connection without failing a row stream that
+    /// already delivered rows, and a statement sent after the close is dropped without an
+    /// error. Both were seen in the server-restart test, where a drain waited forever (on its
+    /// settle, and on the `ROLLBACK` of a transaction whose connection had closed). The body runs in a task of its own, so a caller
     /// is never held by one that does not end; a watcher looks at the connection every 200 ms
     /// while the body runs.
     func failingOnClose<T: Sendable>(_ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
