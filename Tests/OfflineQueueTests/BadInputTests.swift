@@ -75,12 +75,12 @@ struct BadInputTests {
         await server.shutdown()
     }
 
-    @Test("a foreign SQLite database with its own tables and user_version 6 (or 1) is refused and left byte for byte, still in its journal mode", arguments: [6, 1])
+    @Test("a foreign SQLite database with its own tables and user_version 7 (or 1) is refused and left byte for byte, still in its journal mode", arguments: [7, 1])
     func foreignWithVersion(version: Int) async throws {
         let folder = try TempFolder()
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
-        // Own tables, a user_version, a rollback journal: once taken for a newer (6) or an
+        // Own tables, a user_version, a rollback journal: once taken for a newer (7) or an
         // older (1) Courier file, and switched to WAL before any check.
         try await DatabaseQueue(path: folder.databasePath).write { db in
             try db.execute(sql: """
@@ -114,7 +114,7 @@ struct BadInputTests {
         }
         try await DatabaseQueue(path: folder.databasePath).write { try $0.execute(sql: "PRAGMA user_version = 99") }
         let before = FileManager.default.contents(atPath: folder.databasePath)
-        #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 99, supported: 5)) {
+        #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 99, supported: 6)) {
             _ = try open(folder.databasePath, server: server)
         }
         #expect(FileManager.default.contents(atPath: folder.databasePath) == before, "not a byte changed")

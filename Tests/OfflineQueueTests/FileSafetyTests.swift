@@ -54,7 +54,7 @@ struct FileSafetyTests {
         _ = try makeQueue(path: folder.databasePath, server: server)
         let header = try await header(folder.databasePath)
         #expect(header.application == Self.applicationID)
-        #expect(header.version == 5)
+        #expect(header.version == 6)
         await server.shutdown()
     }
 
@@ -70,15 +70,53 @@ struct FileSafetyTests {
         // What Courier wrote before the id: schema 2, no application_id, no dead_reason.
         try await execute(folder.databasePath, """
             PRAGMA application_id = 0; PRAGMA user_version = 2;
-            ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
-            DELETE FROM grdb_migrations WHERE identifier IN ('v3-application-id', 'v4-dead-reason', 'v5-pauses')
+            DROP VIEW entry_view; DROP TABLE lease; ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
+            CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
+            DELETE FROM grdb_migrations WHERE identifier IN ('v3-application-id', 'v4-dead-reason', 'v5-pauses', 'v6-leases')
             """)
         let older = try await header(folder.databasePath)
         #expect(older.application == 0 && older.version == 2)
         let queue = try makeQueue(path: folder.databasePath, server: server)
         let stamped = try await header(folder.databasePath)
-        #expect(stamped.application == Self.applicationID && stamped.version == 5)
+        #expect(stamped.application == Self.applicationID && stamped.version == 6)
         #expect(try await queue.counts().pending == 1)
+        await server.shutdown()
+    }
+
+    @Test("a claim of schema 5 moves to the lease table: read as it is, then shown in flight under its owner, taken back from that drainer once it is gone, and delivered")
+    func schemaFiveClaimMigrates() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let id: EntryID
+        do {
+            let queue = try makeQueue(path: folder.databasePath, server: server)
+            id = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString).id
+        }
+        // What schema 5 wrote for an entry in flight: the claim in the entry's own columns,
+        // here under a drainer of an earlier boot.
+        let owner = "host:1:0123456789abcdef:an-earlier-boot"
+        try await execute(folder.databasePath, """
+            DROP VIEW entry_view; DROP TABLE lease;
+            CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
+            UPDATE entry SET state = 'inflight', lease_owner = '\(owner)', lease_uptime = 1, lease_expires_at = 1, last_attempt_at = 1, attempt_uptime = 1;
+            DELETE FROM grdb_migrations WHERE identifier = 'v6-leases';
+            PRAGMA user_version = 5
+            """)
+        let reader = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = true }
+        #expect(try await reader.entry(id)?.state == .inflight, "a read-only queue reads schema 5 as it is")
+        #expect(try await reader.counts().inflight == 1)
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        #expect(try await header(folder.databasePath).version == 6)
+        let moved = try #require(try await queue.entry(id))
+        #expect(moved.state == .inflight && moved.leaseOwner == owner)
+        let counts = try await queue.counts()
+        #expect(counts.inflight == 1 && counts.pending == 0 && counts.inflightOrphaned == 1)
+        let summary = try await queue.drain()
+        #expect(summary.delivered == 1)
+        let delivered = try #require(try await queue.entry(id))
+        #expect(delivered.state == .delivered && delivered.leaseOwner == nil)
+        #expect(delivered.lastError == nil)
         await server.shutdown()
     }
 
@@ -98,8 +136,9 @@ struct FileSafetyTests {
         // What schema 3 wrote: the reason in front of the error, no column for it.
         try await execute(folder.databasePath, """
             UPDATE entry SET last_error = dead_reason || ': ' || last_error;
-            ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
-            DELETE FROM grdb_migrations WHERE identifier IN ('v4-dead-reason', 'v5-pauses');
+            DROP VIEW entry_view; DROP TABLE lease; ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
+            CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
+            DELETE FROM grdb_migrations WHERE identifier IN ('v4-dead-reason', 'v5-pauses', 'v6-leases');
             PRAGMA user_version = 3
             """)
         let reader = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = true }
@@ -112,7 +151,7 @@ struct FileSafetyTests {
         let entry = try #require(try await migrated.entry(id))
         #expect(entry.deadReason == .rejected)
         #expect(entry.lastError == "HTTP 410")
-        #expect(try await header(folder.databasePath).version == 5)
+        #expect(try await header(folder.databasePath).version == 6)
         await server.shutdown()
     }
 

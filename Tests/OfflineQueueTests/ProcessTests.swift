@@ -62,7 +62,14 @@ struct ProcessTests {
             kill(agent.processIdentifier, SIGKILL)
             await agent.exited()
             #expect(agent.terminationReason == .uncaughtSignal)
-            let counts = try await queue.counts()
+            var counts = try await queue.counts()
+            // PostgreSQL frees a dead client's advisory lock when the client's backend sees its
+            // socket close: a moment after the kill (longer on a loaded machine), not at it.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while kind == .postgres, counts.inflightOrphaned != counts.inflight, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                counts = try await queue.counts()
+            }
             #expect(counts.inflightOrphaned == counts.inflight, "whatever the killed agent held is known to be orphaned")
             progress.append(counts.delivered)
         }

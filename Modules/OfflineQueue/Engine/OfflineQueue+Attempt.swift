@@ -24,8 +24,10 @@ extension OfflineQueue {
             // Too old when its attempt started: `attempt` did not send it.
             transition = expired
         } else {
+            // Only a backoff draws its jitter: the system generator costs a system call a draw.
+            let delivered = if case .delivered = outcome { true } else { false }
             transition = EntryLifecycle.transition(
-                after: outcome, attempts: entry.attempts, age: age, policy: policy, unitRandom: Double.random(in: 0..<1)
+                after: outcome, attempts: entry.attempts, age: age, policy: policy, unitRandom: delivered ? 0 : Double.random(in: 0..<1)
             )
         }
         let gone = if case .networkGone = outcome { true } else { false }

@@ -40,13 +40,40 @@ public struct QueueMetricsOptions: Sendable {
 }
 
 /// The queue's metric handles, made at their first use and kept: asking the factory takes its
-/// lock, which costs more than recording. Nothing here touches the database; the gauges are
-/// set from counts read elsewhere (the end of a drain, the service's refresh).
+/// lock, which costs more than recording. A handle is found by a small key (the metric, the
+/// endpoint, the status class), so a report builds no strings. Nothing here touches the
+/// database; the gauges are set from counts read elsewhere (the end of a drain, the service's
+/// refresh).
 final class QueueMetrics: Sendable {
     let options: QueueMetricsOptions
-    private let counters = LockedBox<[String: Counter]>([:])
-    private let timers = LockedBox<[String: Metrics.Timer]>([:])
+    private let counters = LockedBox<[Key: Counter]>([:])
+    private let timers = LockedBox<[Key: Metrics.Timer]>([:])
     private let gauges = LockedBox<[String: Gauge]>([:])
+
+    private enum Metric: String {
+        case enqueued = "enqueued_total"
+        case attemptDuration = "attempt_duration_seconds"
+        case delivered = "delivered_total"
+        case enqueueToDelivery = "enqueue_to_delivery_seconds"
+        case retried = "retried_total"
+        case deadLettered = "dead_lettered_total"
+    }
+
+    private struct Key: Hashable {
+        var metric: Metric
+        var endpoint: String
+        /// `statusClasses`' index; -1 for a metric without the label.
+        var statusClass: Int8 = -1
+        var reason: DeadReason?
+
+        /// The labels, in the order they are reported.
+        var dimensions: [(String, String)] {
+            var dimensions = [("endpoint", endpoint)]
+            if statusClass >= 0 { dimensions.append(("status_class", QueueMetrics.statusClasses[Int(statusClass)])) }
+            if let reason { dimensions.append(("reason", reason.rawValue)) }
+            return dimensions
+        }
+    }
 
     init(_ options: QueueMetricsOptions) {
         self.options = options
@@ -54,21 +81,15 @@ final class QueueMetrics: Sendable {
 
     private var factory: any MetricsFactory { options.factory ?? MetricsSystem.factory }
 
-    private static func key(_ name: String, _ dimensions: [(String, String)]) -> String {
-        dimensions.reduce(name) { $0 + "\u{0}" + $1.0 + "=" + $1.1 }
-    }
-
-    private func counter(_ name: String, _ dimensions: [(String, String)]) -> Counter {
-        let key = Self.key(name, dimensions)
+    private func counter(_ key: Key) -> Counter {
         if let found = counters.withLock({ $0[key] }) { return found }
-        let made = Counter(label: options.prefix + "_" + name, dimensions: dimensions, factory: factory)
+        let made = Counter(label: options.prefix + "_" + key.metric.rawValue, dimensions: key.dimensions, factory: factory)
         return counters.withLock { $0[key, default: made] }
     }
 
-    private func timer(_ name: String, _ dimensions: [(String, String)]) -> Metrics.Timer {
-        let key = Self.key(name, dimensions)
+    private func timer(_ key: Key) -> Metrics.Timer {
         if let found = timers.withLock({ $0[key] }) { return found }
-        let made = Metrics.Timer(label: options.prefix + "_" + name, dimensions: dimensions, factory: factory)
+        let made = Metrics.Timer(label: options.prefix + "_" + key.metric.rawValue, dimensions: key.dimensions, factory: factory)
         return timers.withLock { $0[key, default: made] }
     }
 
@@ -78,22 +99,24 @@ final class QueueMetrics: Sendable {
         return gauges.withLock { $0[name, default: made] }
     }
 
-    /// `2xx`…`5xx` for a status, `none` when there was no response.
-    static func statusClass(_ status: Int?) -> String {
-        guard let status, (100...599).contains(status) else { return "none" }
-        return "\(status / 100)xx"
+    private static let statusClasses = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"]
+
+    /// `statusClasses`' index for a status: its hundreds, or 0 (`none`) when there was no response.
+    private static func statusClassIndex(_ status: Int?) -> Int8 {
+        guard let status, (100...599).contains(status) else { return 0 }
+        return Int8(status / 100)
     }
 
     /// Entries stored, by endpoint name.
     func enqueued(_ names: some Sequence<String>) {
         guard options.isEnabled else { return }
-        for name in names { counter("enqueued_total", [("endpoint", name)]).increment() }
+        for name in names { counter(Key(metric: .enqueued, endpoint: name)).increment() }
     }
 
     /// One send, from the request going out to its answer (or failure).
     func attempted(_ name: String, duration: Duration) {
         guard options.isEnabled else { return }
-        timer("attempt_duration_seconds", [("endpoint", name)]).recordSeconds(max(0, duration.seconds))
+        timer(Key(metric: .attemptDuration, endpoint: name)).recordSeconds(max(0, duration.seconds))
     }
 
     /// A recorded transition of an entry named `name`, enqueued at `createdAt`.
@@ -101,15 +124,13 @@ final class QueueMetrics: Sendable {
         guard options.isEnabled else { return }
         switch transition {
         case .deliver(let status):
-            counter("delivered_total", [("endpoint", name), ("status_class", Self.statusClass(status))]).increment()
+            counter(Key(metric: .delivered, endpoint: name, statusClass: Self.statusClassIndex(status))).increment()
             // Across processes only the wall clock relates the two moments: never below zero.
-            timer("enqueue_to_delivery_seconds", [("endpoint", name)]).recordSeconds(max(0, now.timeIntervalSince(createdAt)))
+            timer(Key(metric: .enqueueToDelivery, endpoint: name)).recordSeconds(max(0, now.timeIntervalSince(createdAt)))
         case .retry(let retry) where !retry.waitingForNetwork:
-            counter("retried_total", [("endpoint", name), ("status_class", Self.statusClass(retry.status))]).increment()
+            counter(Key(metric: .retried, endpoint: name, statusClass: Self.statusClassIndex(retry.status))).increment()
         case .deadLetter(let dead):
-            counter("dead_lettered_total", [
-                ("endpoint", name), ("status_class", Self.statusClass(dead.status)), ("reason", dead.reason.rawValue),
-            ]).increment()
+            counter(Key(metric: .deadLettered, endpoint: name, statusClass: Self.statusClassIndex(dead.status), reason: dead.reason)).increment()
         case .retry, .release:
             break   // a wait for the network, or a stop: not a retry
         }

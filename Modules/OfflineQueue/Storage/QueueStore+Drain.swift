@@ -35,13 +35,14 @@ extension QueueStore {
     /// their wait by the wall clock (never below zero, never above `maxDelay`, so a clock that
     /// was far ahead cannot stall them). Their claims died with that boot.
     static func carryOver(_ db: Database, now: QueueTime, maxDelay: Duration) throws {
+        // A lease's readings are on the clock of the boot that took it.
+        try db.cachedStatement(sql: "DELETE FROM lease WHERE boot IS NOT ?").execute(arguments: [now.boot])
         try db.cachedStatement(sql: """
             UPDATE entry SET
                 budget_uptime = :uptime - MAX(0, :wall - budget_from),
                 due_uptime = :uptime + MIN(MAX(0, next_attempt_at - :wall), :maxDelay),
-                state = 'pending', lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL,
                 attempt_uptime = NULL, clock_boot = :boot
-            WHERE state IN ('pending', 'inflight') AND (clock_boot IS NULL OR clock_boot <> :boot)
+            WHERE state = 'pending' AND (clock_boot IS NULL OR clock_boot <> :boot)
             """).execute(arguments: ["uptime": now.uptime, "wall": now.wall.timeIntervalSince1970, "maxDelay": maxDelay.seconds, "boot": now.boot])
     }
 
@@ -58,17 +59,15 @@ extension QueueStore {
     /// Entries in flight under drainers that are gone go back to pending at once, nothing
     /// counted. Returns how many.
     static func reclaimOrphans(_ db: Database, owner: String, now: QueueTime, databasePath: String) throws -> Int {
-        let owners = try String.fetchAll(db.cachedStatement(sql: """
-            SELECT DISTINCT lease_owner FROM entry INDEXED BY entry_lease
-            WHERE state = 'inflight' AND lease_owner IS NOT NULL AND lease_owner <> ?
-            """), arguments: [owner])
+        let owners = try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT owner FROM lease WHERE owner <> ?"), arguments: [owner])
         var reclaimed = 0
         for other in owners where OwnerLock.liveness(of: other, databasePath: databasePath, boot: now.boot, takeOver: true) == .gone {
             try db.cachedStatement(sql: """
-                UPDATE entry SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL,
-                    last_error = 'taken back from ' || lease_owner || ', a drainer that is gone'
-                WHERE state = 'inflight' AND lease_owner = ?
-                """).execute(arguments: [other])
+                UPDATE entry SET last_error = 'taken back from ' || :owner || ', a drainer that is gone',
+                    last_attempt_at = lease.attempt_wall, attempt_uptime = lease.attempt_uptime
+                FROM lease WHERE lease.entry_id = entry.id AND lease.owner = :owner
+                """).execute(arguments: ["owner": other])
+            try db.cachedStatement(sql: "DELETE FROM lease WHERE owner = ?").execute(arguments: [other])
             reclaimed += db.changesCount
         }
         return reclaimed
@@ -79,41 +78,64 @@ extension QueueStore {
     /// first, then the oldest, only the first open entry of each group, and none that a pause
     /// holds back.
     ///
+    /// A claim is a `lease` row per entry; the entry's own row is not written until it is
+    /// settled, so a claim touches none of its indexes.
+    ///
     /// - Parameter attemptedSince: when set, skips entries attempted at or after this boot-clock
     ///   reading (for a drain that tries each entry once).
     static func claim(_ db: Database, limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?) throws -> [QueueEntry] {
-        try db.cachedStatement(sql: """
-            UPDATE entry INDEXED BY entry_lease SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL
-            WHERE state = 'inflight' AND lease_uptime < ? AND lease_owner <> ?
-            """).execute(arguments: [now.uptime, owner])
-        // One statement picks and marks the entries; RETURNING gives them back in no
-        // particular order, so they are sorted again below.
+        // The lapsed leases of a drainer that lives but hangs (its own are renewed or lost).
+        try db.cachedStatement(sql: "DELETE FROM lease WHERE until_uptime < ? AND owner <> ?").execute(arguments: [now.uptime, owner])
         let onceClause = attemptedSince == nil ? "" : "AND (e.attempt_uptime IS NULL OR e.attempt_uptime < :since)"
+        // The entries as a claim shows them: in flight under `owner` until the lease ends.
         let statement = try db.cachedStatement(sql: """
-            UPDATE entry SET state = 'inflight', lease_owner = :owner, lease_uptime = :until, lease_expires_at = :untilWall,
-                last_attempt_at = :wall, attempt_uptime = :uptime
-            WHERE id IN (
-                SELECT e.id FROM entry AS e INDEXED BY entry_pending
-                WHERE e.state = 'pending' AND e.due_uptime <= :uptime \(onceClause) AND \(notPaused("e"))
-                AND (e.group_key IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM entry AS p INDEXED BY entry_group_open
-                    WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN ('pending', 'inflight')))
-                ORDER BY e.priority DESC, e.id
-                LIMIT :limit)
-            RETURNING \(Schema.entryColumns)
+            SELECT \(claimedColumns) FROM entry AS e INDEXED BY entry_pending
+            WHERE e.state = 'pending' AND e.due_uptime <= :uptime \(onceClause) AND \(notPaused("e"))
+            AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = e.id)
+            AND (e.group_key IS NULL OR NOT EXISTS (
+                SELECT 1 FROM entry AS p INDEXED BY entry_group_open
+                WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN ('pending', 'inflight')))
+            ORDER BY e.priority DESC, e.id
+            LIMIT :limit
             """)
-        var arguments: StatementArguments = [
-            "owner": owner, "until": now.uptime + lease.seconds, "untilWall": now.wall.timeIntervalSince1970 + lease.seconds,
-            "wall": now.wall.timeIntervalSince1970, "uptime": now.uptime, "limit": limit,
-        ]
+        let until = now.uptime + lease.seconds, untilWall = now.wall.timeIntervalSince1970 + lease.seconds
+        let wall = now.wall.timeIntervalSince1970
+        var arguments: StatementArguments = ["owner": owner, "untilWall": untilWall, "wall": wall, "uptime": now.uptime, "limit": limit]
         if let attemptedSince { _ = arguments.append(contentsOf: ["since": attemptedSince]) }
-        // Each row decoded straight from the statement, not copied into a `Row` first.
+        // Each row decoded straight from the statement, not copied into a `Row` first; the
+        // statement walks the claim order, so the entries come in it.
         var claimed: [QueueEntry] = []
         claimed.reserveCapacity(limit)
         let rows = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try rows.next() { claimed.append(QueueEntry(row: row)) }
-        return claimed.sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
+        guard !claimed.isEmpty else { return [] }
+        try db.cachedStatement(sql: """
+            INSERT INTO lease (entry_id, owner, boot, until_uptime, until_wall, attempt_wall, attempt_uptime)
+            SELECT value, :owner, :boot, :until, :untilWall, :wall, :uptime FROM json_each(:ids)
+            """).execute(arguments: [
+                "owner": owner, "boot": now.boot, "until": until, "untilWall": untilWall, "wall": wall, "uptime": now.uptime,
+                "ids": list(claimed.map(\.id)),
+            ])
+        return claimed
     }
+
+    /// ``Schema/entryColumns`` of a row being claimed, as the claim leaves it (`:owner`,
+    /// `:untilWall` and `:wall` are the statement's).
+    static let claimedColumns: String = Schema.entryColumns
+        .split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        .map { column -> String in
+            switch column {
+            case "state": "'inflight' AS state"
+            case "lease_owner": ":owner AS lease_owner"
+            case "lease_expires_at": ":untilWall AS lease_expires_at"
+            case "last_attempt_at": ":wall AS last_attempt_at"
+            default: "e." + column
+            }
+        }
+        .joined(separator: ", ")
+
+    /// `ids` as a JSON array, for `json_each`.
+    static func list(_ ids: some Collection<EntryID>) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
 
     /// Applies `settlements` of `owner`'s claims in one transaction. A settlement whose lease
     /// `owner` no longer holds (it lapsed and another drainer claimed the entry) changes
@@ -138,15 +160,19 @@ extension QueueStore {
                 others.append(settlement)
             }
         }
+        // An entry is settled only under a lease `owner` still holds; the row takes the
+        // attempt's time from the lease, which then goes.
         let deliver = try db.cachedStatement(sql: """
             UPDATE entry SET state = 'delivered', attempts = attempts + 1, finished_at = :now, last_status = :status,
-                last_error = NULL, waiting_network = 0, lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL
-            WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'inflight' AND lease_owner = :owner
-            RETURNING id
+                last_error = NULL, waiting_network = 0, last_attempt_at = lease.attempt_wall, attempt_uptime = lease.attempt_uptime
+            FROM lease WHERE lease.entry_id = entry.id AND lease.owner = :owner AND entry.id IN (SELECT value FROM json_each(:ids))
+            RETURNING entry.id
             """)
+        let unlease = try db.cachedStatement(sql: "DELETE FROM lease WHERE owner = :owner AND entry_id IN (SELECT value FROM json_each(:ids))")
         for (status, ids) in deliveries {
-            let list = "[" + ids.map(String.init).joined(separator: ",") + "]"
+            let list = list(ids)
             let recorded = Set(try EntryID.fetchAll(deliver, arguments: ["now": wall, "status": status, "ids": list, "owner": owner]))
+            try unlease.execute(arguments: ["owner": owner, "ids": list])
             lost.formUnion(ids.filter { !recorded.contains($0) })
         }
         for settlement in others {
@@ -157,10 +183,10 @@ extension QueueStore {
                 continue   // recorded above
             case .retry(let retry):
                 sql = """
-                    UPDATE entry SET state = 'pending', attempts = attempts + ?, next_attempt_at = ?, due_uptime = ?,
+                    UPDATE entry SET attempts = attempts + ?, next_attempt_at = ?, due_uptime = ?,
                         waiting_network = ?, last_status = ?, last_error = ?, response_excerpt = ?,
-                        lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL
-                    WHERE id = ? AND state = 'inflight' AND lease_owner = ?
+                        last_attempt_at = lease.attempt_wall, attempt_uptime = lease.attempt_uptime
+                    FROM lease WHERE lease.entry_id = entry.id AND entry.id = ? AND lease.owner = ?
                     """
                 arguments = [
                     retry.consumesAttempt ? 1 : 0, wall + retry.after.seconds, now.uptime + retry.after.seconds, retry.waitingForNetwork,
@@ -170,19 +196,23 @@ extension QueueStore {
                 sql = """
                     UPDATE entry SET state = 'dead', attempts = attempts + ?, finished_at = ?, last_status = ?,
                         dead_reason = ?, last_error = ?, response_excerpt = ?, waiting_network = 0,
-                        lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL
-                    WHERE id = ? AND state = 'inflight' AND lease_owner = ?
+                        last_attempt_at = lease.attempt_wall, attempt_uptime = lease.attempt_uptime
+                    FROM lease WHERE lease.entry_id = entry.id AND entry.id = ? AND lease.owner = ?
                     """
                 arguments = [dead.consumesAttempt ? 1 : 0, wall, dead.status, dead.reason.rawValue, dead.error, dead.excerpt, settlement.id, owner]
             case .release:
                 sql = """
-                    UPDATE entry SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL
-                    WHERE id = ? AND state = 'inflight' AND lease_owner = ?
+                    UPDATE entry SET last_attempt_at = lease.attempt_wall, attempt_uptime = lease.attempt_uptime
+                    FROM lease WHERE lease.entry_id = entry.id AND entry.id = ? AND lease.owner = ?
                     """
                 arguments = [settlement.id, owner]
             }
             try db.cachedStatement(sql: sql).execute(arguments: arguments)
-            if db.changesCount == 0 { lost.insert(settlement.id) }
+            if db.changesCount == 0 {
+                lost.insert(settlement.id)
+            } else {
+                try db.cachedStatement(sql: "DELETE FROM lease WHERE entry_id = ?").execute(arguments: [settlement.id])
+            }
         }
         return lost
     }
@@ -204,11 +234,11 @@ extension QueueStore {
     func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError) {
         guard !ids.isEmpty else { return }
         let owner = self.owner
-        let list = "[" + ids.map(String.init).joined(separator: ",") + "]"
+        let list = Self.list(ids)
         try await write { db in
             try db.cachedStatement(sql: """
-                UPDATE entry SET lease_uptime = :until, lease_expires_at = :untilWall
-                WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'inflight' AND lease_owner = :owner
+                UPDATE lease SET until_uptime = :until, until_wall = :untilWall
+                WHERE entry_id IN (SELECT value FROM json_each(:ids)) AND owner = :owner
                 """).execute(arguments: [
                     "until": now.uptime + lease.seconds, "untilWall": now.wall.timeIntervalSince1970 + lease.seconds,
                     "ids": list, "owner": owner,

@@ -66,7 +66,7 @@ extension QueueStore {
                 return changed
             }
             for id in ids {
-                guard let state = try String.fetchOne(db, sql: "SELECT state FROM entry WHERE id = ?", arguments: [id]) else {
+                guard let state = try String.fetchOne(db, sql: "SELECT state FROM entry_view WHERE id = ?", arguments: [id]) else {
                     throw QueueError.noSuchEntry(id)
                 }
                 if state == EntryState.inflight.rawValue { throw QueueError.entryInFlight(id) }
@@ -94,13 +94,14 @@ extension QueueStore {
                     timeClause = "AND COALESCE(finished_at, created_at) < ?"
                     _ = arguments.append(contentsOf: [before.timeIntervalSince1970])
                 }
-                let filter = "state IN (\(placeholders)) \(timeClause)"
+                // Entries in flight (with a lease) are never purged by state.
+                let filter = "state IN (\(placeholders)) \(timeClause) AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)"
                 files = try String.fetchAll(db, sql: "SELECT body_file FROM entry WHERE \(filter) AND body_file IS NOT NULL", arguments: arguments)
                 try db.execute(sql: "DELETE FROM entry WHERE \(filter)", arguments: arguments)
                 count = db.changesCount
             case .ids(let ids):
                 for id in ids {
-                    guard let row = try Row.fetchOne(db, sql: "SELECT state, lease_owner, body_file FROM entry WHERE id = ?", arguments: [id]) else {
+                    guard let row = try Row.fetchOne(db, sql: "SELECT state, lease_owner, body_file FROM entry_view WHERE id = ?", arguments: [id]) else {
                         throw QueueError.noSuchEntry(id)
                     }
                     let state: String = row[0]
@@ -112,6 +113,7 @@ extension QueueStore {
                     }
                     if let file: String = row[2] { files.append(file) }
                     try db.execute(sql: "DELETE FROM entry WHERE id = ?", arguments: [id])
+                    try db.execute(sql: "DELETE FROM lease WHERE entry_id = ?", arguments: [id])
                     count += 1
                 }
             }
@@ -125,13 +127,13 @@ extension QueueStore {
 
     func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM entry WHERE id = ?", arguments: [id]).map(QueueEntry.init(row:))
+            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE id = ?", arguments: [id]).map(QueueEntry.init(row:))
         }
     }
 
     func entry(idempotencyKey key: String) async throws(QueueError) -> QueueEntry? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM entry WHERE idempotency_key = ?", arguments: [key]).map(QueueEntry.init(row:))
+            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE idempotency_key = ?", arguments: [key]).map(QueueEntry.init(row:))
         }
     }
 
@@ -154,13 +156,16 @@ extension QueueStore {
             }
             let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
             _ = arguments.append(contentsOf: [max(0, filter.limit)])
-            return try Row.fetchAll(db, sql: "SELECT \(self.entryColumns) FROM entry \(whereClause) ORDER BY id LIMIT ?", arguments: arguments)
+            return try Row.fetchAll(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) \(whereClause) ORDER BY id LIMIT ?", arguments: arguments)
                 .map(QueueEntry.init(row:))
         }
     }
 
     func counts(now: QueueTime) async throws(QueueError) -> QueueCounts {
         let path = self.path
+        let leases = schemaVersion >= Schema.firstLeaseVersion
+        // Of schema 6 on, an entry in flight is a pending row with a lease.
+        let notLeased = leases ? "AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)" : ""
         return try await read { db in
             var counts = QueueCounts()
             for row in try Row.fetchAll(db, sql: "SELECT state, count(*) FROM entry INDEXED BY entry_state GROUP BY state") {
@@ -175,7 +180,7 @@ extension QueueStore {
                 }
             }
             counts.oldestPendingCreatedAt = try Double.fetchOne(db, sql: """
-                SELECT created_at FROM entry INDEXED BY entry_state WHERE state = 'pending' ORDER BY id LIMIT 1
+                SELECT created_at FROM entry INDEXED BY entry_state WHERE state = 'pending' \(notLeased) ORDER BY id LIMIT 1
                 """).map(Date.init(timeIntervalSince1970:))
             // Rows of this boot are due by the boot clock, shown as wall time; rows not yet carried
             // over from another boot by their stored wall time.
@@ -183,16 +188,22 @@ extension QueueStore {
             // the first entry no pause holds.
             let due = try Double.fetchOne(db, sql: """
                 SELECT due_uptime FROM entry INDEXED BY entry_due WHERE state = 'pending' AND clock_boot = ? AND \(self.notPaused("entry"))
-                ORDER BY due_uptime LIMIT 1
+                \(notLeased) ORDER BY due_uptime LIMIT 1
                 """, arguments: [now.boot])
             let carried = try Double.fetchOne(db, sql: """
                 SELECT min(next_attempt_at) FROM entry WHERE state = 'pending' AND (clock_boot IS NULL OR clock_boot <> ?) AND \(self.notPaused("entry"))
+                \(notLeased)
                 """, arguments: [now.boot])
             counts.nextAttemptAt = [due.map(now.wallTime(atUptime:)), carried.map(Date.init(timeIntervalSince1970:))].compactMap { $0 }.min()
+            let owners = leases
+                ? "SELECT owner, count(*) FROM lease JOIN entry ON entry.id = lease.entry_id AND entry.state = 'pending' GROUP BY owner"
+                : "SELECT lease_owner, count(*) FROM entry INDEXED BY entry_lease WHERE state = 'inflight' GROUP BY lease_owner"
+            if leases {
+                counts.inflight = try Int.fetchOne(db, sql: "SELECT count(*) FROM lease JOIN entry ON entry.id = lease.entry_id AND entry.state = 'pending'") ?? 0
+                counts.pending -= counts.inflight
+            }
             if counts.inflight > 0 {
-                for row in try Row.fetchAll(db, sql: """
-                    SELECT lease_owner, count(*) FROM entry INDEXED BY entry_lease WHERE state = 'inflight' GROUP BY lease_owner
-                    """) {
+                for row in try Row.fetchAll(db, sql: owners) {
                     let owner: String? = row[0]
                     let count: Int = row[1]
                     if let owner, OwnerLock.liveness(of: owner, databasePath: path, boot: now.boot, takeOver: false) == .gone {

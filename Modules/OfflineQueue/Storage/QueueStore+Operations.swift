@@ -44,12 +44,13 @@ extension QueueStore {
     /// The pauses in force and the pending entries they hold back.
     func pauseStatus() async throws(QueueError) -> PauseStatus {
         guard schemaVersion >= Schema.firstPauseVersion else { return PauseStatus() }
+        let notLeased = schemaVersion >= Schema.firstLeaseVersion ? "AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = e.id)" : ""
         return try await read { db in
             let pauses = try Row.fetchAll(db, sql: "SELECT group_key, paused_at FROM pause ORDER BY group_key IS NOT NULL, group_key")
                 .map { QueuePause(group: $0[0], pausedAt: Date(timeIntervalSince1970: $0[1])) }
             guard !pauses.isEmpty else { return PauseStatus() }
             let held = try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM entry AS e INDEXED BY entry_state WHERE e.state = 'pending' AND NOT \(Self.notPaused("e"))
+                SELECT count(*) FROM entry AS e INDEXED BY entry_state WHERE e.state = 'pending' AND NOT \(Self.notPaused("e")) \(notLeased)
                 """) ?? 0
             return PauseStatus(pauses: pauses, pendingHeld: held)
         }
@@ -89,19 +90,17 @@ extension QueueStore {
         var bodyFile: String?
     }
 
-    private static func matches(_ db: Database, _ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) throws -> [Match] {
-        let (filter, arguments) = matching(selection, states: states, now: now)
-        return try Row.fetchAll(db, sql: "SELECT e.id, e.state, e.lease_owner, e.body_file FROM entry AS e WHERE \(filter) ORDER BY e.id", arguments: arguments)
+    private func matches(_ db: Database, _ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) throws -> [Match] {
+        let (filter, arguments) = Self.matching(selection, states: states, now: now)
+        return try Row.fetchAll(db, sql: "SELECT e.id, e.state, e.lease_owner, e.body_file FROM \(entrySource) AS e WHERE \(filter) ORDER BY e.id", arguments: arguments)
             .map { Match(id: $0[0], state: EntryState(rawValue: $0[1]) ?? .pending, owner: $0[2], bodyFile: $0[3]) }
     }
 
     /// The rows of `ids` as entries, for a dry run's preview.
     private func entries(_ db: Database, ids: [EntryID]) throws -> [QueueEntry] {
-        try Row.fetchAll(db, sql: "SELECT \(entryColumns) FROM entry WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id", arguments: [Self.list(ids)])
+        try Row.fetchAll(db, sql: "SELECT \(entryColumns) FROM \(entrySource) WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id", arguments: [Self.list(ids)])
             .map(QueueEntry.init(row:))
     }
-
-    private static func list(_ ids: [EntryID]) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
 
     /// Makes the pending and dead entries `selection` matches due now with a fresh budget, in
     /// one transaction; entries in flight it matches are skipped, delivered ones never matched.
@@ -110,7 +109,7 @@ extension QueueStore {
         let states = (selection.states.isEmpty ? [.pending, .dead] : selection.states).subtracting([.delivered])
         guard !states.isEmpty else { return BulkChange(dryRun: dryRun) }
         let work: @Sendable (Database) throws -> BulkChange = { [self] db in
-            let found = try Self.matches(db, selection, states: states, now: now)
+            let found = try matches(db, selection, states: states, now: now)
             let ids = found.filter { $0.state != .inflight }.map(\.id)
             var change = BulkChange(ids: ids, skipped: found.filter { $0.state == .inflight }.map(\.id), dryRun: dryRun)
             if dryRun {
@@ -120,6 +119,7 @@ extension QueueStore {
                     UPDATE entry SET state = 'pending', attempts = 0, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
                         finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime
                     WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'dead')
+                        AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)
                     """, arguments: ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime, "ids": Self.list(ids)])
             }
             return change
@@ -134,7 +134,7 @@ extension QueueStore {
         let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
         let path = self.path
         let work: @Sendable (Database) throws -> (BulkChange, [String]) = { [self] db in
-            let found = try Self.matches(db, selection, states: states, now: now)
+            let found = try matches(db, selection, states: states, now: now)
             var chosen: [Match] = []
             var skipped: [EntryID] = []
             for match in found {
@@ -153,6 +153,8 @@ extension QueueStore {
             }
             if !ids.isEmpty {
                 try db.execute(sql: "DELETE FROM entry WHERE id IN (SELECT value FROM json_each(?))", arguments: [Self.list(ids)])
+                // The leases of drainers that are gone go with their entries.
+                try db.execute(sql: "DELETE FROM lease WHERE entry_id IN (SELECT value FROM json_each(?))", arguments: [Self.list(ids)])
             }
             return (change, chosen.compactMap(\.bodyFile))
         }

@@ -37,6 +37,9 @@ final class QueueStore: QueueStorage {
     /// The file's schema version: ``Schema/version`` once migrated; an older file opened
     /// read-only keeps its own (it lacks what later migrations add, such as pauses).
     let schemaVersion: Int
+    /// Where entries are read as the engine sees them (in flight or not): `entry_view`, or for
+    /// an older file opened read-only, whose claims are still columns of `entry`, `entry`.
+    var entrySource: String { schemaVersion >= Schema.firstLeaseVersion ? "entry_view" : "entry" }
     /// Inserts from concurrent enqueuers, committed together.
     let commits: CommitGroup
 

@@ -7,7 +7,7 @@ import GRDB
 /// `user_version` is above ``version`` was written by a newer Courier and is refused.
 enum Schema {
     /// The schema version this code writes and understands (`PRAGMA user_version`).
-    static let version = 5
+    static let version = 6
 
     /// `PRAGMA application_id` of every Courier queue file: the ASCII bytes `CRIQ` ("Courier
     /// queue"), so `file(1)` and Courier itself can tell a queue from any other SQLite file.
@@ -22,12 +22,15 @@ enum Schema {
     /// The first schema with the `pause` table; a read-only queue of an older file has no pauses.
     static let firstPauseVersion = 5
 
+    /// The first schema whose claims are rows of the `lease` table, read through `entry_view`.
+    static let firstLeaseVersion = 6
+
     /// The oldest schema a read-only queue reads as it is: it cannot migrate, and schema 3
     /// changed only the file header, not a column.
     static let oldestReadOnlyVersion = 2
 
     /// The tables Courier creates; any other (outside SQLite's own) marks a foreign file.
-    static let tables: Set<String> = ["entry", "pause", "grdb_migrations"]
+    static let tables: Set<String> = ["entry", "pause", "lease", "grdb_migrations"]
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -131,6 +134,42 @@ enum Schema {
                 );
                 CREATE UNIQUE INDEX pause_queue ON pause((group_key IS NULL)) WHERE group_key IS NULL;
                 PRAGMA user_version = 5;
+                """)
+        }
+        migrator.registerMigration("v6-leases") { db in
+            // A claim becomes a row of its own instead of a rewrite of the entry: claiming
+            // inserts a small `lease` row per entry and leaves the entry's row and its indexes
+            // alone, and the settlement rewrites the entry once (issue 17: two rewrites of the
+            // row and eight of its index entries per delivery were most of the drain's SQLite
+            // time). An entry in flight is a `pending` row with a lease; `entry_view` shows it
+            // as `inflight`, with the lease's owner, expiry and attempt time, as before.
+            // Claims of schema 5 move over as they are, so their owners' liveness still decides.
+            try db.execute(sql: """
+                CREATE TABLE lease (
+                    entry_id INTEGER PRIMARY KEY,
+                    owner TEXT NOT NULL,
+                    boot TEXT,
+                    until_uptime REAL NOT NULL,
+                    until_wall REAL NOT NULL,
+                    attempt_wall REAL NOT NULL,
+                    attempt_uptime REAL NOT NULL
+                );
+                INSERT INTO lease (entry_id, owner, boot, until_uptime, until_wall, attempt_wall, attempt_uptime)
+                    SELECT id, COALESCE(lease_owner, ''), clock_boot, COALESCE(lease_uptime, 0), COALESCE(lease_expires_at, 0),
+                        COALESCE(last_attempt_at, 0), COALESCE(attempt_uptime, 0)
+                    FROM entry WHERE state = 'inflight';
+                UPDATE entry SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, lease_uptime = NULL
+                    WHERE state = 'inflight';
+                DROP INDEX entry_lease;
+                CREATE VIEW entry_view AS SELECT
+                    entry.id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
+                    priority, timeout_ms, CASE WHEN lease.entry_id IS NULL THEN state ELSE 'inflight' END AS state,
+                    attempts, created_at, budget_from, next_attempt_at,
+                    COALESCE(lease.attempt_wall, last_attempt_at) AS last_attempt_at, finished_at, waiting_network,
+                    lease.owner AS lease_owner, lease.until_wall AS lease_expires_at, last_status, last_error,
+                    response_excerpt, budget_uptime, dead_reason
+                FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
+                PRAGMA user_version = 6;
                 """)
         }
         return migrator
