@@ -29,11 +29,12 @@ enum Goals {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         var results: [Result] = []
-        // BENCH_ONLY=drain runs only the drains (for perf).
-        if ProcessInfo.processInfo.environment["BENCH_ONLY"] == "drain" {
+        // BENCH_ONLY=drain runs only the drains (for perf); BENCH_ONLY=queue-drain only the queue's.
+        let only = ProcessInfo.processInfo.environment["BENCH_ONLY"]
+        if only == "drain" || only == "queue-drain" {
             let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, transport: AsyncHTTPClientTransport())
             let raw = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
-            for round in 1...rounds {
+            for round in 1...rounds where only == "drain" {
                 let start = Variant.processCPUTime()
                 let rate = try await QueueBench.rawPosts(count: 10_000, url: "http://127.0.0.1:\(server.port)/events", client: raw)
                 print("  round \(round) raw: \(Bench.format(rate)) req/s; \(Bench.format(Bench.micros(Variant.processCPUTime() - start, 10_000))) µs CPU per request")
@@ -48,6 +49,15 @@ enum Goals {
                 let summary = try await queue.drain()
                 let rate = Bench.rate(summary.delivered, ContinuousClock.now - start)
                 print("  round \(round) drain: \(Bench.format(rate)) entries/s; \(Bench.format(Bench.micros(Variant.processCPUTime() - cpu, 10_000))) µs CPU per entry (the fill: \(Bench.format(Bench.micros(cpu - beforeFill, 10_000))) µs per entry)")
+            }
+            return []
+        }
+
+        // BENCH_ONLY=enqueue runs only the queue's durable enqueues (for perf).
+        if only == "enqueue" {
+            for round in 1...rounds {
+                let path = folder.appendingPathComponent("only-enqueue-\(round).db").path
+                print("  round \(round) durable enqueue: OfflineQueue \(Bench.format(try await QueueBench.queueEnqueues(count: 2_000, batch: 1, path: path, durability: .full)))/s")
             }
             return []
         }

@@ -329,11 +329,17 @@ extension QueueBench {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let client = APIClient(baseURL: URL(string: "http://127.0.0.1:9")!, transport: InstantTransport())
-        let queue = try OfflineQueue(configuration: QueueConfiguration(path: folder.appendingPathComponent("q.db").path, durability: .normal, concurrency: 16), client: client)
-        try await fill(queue, count: count, url: "http://127.0.0.1:9/events")
+        // For profiling one phase alone: BENCH_STUB_DB=path BENCH_STUB_PHASE=fill, then =drain.
+        let environment = ProcessInfo.processInfo.environment
+        let path = environment["BENCH_STUB_DB"] ?? folder.appendingPathComponent("q.db").path
+        let phase = environment["BENCH_STUB_PHASE"]
+        let queue = try OfflineQueue(configuration: QueueConfiguration(path: path, durability: .normal, concurrency: 16), client: client)
+        if phase != "drain" { try await fill(queue, count: count, url: "http://127.0.0.1:9/events") }
+        if phase == "fill" { return }
         let start = ContinuousClock.now
         let summary = try await queue.drain()
         print("drain over an instant transport: \(Bench.format(Bench.rate(summary.delivered, ContinuousClock.now - start))) entries/s")
+        if phase == "drain" { return }
         let request = Request<Void>.post("/events", body: .data(body(1), contentType: "application/json"))
         let variant = Variant(name: "APIClient.send over an instant transport") { try await client.send(request) }
         let measured = try await variant.run(requests: count, concurrency: 16)
