@@ -61,6 +61,30 @@ struct DrainMachineTests {
         #expect(deadline == nil, "nothing is due at a time: only an event can move the drain")
     }
 
+    @Test("with a batch and a reserve: the first claim asks for limit + reserve + batch; the next comes while the reserve is still in hand; a batch of finished attempts is recorded at once")
+    func batchAndReserve() throws {
+        var machine = DrainMachine(settings: DrainMachine.Settings(limit: 2, batch: 4, reserve: 1, maxDelay: .seconds(300)), online: true)
+        let first = try #require(Self.expectCommit(&machine, at: .zero))
+        #expect(first.claimLimit == 7)
+        machine.committed(ClaimResult(claimed: Self.entries(1...7)), at: .zero)
+        guard case .start(let started) = machine.next(at: .zero) else { Issue.record("expected a start"); return }
+        #expect(started.map(\.id) == [1, 2])
+        // Three finish and three more start: two running, two ready; four held, more than
+        // limit + reserve, and three to record, fewer than a batch.
+        for id: EntryID in 1...3 {
+            machine.finished(Self.delivered(id), networkGone: false, at: Self.ms(Int64(id)))
+            guard case .start = machine.next(at: Self.ms(Int64(id))) else { Issue.record("expected a start"); return }
+        }
+        guard case .wait = machine.next(at: Self.ms(3)) else { Issue.record("expected a wait"); return }
+        // A fourth: a batch to record, and three held (two running, one ready) is the level to claim at.
+        machine.finished(Self.delivered(4), networkGone: false, at: Self.ms(4))
+        guard case .start(let fifth) = machine.next(at: Self.ms(4)) else { Issue.record("expected a start"); return }
+        #expect(fifth.map(\.id) == [6])
+        let commit = try #require(Self.expectCommit(&machine, at: Self.ms(4)))
+        #expect(commit.settlements.map(\.id) == [1, 2, 3, 4])
+        #expect(commit.claimLimit == 4, "limit + reserve + batch, less the three held")
+    }
+
     @Test("a finished attempt is recorded with the next claim, after the flush delay at the latest")
     func flush() throws {
         var machine = Self.started(limit: 4, claimed: Self.entries(1...8))

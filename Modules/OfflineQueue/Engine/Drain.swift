@@ -58,8 +58,11 @@ extension OfflineQueue {
         // The network is there now: entries that found it gone are due again.
         if online { _ = try await store.wakeNetworkWaiters(now: started) }
         let policy = configuration.policy
+        let limit = max(1, concurrency ?? configuration.concurrency)
+        // Commits of twice the concurrency, claimed while half a round of sends is still in
+        // hand (issue 17: claim and settle cost per commit as much as per entry).
         var machine = DrainMachine(settings: DrainMachine.Settings(
-            limit: max(1, concurrency ?? configuration.concurrency),
+            limit: limit, batch: 2 * limit, reserve: limit / 2,
             renewal: policy.renewsLeases ? policy.leaseDuration / 2 : nil, maxDelay: policy.longestDelay
         ), online: online)
         await withTaskGroup(of: DrainEvent.self) { group in

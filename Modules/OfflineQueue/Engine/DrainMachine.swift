@@ -4,11 +4,12 @@
 /// back what came of it.
 ///
 /// The rules it keeps:
-/// - **Claim ahead.** A claim asks for up to twice the concurrency, so one write transaction
-///   serves many sends; the next claim waits until no more than `limit` are claimed or
-///   running, and, once a claim found fewer than it asked for, until nothing is.
+/// - **Claim ahead.** A claim asks for `batch` entries beyond `limit + reserve` claimed or
+///   running, so one write transaction serves many sends; the next claim waits until no more
+///   than `limit + reserve` are claimed or running (so `reserve` claimed entries are still in
+///   hand while it runs), and, once a claim found fewer than it asked for, until nothing is.
 /// - **One commit per turn.** Finished attempts are recorded together with the next claim,
-///   once `limit` of them wait, `flushDelay` after the oldest finished, when the drain is
+///   once `batch` of them wait, `flushDelay` after the oldest finished, when the drain is
 ///   idle, or when it stops. One commit runs at a time, and sends start and finish while it
 ///   runs: those that finish meanwhile go into the next one.
 /// - **Stop.** A stop, a failed commit, the monitor saying offline or a send finding the
@@ -22,6 +23,13 @@ struct DrainMachine {
     struct Settings: Sendable {
         /// Sends under way at most.
         var limit: Int
+        /// Entries a claim asks for beyond `limit + reserve`, and finished attempts that are
+        /// recorded at once: `limit` unless set. Larger batches share each commit's fixed cost
+        /// (and, on SQLite, the pages it writes) among more entries.
+        var batch: Int?
+        /// Claimed entries still in hand, not started, when the next claim is made: 0 unless
+        /// set, so sends do not wait for that claim's commit.
+        var reserve = 0
         /// How long a finished attempt may wait to be recorded.
         var flushDelay: Duration = .milliseconds(50)
         /// When a held lease is renewed after its claim or last renewal; `nil`: never.
@@ -30,6 +38,8 @@ struct DrainMachine {
         var reclaimInterval: Duration = .seconds(1)
         /// The longest wait a row from another boot may keep.
         var maxDelay: Duration
+
+        var claimBatch: Int { max(1, batch ?? limit) }
     }
 
     /// Record `settlements` and claim up to `claimLimit` entries (none when 0), in one
@@ -160,11 +170,12 @@ struct DrainMachine {
 
         // One commit at a time; sends go on starting and finishing while it runs.
         var claimLimit = 0
-        if committing == nil && !stopping && running + ready.count <= settings.limit && (!exhausted || isIdle) {
-            claimLimit = 2 * settings.limit - running - ready.count
+        let level = settings.limit + settings.reserve
+        if committing == nil && !stopping && running + ready.count <= level && (!exhausted || isIdle) {
+            claimLimit = level + settings.claimBatch - running - ready.count
         }
         let flushDue = committing == nil && failure == nil && !unsettled.isEmpty && (
-            unsettled.count >= settings.limit || isIdle || stopping
+            unsettled.count >= settings.claimBatch || isIdle || stopping
                 || oldestUnsettled.map { now - $0 >= settings.flushDelay } ?? false
         )
         if claimLimit > 0 || flushDue {
