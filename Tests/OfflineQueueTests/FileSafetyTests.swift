@@ -112,6 +112,8 @@ struct FileSafetyTests {
         #expect(moved.state == .inflight && moved.leaseOwner == owner)
         let counts = try await queue.counts()
         #expect(counts.inflight == 1 && counts.pending == 0 && counts.inflightOrphaned == 1)
+        #expect(try await queue.entries(EntryFilter(states: [.inflight])).map(\.id) == [id], "listed by its shown state")
+        #expect(try await queue.entries(EntryFilter(states: [.pending])).isEmpty, "not by its stored one")
         let summary = try await queue.drain()
         #expect(summary.delivered == 1)
         let delivered = try #require(try await queue.entry(id))

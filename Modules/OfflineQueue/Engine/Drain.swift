@@ -62,7 +62,7 @@ extension OfflineQueue {
         // Commits of twice the concurrency, claimed while half a round of sends is still in
         // hand (issue 17: claim and settle cost per commit as much as per entry).
         var machine = DrainMachine(settings: DrainMachine.Settings(
-            limit: limit, batch: 2 * limit, reserve: limit / 2,
+            limit: limit, batch: 2 * limit, reserve: limit,
             renewal: policy.renewsLeases ? policy.leaseDuration / 2 : nil, maxDelay: policy.longestDelay
         ), online: online)
         await withTaskGroup(of: DrainEvent.self) { group in

@@ -142,9 +142,9 @@ extension QueueStore {
             var clauses: [String] = []
             var arguments = StatementArguments()
             if !filter.states.isEmpty, filter.states.count < EntryState.allCases.count {
-                let states = filter.states.map(\.rawValue).sorted()
-                clauses.append("state IN (\(databaseQuestionMarks(count: states.count)))")
-                _ = arguments.append(contentsOf: StatementArguments(states))
+                let (condition, stateArguments) = self.stateCondition(filter.states)
+                clauses.append(condition)
+                _ = arguments.append(contentsOf: stateArguments)
             }
             if let group = filter.group {
                 clauses.append("group_key = ?")

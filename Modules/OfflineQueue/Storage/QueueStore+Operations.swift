@@ -58,11 +58,11 @@ extension QueueStore {
 
     // MARK: - Bulk changes
 
-    /// The `WHERE` clause (on `entry` aliased `e`) and arguments for `selection` among `states`.
-    static func matching(_ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) -> (String, StatementArguments) {
-        let names = states.map(\.rawValue).sorted()
-        var clauses = ["e.state IN (\(databaseQuestionMarks(count: names.count)))"]
-        var arguments = StatementArguments(names)
+    /// The `WHERE` clause (on ``entrySource`` aliased `e`) and arguments for `selection` among `states`.
+    func matching(_ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) -> (String, StatementArguments) {
+        let (condition, stateArguments) = stateCondition(states, alias: "e")
+        var clauses = [condition]
+        var arguments = stateArguments
         if let group = selection.group {
             clauses.append("e.group_key = ?")
             _ = arguments.append(contentsOf: [group])
@@ -91,7 +91,7 @@ extension QueueStore {
     }
 
     private func matches(_ db: Database, _ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) throws -> [Match] {
-        let (filter, arguments) = Self.matching(selection, states: states, now: now)
+        let (filter, arguments) = matching(selection, states: states, now: now)
         return try Row.fetchAll(db, sql: "SELECT e.id, e.state, e.lease_owner, e.body_file FROM \(entrySource) AS e WHERE \(filter) ORDER BY e.id", arguments: arguments)
             .map { Match(id: $0[0], state: EntryState(rawValue: $0[1]) ?? .pending, owner: $0[2], bodyFile: $0[3]) }
     }

@@ -40,6 +40,22 @@ final class QueueStore: QueueStorage {
     /// Where entries are read as the engine sees them (in flight or not): `entry_view`, or for
     /// an older file opened read-only, whose claims are still columns of `entry`, `entry`.
     var entrySource: String { schemaVersion >= Schema.firstLeaseVersion ? "entry_view" : "entry" }
+
+    /// A condition on `states` for rows of ``entrySource`` (aliased `alias`), and its arguments.
+    /// Of schema 6 on, `state` is computed (in flight is a pending row with a lease): the
+    /// condition also names the stored state, `row_state`, so the `(state, id)` index serves it.
+    func stateCondition(_ states: Set<EntryState>, alias: String? = nil) -> (String, StatementArguments) {
+        let prefix = alias.map { $0 + "." } ?? ""
+        let names = states.map(\.rawValue).sorted()
+        var condition = "\(prefix)state IN (\(databaseQuestionMarks(count: names.count)))"
+        var arguments = StatementArguments(names)
+        if schemaVersion >= Schema.firstLeaseVersion {
+            let stored = Set(states.map { $0 == .inflight ? EntryState.pending.rawValue : $0.rawValue }).sorted()
+            condition += " AND \(prefix)row_state IN (\(databaseQuestionMarks(count: stored.count)))"
+            _ = arguments.append(contentsOf: StatementArguments(stored))
+        }
+        return (condition, arguments)
+    }
     /// Inserts from concurrent enqueuers, committed together.
     let commits: CommitGroup
 

@@ -164,6 +164,7 @@ enum Schema {
                 CREATE VIEW entry_view AS SELECT
                     entry.id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
                     priority, timeout_ms, CASE WHEN lease.entry_id IS NULL THEN state ELSE 'inflight' END AS state,
+                    state AS row_state,
                     attempts, created_at, budget_from, next_attempt_at,
                     COALESCE(lease.attempt_wall, last_attempt_at) AS last_attempt_at, finished_at, waiting_network,
                     lease.owner AS lease_owner, lease.until_wall AS lease_expires_at, last_status, last_error,
