@@ -28,6 +28,10 @@ public struct PreparedRequest: Sendable {
     public var headers: HTTPFields {
         get { head.headerFields }
         set { head.headerFields = newValue }
+        // In place: with only `get`/`set`, every change through `headers` copied the field
+        // storage (the getter's copy shares it with the head), even a second change by the
+        // same plugin.
+        _modify { yield &head.headerFields }
     }
 }
 
