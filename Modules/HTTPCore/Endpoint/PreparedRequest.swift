@@ -45,6 +45,9 @@ public struct CallContext: Sendable {
     public var attempt: Int
     /// When the call started, for durations measured by plugins.
     public var startedAt: ContinuousClock.Instant
+    /// The in-memory limit when the call reads the whole body into memory (data and model
+    /// calls), passed to the transport as a hint; `nil` when the call streams the body.
+    var collectingUpTo: Int?
 
     public init(endpointName: String, scopes: Set<PluginScope>, attempt: Int = 1, startedAt: ContinuousClock.Instant = .now) {
         self.endpointName = endpointName

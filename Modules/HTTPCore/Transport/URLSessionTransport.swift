@@ -54,6 +54,8 @@ public final class URLSessionTransport: Transport {
 
     private let session: URLSession
     private let delegate: URLSessionTransportDelegate
+    /// Every exchange's deadline, on one timer.
+    private let deadlines = URLSessionDeadlines()
 
     /// A transport with ``defaultConfiguration()`` and a 32 MiB read-ahead limit.
     public convenience init() {
@@ -108,11 +110,27 @@ public final class URLSessionTransport: Transport {
     ///   `URLSessionTransport+Errors.swift`), ``NetworkError/cancelled`` when the calling task is
     ///   cancelled (the `URLSessionTask` is cancelled too), or what a stream body threw.
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
+        try await send(request, body: body, timeout: timeout, exchange: URLSessionExchange(maxBufferedBytes: maxBufferedBytes))
+    }
+
+    /// Sends `request` for a caller that reads the whole body into memory: the response comes
+    /// back once its body has arrived, as one chunk, which saves the caller a wake-up per chunk
+    /// and one for the end of the body. A body longer than `maxBytes` (or half of
+    /// ``maxBufferedBytes``) is not held: its head comes back when that many bytes have arrived
+    /// and the rest streams, as ``send(_:body:timeout:)`` does, so memory stays bounded and the
+    /// caller's own limit applies as before.
+    public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?, collectingUpTo maxBytes: Int) async throws -> TransportResponse {
+        try await send(
+            request, body: body, timeout: timeout,
+            exchange: URLSessionExchange(maxBufferedBytes: maxBufferedBytes, holdingHeadUpTo: maxBytes)
+        )
+    }
+
+    private func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?, exchange: URLSessionExchange) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
         if let failure = SpecialUseDomain.failure(for: request) { throw failure }
         let deadline = timeout.map { ContinuousClock.now.advanced(by: $0) }
         var urlRequest = try Self.urlRequest(for: request, timeout: timeout)
-        let exchange = URLSessionExchange(maxBufferedBytes: maxBufferedBytes)
         let task: URLSessionTask
         switch body?.source {
         case nil:
@@ -132,11 +150,14 @@ public final class URLSessionTransport: Transport {
                 task = session.uploadTask(with: urlRequest, fromFile: spooled)
             }
         }
-        exchange.start(task, deadline: deadline, registeredWith: delegate)
+        exchange.start(task, deadline: deadline, on: deadlines, registeredWith: delegate)
         let head = try await withTaskCancellationHandler {
             try await exchange.head()
         } onCancel: {
             exchange.fail(.cancelled)
+        }
+        if let whole = exchange.takeWholeBody() {
+            return TransportResponse(head: head, body: ByteStream(data: whole))
         }
         let reader = BodyReader(exchange: exchange, transport: self)
         return TransportResponse(head: head, body: ByteStream { try await reader.next() })
@@ -157,18 +178,19 @@ public final class URLSessionTransport: Transport {
             let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
             urlRequest.timeoutInterval = max(1, seconds.rounded(.up) + 1)
         }
-        var lines: [(name: String, values: [String])] = []
+        var lines: [(name: HTTPField.Name, values: [String])] = []
         for field in request.headerFields {
             if field.name == .contentLength || field.name == .transferEncoding { continue }
-            if let index = lines.firstIndex(where: { $0.name.lowercased() == field.name.canonicalName }) {
+            // `HTTPField.Name` compares by its canonical (lowercased) name.
+            if let index = lines.firstIndex(where: { $0.name == field.name }) {
                 lines[index].values.append(field.value)
             } else {
-                lines.append((field.name.rawName, [field.value]))
+                lines.append((field.name, [field.value]))
             }
         }
         for line in lines {
-            let separator = line.name.lowercased() == "cookie" ? "; " : ", "
-            urlRequest.setValue(line.values.joined(separator: separator), forHTTPHeaderField: line.name)
+            let value = line.values.count == 1 ? line.values[0] : line.values.joined(separator: line.name == .cookie ? "; " : ", ")
+            urlRequest.setValue(value, forHTTPHeaderField: line.name.rawName)
         }
         return urlRequest
     }
