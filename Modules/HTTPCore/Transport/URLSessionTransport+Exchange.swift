@@ -25,6 +25,9 @@ final class URLSessionExchange: Sendable {
         /// While set, an arrived head waits for the end of the body, or for more body bytes
         /// than this.
         var holdHeadUpTo: Int?
+        /// Set when a completion-handler task was cancelled by the delegate's refusal of a
+        /// 401 challenge, not by the exchange.
+        var challenged = false
         var chunks: [Data] = []
         var firstChunk = 0
         var bufferedBytes = 0
@@ -74,6 +77,9 @@ final class URLSessionExchange: Sendable {
     private let maxBufferedBytes: Int
     /// Whether the head is held back for a caller that reads the whole body into memory.
     let collects: Bool
+    /// Whether the task has a completion handler (``completeWhole(data:response:error:)``)
+    /// rather than the delegate's events; it is then not registered with the delegate.
+    let completionHandler: Bool
     private let state = LockedBox(State())
 
     /// Where tasks are cancelled: a serial queue, whose thread comes from the overcommit pool.
@@ -82,14 +88,16 @@ final class URLSessionExchange: Sendable {
     init(maxBufferedBytes: Int) {
         self.maxBufferedBytes = maxBufferedBytes
         self.collects = false
+        self.completionHandler = false
     }
 
     /// An exchange whose head is held back until the body has arrived, or more than
     /// `holdingHeadUpTo` bytes of it (capped at half of `maxBufferedBytes`, so that the reader
     /// then has room to catch up before the read-ahead limit).
-    init(maxBufferedBytes: Int, holdingHeadUpTo limit: Int) {
+    init(maxBufferedBytes: Int, holdingHeadUpTo limit: Int, completionHandler: Bool = false) {
         self.maxBufferedBytes = maxBufferedBytes
         self.collects = true
+        self.completionHandler = completionHandler
         state.withLock { $0.holdHeadUpTo = max(0, min(limit, maxBufferedBytes / 2)) }
     }
 
@@ -125,7 +133,7 @@ final class URLSessionExchange: Sendable {
         registeredWith delegate: URLSessionTransportDelegate
     ) {
         state.withLock { $0.task = task }
-        delegate.register(self, for: task)
+        if !completionHandler { delegate.register(self, for: task) }
         if let deadline {
             let token = deadlines.add(self, deadline: deadline)
             let ended = state.withLock { state -> Bool in
@@ -136,6 +144,25 @@ final class URLSessionExchange: Sendable {
         }
         task.resume()
     }
+
+    /// A completion-handler task ended: its head and whole body, or its error, at once. A
+    /// cancellation the exchange did not ask for comes from the delegate refusing a 401
+    /// challenge: it is marked, so that the request can be sent again, streamed.
+    func completeWhole(data: Data?, response: URLResponse?, error: (any Error)?) {
+        if let error {
+            let failure = URLSessionTransport.networkError(for: error)
+            if case .cancelled = failure { state.withLock { if !$0.ended { $0.challenged = true } } }
+            return complete(error: failure, fallbackHead: nil)
+        }
+        if let head = URLSessionTransport.responseHead(response) {
+            receive(head: head)
+            if let data { receive(data) }
+        }
+        complete(error: nil, fallbackHead: nil)
+    }
+
+    /// Whether the delegate's refusal of a 401 challenge cancelled the task.
+    var wasChallenged: Bool { state.withLock { $0.challenged } }
 
     /// Whether the head has arrived (read on the delegate queue, which alone delivers it).
     var hasHead: Bool { state.withLock { $0.head != nil } }
