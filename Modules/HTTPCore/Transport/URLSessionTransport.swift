@@ -18,6 +18,9 @@ public import HTTPTypes
 /// ```
 ///
 /// How bodies move:
+/// - Calls that read the whole body into memory (``send(_:body:timeout:collectingUpTo:)``) get
+///   it in one chunk once it has arrived; see that method for how, and for
+///   ``streamsCollectedBodies``.
 /// - Response bodies stream: each chunk URLSession hands the delegate becomes a chunk of the
 ///   ``ByteStream``. libcurl cannot be paused from FoundationNetworking, so there is no
 ///   backpressure; instead at most ``maxBufferedBytes`` may wait for a slow reader, and past that
