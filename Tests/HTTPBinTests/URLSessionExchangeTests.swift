@@ -94,6 +94,88 @@ struct URLSessionExchangeTests {
         #expect(try await exchange.nextChunk() == nil)
     }
 
+    @Test("an exchange that streams never hands its body over in one piece")
+    func streamingKeepsChunks() async throws {
+        let exchange = URLSessionExchange(maxBufferedBytes: 1024)
+        exchange.receive(head: head)
+        exchange.receive(Data("ab".utf8))
+        exchange.receive(Data("cd".utf8))
+        exchange.complete(error: nil, fallbackHead: nil)
+        #expect(exchange.takeWholeBody() == nil)
+        #expect(try await exchange.nextChunk() == Data("ab".utf8))
+    }
+
+    @Test("a held head comes with the whole body, in one piece")
+    func heldHead() async throws {
+        let exchange = URLSessionExchange(maxBufferedBytes: 1024, holdingHeadUpTo: 100)
+        let waiting = Task { try await exchange.head() }
+        exchange.receive(head: head)
+        exchange.receive(Data("ab".utf8))
+        exchange.receive(Data("cd".utf8))
+        exchange.complete(error: nil, fallbackHead: nil)
+        #expect(try await waiting.value.status == .ok)
+        #expect(exchange.takeWholeBody() == Data("abcd".utf8))
+    }
+
+    @Test("a held head is handed over past the limit, and the body then streams whole")
+    func heldHeadReleased() async throws {
+        let exchange = URLSessionExchange(maxBufferedBytes: 1024, holdingHeadUpTo: 3)
+        let waiting = Task { try await exchange.head() }
+        exchange.receive(head: head)
+        exchange.receive(Data("ab".utf8))
+        exchange.receive(Data("cd".utf8))
+        // More than 3 bytes arrived: the head is out before the end of the body.
+        #expect(try await waiting.value.status == .ok)
+        #expect(exchange.takeWholeBody() == nil)
+        exchange.receive(Data("ef".utf8))
+        exchange.complete(error: nil, fallbackHead: nil)
+        var body = Data()
+        while let chunk = try await exchange.nextChunk() { body.append(chunk) }
+        #expect(body == Data("abcdef".utf8))
+    }
+
+    @Test("a held head fails with the exchange, and a 3xx's fallback head is released at the end")
+    func heldHeadEndings() async throws {
+        let failing = URLSessionExchange(maxBufferedBytes: 1024, holdingHeadUpTo: 100)
+        failing.receive(head: head)
+        failing.fail(.cancelled)
+        await #expect {
+            _ = try await failing.head()
+        } throws: { error in
+            guard case NetworkError.cancelled = error else { return false }
+            return true
+        }
+        let redirect = URLSessionExchange(maxBufferedBytes: 1024, holdingHeadUpTo: 100)
+        redirect.complete(error: nil, fallbackHead: HTTPResponse(status: .movedPermanently))
+        #expect(try await redirect.head().status.code == 301)
+        #expect(redirect.takeWholeBody() == Data())
+    }
+
+    @Test("an exchange past its deadline fails with timedOut; one that ended first is left alone")
+    func deadlines() async throws {
+        let deadlines = URLSessionDeadlines()
+        let late = URLSessionExchange(maxBufferedBytes: 1024)
+        let done = URLSessionExchange(maxBufferedBytes: 1024)
+        done.receive(head: head)
+        done.complete(error: nil, fallbackHead: nil)
+        let doneToken = deadlines.add(done, deadline: .now + .milliseconds(10))
+        deadlines.remove(doneToken)
+        _ = deadlines.add(late, deadline: .now + .milliseconds(20))
+        // Later deadlines first, then an earlier one that re-arms the timer.
+        let earlier = URLSessionExchange(maxBufferedBytes: 1024)
+        _ = deadlines.add(earlier, deadline: .now + .milliseconds(5))
+        for exchange in [late, earlier] {
+            await #expect {
+                _ = try await exchange.head()
+            } throws: { error in
+                guard case NetworkError.transport(let failure) = error else { return false }
+                return failure.kind == .timedOut
+            }
+        }
+        #expect(try await done.head().status == .ok)
+        #expect(try await done.nextChunk() == nil)
+    }
+
     @Test("URLError codes and libcurl messages map to transport failure kinds")
     func errorTable() {
         let cases: [(URLError.Code, TransportFailure.Kind)] = [

@@ -72,4 +72,44 @@ struct URLFastPathTests {
             }
         }
     }
+
+    /// Content that reads the draft's URL (which the fast route parses only when read) and
+    /// another that replaces it (which sends the request through the URL route).
+    struct URLReader: Endpoint {
+        var path: String
+        var replacement: URL?
+        var method: HTTPRequest.Method { .get }
+        var body: RequestContent {
+            RequestContent { [replacement] draft, _ in
+                draft.headers[HTTPField.Name("X-Draft-URL")!] = draft.url.absoluteString
+                if let replacement { draft.url = replacement }
+            }
+        }
+    }
+
+    @Test("a draft made without a URL still shows content its URL, and a URL content sets is used")
+    func deferredDraftURL() throws {
+        for base in ["https://api.test/v1", "https://api.test/v1/", "http://127.0.0.1:8080"] {
+            let client = APIClient(baseURL: URL(string: base)!, transport: StubTransport())
+            for path in ["/page", "users/42", "/x/"] {
+                let built = try client.request(for: URLReader(path: path))
+                let expected = try #require(APIClient.appending(simplePath: path, to: URL(string: base)!))
+                #expect(built.head.headerFields[HTTPField.Name("X-Draft-URL")!] == expected.absoluteString)
+                #expect(built.url == expected)
+            }
+            let elsewhere = URL(string: "https://other.test/else")!
+            let replaced = try client.request(for: URLReader(path: "/page", replacement: elsewhere))
+            #expect(replaced.url == elsewhere)
+        }
+    }
+
+    @Test("which paths skip the URL: plain ones, not those with escapes, a scheme or nothing")
+    func plainPaths() {
+        for path in ["/page", "users/42", "/a:b", "/x/", "/", "/a-b_c.d~e!$&'()*+,;=@"] {
+            #expect(APIClient.isPlainPath(path), "\(path)")
+        }
+        for path in ["", "/a%20b", "a:b", "http://other.test/x", "/a b", "/q?x=1", "/ü", "/a#f"] {
+            #expect(!APIClient.isPlainPath(path), "\(path)")
+        }
+    }
 }

@@ -94,4 +94,33 @@ extension TransportConformance {
             try await factory.shutdown(trusted)
         }
     }
+
+    @Test("a 401 with WWW-Authenticate comes back with its body, for data, model and plain calls", arguments: TransportFactories.all, [
+        #"Bearer error="invalid_token""#, #"Basic realm="api""#,
+    ])
+    func challengeKeepsBody(_ factory: TransportFactory, challenge: String) async throws {
+        try await Harness.run(factory) { harness in
+            let problem = Data(#"{"title":"token expired"}"#.utf8)
+            harness.server.script(
+                "/private", status: 401,
+                headers: [HeaderField(name: "WWW-Authenticate", value: challenge),
+                          HeaderField(name: "Content-Type", value: "application/json")],
+                body: problem
+            )
+            struct Model: Decodable {}
+            let calls: [@Sendable () async throws -> Void] = [
+                { _ = try await harness.client.send(Request<Data>.get("/private")) },
+                { _ = try await harness.client.send(Request<Model>.get("/private")) },
+                { _ = try await harness.client.send(Request<Void>.get("/private")) },
+            ]
+            for call in calls {
+                await #expect {
+                    try await call()
+                } throws: { error in
+                    guard case NetworkError.unauthorized(let response) = error else { return false }
+                    return response.body == problem && response.headers[.wwwAuthenticate] == challenge
+                }
+            }
+        }
+    }
 }

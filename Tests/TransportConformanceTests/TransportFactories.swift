@@ -7,6 +7,7 @@ enum TransportFactories {
     static let all: [TransportFactory] = [
         .asyncHTTPClient,
         .urlSession,
+        .urlSessionStreaming,
     ]
 }
 
@@ -58,6 +59,15 @@ extension TransportFactory {
         name: "URLSessionTransport",
         capabilities: Capabilities(negotiatesHTTP2: false, trustsCustomCA: false),
         make: { _ in URLSessionTransport() },
+        shutdown: { _ in }
+    )
+
+    /// `URLSessionTransport` with `streamsCollectedBodies`: data and model calls stream through
+    /// the delegate like every other call, instead of going as completion-handler tasks.
+    static let urlSessionStreaming = TransportFactory(
+        name: "URLSessionTransport (streamsCollectedBodies)",
+        capabilities: Capabilities(negotiatesHTTP2: false, trustsCustomCA: false),
+        make: { _ in URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration(), streamsCollectedBodies: true) },
         shutdown: { _ in }
     )
 }

@@ -16,7 +16,7 @@ extension APIClient {
 
     /// A data call: the status, headers and body in memory, up to the configured limit.
     public func data(_ endpoint: some Endpoint) async throws(NetworkError) -> Response<Data> {
-        try await perform(endpoint) { raw, _ in
+        try await perform(endpoint, collectingUpTo: configuration.maxBodySize) { raw, _ in
             let data = try await raw.collectBody(upTo: configuration.maxBodySize)
             return (data, data, data.count)
         }
@@ -34,7 +34,7 @@ extension APIClient {
         decoder: JSONDecoder? = nil
     ) async throws(NetworkError) -> Response<Model> {
         let decoder = decoder ?? configuration.decoder
-        return try await perform(endpoint) { raw, request in
+        return try await perform(endpoint, collectingUpTo: configuration.maxBodySize) { raw, request in
             let data = try await raw.collectBody(upTo: configuration.maxBodySize)
             return (try decode(Model.self, from: data, decoder: decoder, raw: raw, request: request), data, data.count)
         }
@@ -108,7 +108,7 @@ extension APIClient {
     /// response body in memory.
     public func upload(_ endpoint: some Endpoint, fromFile file: URL) async throws(NetworkError) -> Response<Data> {
         let body = try RequestBody.file(file)
-        return try await perform(endpoint, bodyOverride: body) { raw, _ in
+        return try await perform(endpoint, bodyOverride: body, collectingUpTo: configuration.maxBodySize) { raw, _ in
             let data = try await raw.collectBody(upTo: configuration.maxBodySize)
             return (data, data, data.count)
         }

@@ -16,7 +16,11 @@ extension APIClient {
         while true {
             for plugin in plugins { await plugin.willSend(current, context: context) }
             if Task.isCancelled { throw NetworkError.cancelled }
-            var response = try await transport.send(current.head, body: current.body, timeout: current.timeout)
+            var response = if let limit = context.collectingUpTo {
+                try await transport.send(current.head, body: current.body, timeout: current.timeout, collectingUpTo: limit)
+            } else {
+                try await transport.send(current.head, body: current.body, timeout: current.timeout)
+            }
             guard configuration.maxRedirects > 0,
                   let next = try redirect(from: current, response: response.head) else {
                 response.request = current.head

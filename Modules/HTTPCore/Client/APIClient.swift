@@ -47,13 +47,17 @@ public final class APIClient: Sendable {
     /// Runs one call and hands the validated response to `read`, which turns the streamed body
     /// into the call's result and says what plugins may see of it. `read` gets the request
     /// that produced the response (the last redirect hop), for errors that carry the response.
+    ///
+    /// `collectingUpTo` is the in-memory limit when `read` reads the whole body into memory: the
+    /// transport may then return the response with its body already in.
     func perform<Result>(
         _ endpoint: some Endpoint,
         bodyOverride: RequestBody? = nil,
+        collectingUpTo: Int? = nil,
         read: (TransportResponse, HTTPRequest) async throws -> (value: Result, bodyForPlugins: Data, bytes: Int)
     ) async throws(NetworkError) -> Response<Result> {
         try await perform(
-            name: endpoint.name, scopes: endpoint.scopes, validation: endpoint.validation,
+            name: endpoint.name, scopes: endpoint.scopes, validation: endpoint.validation, collectingUpTo: collectingUpTo,
             build: { () throws(NetworkError) in try makeRequest(endpoint, bodyOverride: bodyOverride) }, read: read
         )
     }
@@ -87,11 +91,13 @@ public final class APIClient: Sendable {
         name: String,
         scopes: Set<PluginScope>,
         validation: StatusValidation,
+        collectingUpTo: Int? = nil,
         build: () throws(NetworkError) -> PreparedRequest,
         read: (TransportResponse, HTTPRequest) async throws -> (value: Result, bodyForPlugins: Data, bytes: Int)
     ) async throws(NetworkError) -> Response<Result> {
         let started = ContinuousClock.now
-        let context = CallContext(endpointName: name, scopes: scopes, startedAt: started)
+        var context = CallContext(endpointName: name, scopes: scopes, startedAt: started)
+        context.collectingUpTo = collectingUpTo
         let plugins = configuration.plugins.filter { $0.scope.applies(to: scopes) }
         var attempts = 0
         var prepared: PreparedRequest?

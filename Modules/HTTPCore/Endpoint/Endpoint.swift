@@ -62,8 +62,10 @@ extension Endpoint {
     public var validation: StatusValidation { .successful }
     public var scopes: Set<PluginScope> { [] }
     public var name: String {
-        let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
-        return "\(method.rawValue) \(bare)"
+        // The part before the first "?", without splitting into an array (every call asks).
+        let path = self.path
+        let bare = path.firstIndex(of: "?").map { path[..<$0] } ?? path[...]
+        return method.rawValue + " " + bare
     }
 }
 

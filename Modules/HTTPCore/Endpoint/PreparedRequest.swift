@@ -28,6 +28,10 @@ public struct PreparedRequest: Sendable {
     public var headers: HTTPFields {
         get { head.headerFields }
         set { head.headerFields = newValue }
+        // In place: with only `get`/`set`, every change through `headers` copied the field
+        // storage (the getter's copy shares it with the head), even a second change by the
+        // same plugin.
+        _modify { yield &head.headerFields }
     }
 }
 
@@ -41,6 +45,9 @@ public struct CallContext: Sendable {
     public var attempt: Int
     /// When the call started, for durations measured by plugins.
     public var startedAt: ContinuousClock.Instant
+    /// The in-memory limit when the call reads the whole body into memory (data and model
+    /// calls), passed to the transport as a hint; `nil` when the call streams the body.
+    var collectingUpTo: Int?
 
     public init(endpointName: String, scopes: Set<PluginScope>, attempt: Int = 1, startedAt: ContinuousClock.Instant = .now) {
         self.endpointName = endpointName

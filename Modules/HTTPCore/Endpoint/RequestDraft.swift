@@ -9,7 +9,20 @@ public struct RequestDraft: Sendable {
     /// The HTTP method.
     public var method: HTTPRequest.Method
     /// The URL without the query that ``queryItems`` adds.
-    public var url: URL
+    public var url: URL {
+        get { storedURL ?? URL(string: deferredURL)! }
+        set {
+            storedURL = newValue
+            urlReplaced = true
+        }
+    }
+    /// The URL when it was given as one (or set since).
+    private var storedURL: URL?
+    /// The URL as a string known to parse, for a draft the client made from its base URL and a
+    /// simple path: most requests never need the `URL`, so it is parsed only when read.
+    private var deferredURL = ""
+    /// Whether ``url`` was set after the draft was made (by a ``RequestContent``).
+    private(set) var urlReplaced = false
     /// Query pairs, already percent-encoded, appended in order after any query in ``url``.
     public var percentEncodedQueryItems: [(name: String, value: String?)]
     /// Header fields.
@@ -22,10 +35,19 @@ public struct RequestDraft: Sendable {
 
     public init(method: HTTPRequest.Method, url: URL, headers: HTTPFields = [:], body: RequestBody? = nil) {
         self.method = method
-        self.url = url
+        self.storedURL = url
         self.percentEncodedQueryItems = []
         self.headers = headers
         self.body = body
+    }
+
+    /// A draft whose URL is `urlString`, which must parse as a URL; parsed only when read.
+    init(method: HTTPRequest.Method, urlString: String, headers: HTTPFields) {
+        self.method = method
+        self.deferredURL = urlString
+        self.percentEncodedQueryItems = []
+        self.headers = headers
+        self.body = nil
     }
 
     /// Appends query items, percent-encoding names and values per RFC 3986.

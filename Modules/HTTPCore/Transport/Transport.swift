@@ -25,6 +25,20 @@ public protocol Transport: Sendable {
     ///
     /// - Parameter timeout: the limit for the whole exchange, head and body; `nil` for none.
     func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse
+
+    /// Sends `request` for a caller that will read the whole body into memory and fail past
+    /// `maxBytes` (``APIClient``'s data and model calls).
+    ///
+    /// A hint: a transport may return the response once the body has arrived, in one chunk,
+    /// when that saves work; it still returns every byte, and still streams a body longer than
+    /// `maxBytes`, which the caller then refuses. By default it is ``send(_:body:timeout:)``.
+    func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?, collectingUpTo maxBytes: Int) async throws -> TransportResponse
+}
+
+extension Transport {
+    public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?, collectingUpTo maxBytes: Int) async throws -> TransportResponse {
+        try await send(request, body: body, timeout: timeout)
+    }
 }
 
 /// A response head and its body, still streaming.

@@ -9,21 +9,45 @@ import HTTPTypes
 /// The delegate feeds it events (head, chunk, completion); the caller awaits the head and then
 /// the chunks. The first terminal event wins: a cancellation or timeout cancels the
 /// `URLSessionTask`, and the task's own late "cancelled" completion is then ignored.
+///
+/// For a caller that reads the whole body into memory (``init(maxBufferedBytes:holdingHeadUpTo:)``),
+/// the head is held back until the body has arrived, so the caller wakes once for head and body
+/// instead of once for the head, once per chunk and once for the end; past `holdingHeadUpTo`
+/// bytes the head is handed over and the rest streams as usual, so memory stays bounded.
+///
+/// Its continuations are unsafe ones (no checking canary allocated per wait): each waiter is
+/// resumed exactly once, under the lock, and cleared in the same step.
 final class URLSessionExchange: Sendable {
     private struct State {
         var task: URLSessionTask?
         var head: HTTPResponse?
-        var headWaiter: CheckedContinuation<HTTPResponse, any Error>?
+        var headWaiter: UnsafeContinuation<HTTPResponse, any Error>?
+        /// While set, an arrived head waits for the end of the body, or for more body bytes
+        /// than this.
+        var holdHeadUpTo: Int?
+        /// Set when a completion-handler task was cancelled by the delegate's refusal of a
+        /// 401 challenge, not by the exchange.
+        var challenged = false
         var chunks: [Data] = []
         var firstChunk = 0
         var bufferedBytes = 0
-        var bodyWaiter: CheckedContinuation<Data?, any Error>?
+        var bodyWaiter: UnsafeContinuation<Data?, any Error>?
         var finished = false
         var failure: NetworkError?
-        var timer: Task<Void, Never>?
+        /// Where the exchange's deadline is registered, and its token there.
+        var deadline: (timers: URLSessionDeadlines, token: UInt64)?
         var endActions: [@Sendable () -> Void] = []
 
         var ended: Bool { finished || failure != nil }
+
+        /// Hands the head to its waiter if one waits, and stops holding it back.
+        mutating func releaseHead() {
+            holdHeadUpTo = nil
+            if let head, let waiter = headWaiter {
+                headWaiter = nil
+                waiter.resume(returning: head)
+            }
+        }
 
         mutating func popChunk() -> Data? {
             guard firstChunk < chunks.count else { return nil }
@@ -39,8 +63,11 @@ final class URLSessionExchange: Sendable {
 
         /// Stops the timer and hands over the end actions, which run outside the lock.
         mutating func takeEndActions() -> [@Sendable () -> Void] {
-            timer?.cancel()
-            timer = nil
+            if let deadline {
+                // Lock order: an exchange's lock, then the deadlines' lock, never the reverse.
+                deadline.timers.remove(deadline.token)
+                self.deadline = nil
+            }
             task = nil
             defer { endActions = [] }
             return endActions
@@ -48,6 +75,11 @@ final class URLSessionExchange: Sendable {
     }
 
     private let maxBufferedBytes: Int
+    /// Whether the head is held back for a caller that reads the whole body into memory.
+    let collects: Bool
+    /// Whether the task has a completion handler (``completeWhole(data:response:error:)``)
+    /// rather than the delegate's events; it is then not registered with the delegate.
+    let completionHandler: Bool
     private let state = LockedBox(State())
 
     /// Where tasks are cancelled: a serial queue, whose thread comes from the overcommit pool.
@@ -55,6 +87,39 @@ final class URLSessionExchange: Sendable {
 
     init(maxBufferedBytes: Int) {
         self.maxBufferedBytes = maxBufferedBytes
+        self.collects = false
+        self.completionHandler = false
+    }
+
+    /// An exchange whose head is held back until the body has arrived, or more than
+    /// `holdingHeadUpTo` bytes of it (capped at half of `maxBufferedBytes`, so that the reader
+    /// then has room to catch up before the read-ahead limit).
+    init(maxBufferedBytes: Int, holdingHeadUpTo limit: Int, completionHandler: Bool = false) {
+        self.maxBufferedBytes = maxBufferedBytes
+        self.collects = true
+        self.completionHandler = completionHandler
+        state.withLock { $0.holdHeadUpTo = max(0, min(limit, maxBufferedBytes / 2)) }
+    }
+
+    /// The whole body of an exchange that holds its head (``collects``), when it has finished
+    /// and none of it was read yet; `nil` while the body is still arriving, after it failed, or
+    /// for an exchange that streams (whose reader gets the chunks as they came).
+    func takeWholeBody() -> Data? {
+        guard collects else { return nil }
+        return state.withLock { state -> Data? in
+            guard state.finished, state.failure == nil, state.firstChunk == 0 else { return nil }
+            let chunks = state.chunks
+            state.chunks = []
+            state.bufferedBytes = 0
+            switch chunks.count {
+            case 0: return Data()
+            case 1: return chunks[0]
+            default:
+                var whole = Data(capacity: chunks.reduce(0) { $0 + $1.count })
+                for chunk in chunks { whole.append(chunk) }
+                return whole
+            }
+        }
     }
 
     /// Runs `action` once when the exchange ends, whichever way.
@@ -62,25 +127,51 @@ final class URLSessionExchange: Sendable {
         state.withLock { $0.endActions.append(action) }
     }
 
-    /// Registers `task` with `delegate`, arms the deadline and resumes the task.
-    func start(_ task: URLSessionTask, deadline: ContinuousClock.Instant?, registeredWith delegate: URLSessionTransportDelegate) {
+    /// Registers `task` with `delegate`, arms the deadline on `deadlines` and resumes the task.
+    func start(
+        _ task: URLSessionTask, deadline: ContinuousClock.Instant?, on deadlines: URLSessionDeadlines,
+        registeredWith delegate: URLSessionTransportDelegate
+    ) {
         state.withLock { $0.task = task }
-        delegate.register(self, for: task)
+        if !completionHandler { delegate.register(self, for: task) }
         if let deadline {
-            let timer = Task { [weak self] in
-                do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
-                self?.fail(.transport(TransportFailure(.timedOut, "no complete response within the timeout")))
+            let token = deadlines.add(self, deadline: deadline)
+            let ended = state.withLock { state -> Bool in
+                if !state.ended { state.deadline = (deadlines, token) }
+                return state.ended
             }
-            state.withLock { $0.timer = timer }
+            if ended { deadlines.remove(token) }
         }
         task.resume()
     }
 
+    /// A completion-handler task ended: its head and whole body, or its error, at once. A
+    /// cancellation the exchange did not ask for comes from the delegate refusing a 401
+    /// challenge: it is marked, so that the request can be sent again, streamed.
+    func completeWhole(data: Data?, response: URLResponse?, error: (any Error)?) {
+        if let error {
+            let failure = URLSessionTransport.networkError(for: error)
+            if case .cancelled = failure { state.withLock { if !$0.ended { $0.challenged = true } } }
+            return complete(error: failure, fallbackHead: nil)
+        }
+        if let head = URLSessionTransport.responseHead(response) {
+            receive(head: head)
+            if let data { receive(data) }
+        }
+        complete(error: nil, fallbackHead: nil)
+    }
+
+    /// Whether the delegate's refusal of a 401 challenge cancelled the task.
+    var wasChallenged: Bool { state.withLock { $0.challenged } }
+
+    /// Whether the head has arrived (read on the delegate queue, which alone delivers it).
+    var hasHead: Bool { state.withLock { $0.head != nil } }
+
     /// The response head, once it has arrived.
     func head() async throws -> HTTPResponse {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withUnsafeThrowingContinuation { continuation in
             state.withLock { state in
-                if let head = state.head {
+                if let head = state.head, state.holdHeadUpTo == nil {
                     continuation.resume(returning: head)
                 } else if let failure = state.failure {
                     continuation.resume(throwing: failure)
@@ -93,7 +184,7 @@ final class URLSessionExchange: Sendable {
 
     /// The next body chunk, or `nil` at the end of the body.
     func nextChunk() async throws -> Data? {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withUnsafeThrowingContinuation { continuation in
             state.withLock { state in
                 if let failure = state.failure {
                     continuation.resume(throwing: failure)
@@ -113,8 +204,10 @@ final class URLSessionExchange: Sendable {
         state.withLock { state in
             guard !state.ended, state.head == nil else { return }
             state.head = head
-            state.headWaiter?.resume(returning: head)
-            state.headWaiter = nil
+            if state.holdHeadUpTo == nil {
+                state.headWaiter?.resume(returning: head)
+                state.headWaiter = nil
+            }
         }
     }
 
@@ -129,6 +222,11 @@ final class URLSessionExchange: Sendable {
             }
             state.chunks.append(chunk)
             state.bufferedBytes += chunk.count
+            if let limit = state.holdHeadUpTo {
+                // Nobody reads yet: the limit to check is the holding one.
+                if state.bufferedBytes > limit { state.releaseHead() }
+                return false
+            }
             return state.bufferedBytes > maxBufferedBytes
         }
         if overflow { fail(.bodyTooLarge(limit: maxBufferedBytes)) }
@@ -145,10 +243,9 @@ final class URLSessionExchange: Sendable {
                     return nil
                 }
                 state.head = fallbackHead
-                state.headWaiter?.resume(returning: fallbackHead)
-                state.headWaiter = nil
             }
             state.finished = true
+            state.releaseHead()
             if let waiter = state.bodyWaiter {
                 state.bodyWaiter = nil
                 waiter.resume(returning: nil)
@@ -256,10 +353,12 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, @unch
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let exchange = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-        exchange?.complete(
+        guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        // The head normally came through `didReceive response`; converting the task's response
+        // again (a bridged dictionary, parsed and sorted) is needed only when it did not.
+        exchange.complete(
             error: error.map(URLSessionTransport.networkError(for:)),
-            fallbackHead: URLSessionTransport.responseHead(task.response)
+            fallbackHead: exchange.hasHead ? nil : URLSessionTransport.responseHead(task.response)
         )
     }
 }

@@ -18,6 +18,9 @@ public import HTTPTypes
 /// ```
 ///
 /// How bodies move:
+/// - Calls that read the whole body into memory (``send(_:body:timeout:collectingUpTo:)``) get
+///   it in one chunk once it has arrived; see that method for how, and for
+///   ``streamsCollectedBodies``.
 /// - Response bodies stream: each chunk URLSession hands the delegate becomes a chunk of the
 ///   ``ByteStream``. libcurl cannot be paused from FoundationNetworking, so there is no
 ///   backpressure; instead at most ``maxBufferedBytes`` may wait for a slow reader, and past that
@@ -51,9 +54,16 @@ public import HTTPTypes
 public final class URLSessionTransport: Transport {
     /// The most body bytes that may wait in memory for a reader that lags behind the network.
     public let maxBufferedBytes: Int
+    /// Whether calls that read the whole body into memory (``APIClient``'s data and model
+    /// calls) stream it through the delegate too, so that a body over their limit is refused
+    /// as soon as the limit is passed, at the cost of URLSession's delegate hops; by default
+    /// they go as completion-handler tasks (see ``send(_:body:timeout:collectingUpTo:)``).
+    public let streamsCollectedBodies: Bool
 
     private let session: URLSession
     private let delegate: URLSessionTransportDelegate
+    /// Every exchange's deadline, on one timer.
+    private let deadlines = URLSessionDeadlines()
 
     /// A transport with ``defaultConfiguration()`` and a 32 MiB read-ahead limit.
     public convenience init() {
@@ -68,8 +78,10 @@ public final class URLSessionTransport: Transport {
     /// them to leave cookies and caching to the client's plugins.
     ///
     /// - Parameter maxBufferedBytes: how many response-body bytes may wait for a slow reader.
-    public init(configuration: URLSessionConfiguration, maxBufferedBytes: Int = 32 * 1024 * 1024) {
+    /// - Parameter streamsCollectedBodies: see ``streamsCollectedBodies``.
+    public init(configuration: URLSessionConfiguration, maxBufferedBytes: Int = 32 * 1024 * 1024, streamsCollectedBodies: Bool = false) {
         self.maxBufferedBytes = maxBufferedBytes
+        self.streamsCollectedBodies = streamsCollectedBodies
         let queue = OperationQueue()
         queue.name = "courier.URLSessionTransport"
         // Serial, so chunks reach the exchange in the order libcurl produced them.
@@ -108,35 +120,93 @@ public final class URLSessionTransport: Transport {
     ///   `URLSessionTransport+Errors.swift`), ``NetworkError/cancelled`` when the calling task is
     ///   cancelled (the `URLSessionTask` is cancelled too), or what a stream body threw.
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
+        try await send(request, body: body, timeout: timeout, exchange: URLSessionExchange(maxBufferedBytes: maxBufferedBytes))
+    }
+
+    /// Sends `request` for a caller that reads the whole body into memory: the response comes
+    /// back once its body has arrived, as one chunk, which saves the caller a wake-up per chunk
+    /// and one for the end of the body. A body longer than `maxBytes` (or half of
+    /// ``maxBufferedBytes``) is not held: its head comes back when that many bytes have arrived
+    /// and the rest streams, as ``send(_:body:timeout:)`` does, so memory stays bounded and the
+    /// caller's own limit applies as before.
+    ///
+    /// Unless ``streamsCollectedBodies`` is set, a safe request (`GET`, `HEAD`, `OPTIONS`) with
+    /// no body or one in memory goes as a task with a completion handler, as
+    /// `URLSession.data(for:)` does: URLSession then calls into Courier once, at the end,
+    /// instead of three times (head, body, end), each a hop through the delegate queue and most
+    /// a thread wake-up. Redirects are still refused by the delegate, and cancellation and the
+    /// timeout cancel the task as for any exchange. Two differences:
+    /// - URLSession shows such a task's body only at the end, so a body over `maxBytes` is
+    ///   refused once it has arrived whole (the timeout still bounds how long that can take)
+    ///   rather than as soon as the limit is passed;
+    /// - a 401 whose `WWW-Authenticate` FoundationNetworking turns into a challenge (Basic, for
+    ///   one) cannot be answered for such a task without losing its body (the delegate refuses
+    ///   challenges, which cancels the task), so the request is then sent once more, streamed,
+    ///   which returns the 401 with its body: a second request, which a safe method allows.
+    public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?, collectingUpTo maxBytes: Int) async throws -> TransportResponse {
+        if !streamsCollectedBodies, Self.completesWhole(request, body: body) {
+            let whole = URLSessionExchange(maxBufferedBytes: maxBufferedBytes, holdingHeadUpTo: maxBytes, completionHandler: true)
+            do {
+                return try await send(request, body: body, timeout: timeout, exchange: whole)
+            } catch NetworkError.cancelled where whole.wasChallenged && !Task.isCancelled {
+                // Sent again below, streamed: the delegate then completes the 401 with its body.
+            }
+        }
+        return try await send(
+            request, body: body, timeout: timeout,
+            exchange: URLSessionExchange(maxBufferedBytes: maxBufferedBytes, holdingHeadUpTo: maxBytes)
+        )
+    }
+
+    /// Whether a collected call can go as a completion-handler task: a safe method (which may
+    /// be sent twice) with no body or one in memory.
+    static func completesWhole(_ request: HTTPRequest, body: RequestBody?) -> Bool {
+        guard request.method == .get || request.method == .head || request.method == .options else { return false }
+        switch body?.source {
+        case nil, .data: return true
+        case .file, .stream: return false
+        }
+    }
+
+    private func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?, exchange: URLSessionExchange) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
         if let failure = SpecialUseDomain.failure(for: request) { throw failure }
         let deadline = timeout.map { ContinuousClock.now.advanced(by: $0) }
         var urlRequest = try Self.urlRequest(for: request, timeout: timeout)
-        let exchange = URLSessionExchange(maxBufferedBytes: maxBufferedBytes)
         let task: URLSessionTask
-        switch body?.source {
-        case nil:
-            task = session.dataTask(with: urlRequest)
-        case .data(let data):
-            urlRequest.httpBody = data
-            task = session.dataTask(with: urlRequest)
-        case .file(let url):
-            task = session.uploadTask(with: urlRequest, fromFile: url)
-        case .stream(let makeStream):
-            switch try await Self.spool(makeStream(), deadline: deadline) {
+        if exchange.completionHandler {
+            if case .data(let data) = body?.source { urlRequest.httpBody = data }
+            task = session.dataTask(with: urlRequest) { data, response, error in
+                exchange.completeWhole(data: data, response: response, error: error)
+            }
+        } else {
+            switch body?.source {
+            case nil:
+                task = session.dataTask(with: urlRequest)
             case .data(let data):
                 urlRequest.httpBody = data
                 task = session.dataTask(with: urlRequest)
-            case .file(let spooled):
-                exchange.onEnd { try? FileManager.default.removeItem(at: spooled) }
-                task = session.uploadTask(with: urlRequest, fromFile: spooled)
+            case .file(let url):
+                task = session.uploadTask(with: urlRequest, fromFile: url)
+            case .stream(let makeStream):
+                switch try await Self.spool(makeStream(), deadline: deadline) {
+                case .data(let data):
+                    urlRequest.httpBody = data
+                    task = session.dataTask(with: urlRequest)
+                case .file(let spooled):
+                    exchange.onEnd { try? FileManager.default.removeItem(at: spooled) }
+                    task = session.uploadTask(with: urlRequest, fromFile: spooled)
+                }
             }
         }
-        exchange.start(task, deadline: deadline, registeredWith: delegate)
+        exchange.start(task, deadline: deadline, on: deadlines, registeredWith: delegate)
         let head = try await withTaskCancellationHandler {
             try await exchange.head()
         } onCancel: {
             exchange.fail(.cancelled)
+        }
+        if let whole = exchange.takeWholeBody() {
+            return TransportResponse(head: head, body: ByteStream(data: whole))
         }
         let reader = BodyReader(exchange: exchange, transport: self)
         return TransportResponse(head: head, body: ByteStream { try await reader.next() })
@@ -157,18 +227,19 @@ public final class URLSessionTransport: Transport {
             let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
             urlRequest.timeoutInterval = max(1, seconds.rounded(.up) + 1)
         }
-        var lines: [(name: String, values: [String])] = []
+        var lines: [(name: HTTPField.Name, values: [String])] = []
         for field in request.headerFields {
             if field.name == .contentLength || field.name == .transferEncoding { continue }
-            if let index = lines.firstIndex(where: { $0.name.lowercased() == field.name.canonicalName }) {
+            // `HTTPField.Name` compares by its canonical (lowercased) name.
+            if let index = lines.firstIndex(where: { $0.name == field.name }) {
                 lines[index].values.append(field.value)
             } else {
-                lines.append((field.name.rawName, [field.value]))
+                lines.append((field.name, [field.value]))
             }
         }
         for line in lines {
-            let separator = line.name.lowercased() == "cookie" ? "; " : ", "
-            urlRequest.setValue(line.values.joined(separator: separator), forHTTPHeaderField: line.name)
+            let value = line.values.count == 1 ? line.values[0] : line.values.joined(separator: line.name == .cookie ? "; " : ", ")
+            urlRequest.setValue(value, forHTTPHeaderField: line.name.rawName)
         }
         return urlRequest
     }

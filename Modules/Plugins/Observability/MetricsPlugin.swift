@@ -30,14 +30,15 @@ public struct MetricsPlugin: Plugin {
     }
 
     public func didReceive(_ result: Result<Response<Data>, NetworkError>, for request: PreparedRequest, context: CallContext) async {
-        let statusClass: String
+        // Index into `statusClasses`: 0xx…5xx, then "error".
+        let statusClass: Int
         var bytes: Int?
         switch result {
         case .success(let response):
-            statusClass = Self.statusClasses[min(max(response.status.code / 100, 0), 5)]
+            statusClass = min(max(response.status.code / 100, 0), 5)
             bytes = response.metrics.bytesReceived
         case .failure(let error):
-            statusClass = error.status.map { Self.statusClasses[min(max($0.code / 100, 0), 5)] } ?? "error"
+            statusClass = error.status.map { min(max($0.code / 100, 0), 5) } ?? 6
         }
         let handles = self.handles.metrics(for: context.endpointName, statusClass: statusClass, prefix: prefix, factory: factory)
         handles.requests.increment()
@@ -45,7 +46,7 @@ public struct MetricsPlugin: Plugin {
         if let bytes { handles.bytes.record(bytes) }
     }
 
-    private static let statusClasses = ["0xx", "1xx", "2xx", "3xx", "4xx", "5xx"]
+    static let statusClasses = ["0xx", "1xx", "2xx", "3xx", "4xx", "5xx", "error"]
 
     /// Metric handles made once per endpoint and status class: making a handle asks the
     /// factory (and its lock) every time, which costs more than recording.
@@ -60,19 +61,27 @@ final class MetricHandles: Sendable {
         let bytes: Recorder
     }
 
-    private let cache = LockedBox<[String: Handles]>([:])
+    /// By endpoint, then by index into ``MetricsPlugin/statusClasses``: no key string is built
+    /// per call.
+    private let cache = LockedBox<[String: [Handles?]]>([:])
 
-    func metrics(for endpoint: String, statusClass: String, prefix: String, factory: (any MetricsFactory)?) -> Handles {
-        let key = endpoint + "\u{0}" + statusClass
-        if let found = cache.withLock({ $0[key] }) { return found }
+    func metrics(for endpoint: String, statusClass: Int, prefix: String, factory: (any MetricsFactory)?) -> Handles {
+        if let found = cache.withLock({ $0[endpoint]?[statusClass] }) { return found }
         let endpointDimension = [("endpoint", endpoint)]
         let factory = factory ?? MetricsSystem.factory
         let made = Handles(
-            requests: Counter(label: "\(prefix)_requests_total", dimensions: endpointDimension + [("status_class", statusClass)], factory: factory),
+            requests: Counter(
+                label: "\(prefix)_requests_total",
+                dimensions: endpointDimension + [("status_class", MetricsPlugin.statusClasses[statusClass])], factory: factory
+            ),
             duration: Timer(label: "\(prefix)_request_duration", dimensions: endpointDimension, factory: factory),
             bytes: Recorder(label: "\(prefix)_response_bytes", dimensions: endpointDimension, factory: factory)
         )
-        cache.withLock { $0[key] = made }
+        cache.withLock { cache in
+            var row = cache[endpoint] ?? Array(repeating: nil, count: MetricsPlugin.statusClasses.count)
+            row[statusClass] = made
+            cache[endpoint] = row
+        }
         return made
     }
 }

@@ -28,7 +28,18 @@ public struct TracingInterceptor: Interceptor {
     }
 
     public func intercept(_ request: PreparedRequest, context: CallContext, next: InterceptorNext) async throws -> TransportResponse {
-        let tracer = self.tracer ?? InstrumentationSystem.tracer
+        let tracer: any Tracer
+        if let own = self.tracer {
+            tracer = own
+        } else if InstrumentationSystem.instrument is NoOpInstrument {
+            // No tracer bootstrapped (nor bound to this task): `InstrumentationSystem.tracer`
+            // would be a `NoOpTracer`, whose spans record nothing and whose `inject` writes
+            // nothing, so the request goes on as it is. Checking the concrete type costs far
+            // less than that lookup's two casts to `any Tracer`, and no span is made.
+            return try await next(request)
+        } else {
+            tracer = InstrumentationSystem.tracer
+        }
         let span = tracer.startAnySpan(request.head.method.rawValue, context: ServiceContext.current ?? .topLevel, ofKind: .client)
         defer { span.end() }
         let head = request.head
