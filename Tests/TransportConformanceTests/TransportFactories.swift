@@ -62,12 +62,12 @@ extension TransportFactory {
         shutdown: { _ in }
     )
 
-    /// `URLSessionTransport` with `streamsCollectedBodies`: data and model calls stream through
-    /// the delegate like every other call, instead of going as completion-handler tasks.
+    /// `URLSessionTransport` without `streamsCollectedBodies`: data and model calls of safe
+    /// methods go as completion-handler tasks instead of streaming through the delegate.
     static let urlSessionStreaming = TransportFactory(
-        name: "URLSessionTransport (streamsCollectedBodies)",
+        name: "URLSessionTransport (streamsCollectedBodies: false)",
         capabilities: Capabilities(negotiatesHTTP2: false, trustsCustomCA: false),
-        make: { _ in URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration(), streamsCollectedBodies: true) },
+        make: { _ in URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration(), streamsCollectedBodies: false) },
         shutdown: { _ in }
     )
 }

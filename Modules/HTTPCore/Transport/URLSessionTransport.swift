@@ -56,8 +56,11 @@ public final class URLSessionTransport: Transport {
     public let maxBufferedBytes: Int
     /// Whether calls that read the whole body into memory (``APIClient``'s data and model
     /// calls) stream it through the delegate too, so that a body over their limit is refused
-    /// as soon as the limit is passed, at the cost of URLSession's delegate hops; by default
-    /// they go as completion-handler tasks (see ``send(_:body:timeout:collectingUpTo:)``).
+    /// as soon as the limit is passed, at the cost of URLSession's delegate hops. `true` unless
+    /// changed: with `false`, safe requests go as completion-handler tasks (see
+    /// ``send(_:body:timeout:collectingUpTo:)``), which is faster but holds a body of any size
+    /// in memory until it has arrived whole, so a hostile or broken server can make the process
+    /// buffer what it sends until the timeout. Turn it off only for servers you trust.
     public let streamsCollectedBodies: Bool
 
     private let session: URLSession
@@ -79,7 +82,7 @@ public final class URLSessionTransport: Transport {
     ///
     /// - Parameter maxBufferedBytes: how many response-body bytes may wait for a slow reader.
     /// - Parameter streamsCollectedBodies: see ``streamsCollectedBodies``.
-    public init(configuration: URLSessionConfiguration, maxBufferedBytes: Int = 32 * 1024 * 1024, streamsCollectedBodies: Bool = false) {
+    public init(configuration: URLSessionConfiguration, maxBufferedBytes: Int = 32 * 1024 * 1024, streamsCollectedBodies: Bool = true) {
         self.maxBufferedBytes = maxBufferedBytes
         self.streamsCollectedBodies = streamsCollectedBodies
         let queue = OperationQueue()
@@ -130,7 +133,7 @@ public final class URLSessionTransport: Transport {
     /// and the rest streams, as ``send(_:body:timeout:)`` does, so memory stays bounded and the
     /// caller's own limit applies as before.
     ///
-    /// Unless ``streamsCollectedBodies`` is set, a safe request (`GET`, `HEAD`, `OPTIONS`) with
+    /// When ``streamsCollectedBodies`` is off, a safe request (`GET`, `HEAD`, `OPTIONS`) with
     /// no body or one in memory goes as a task with a completion handler, as
     /// `URLSession.data(for:)` does: URLSession then calls into Courier once, at the end,
     /// instead of three times (head, body, end), each a hop through the delegate queue and most

@@ -113,7 +113,10 @@ enum Bench {
         }
         let courierSession = APIClient(
             configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: .seconds(30)),
-            transport: URLSessionTransport()
+            // BENCH_URLSESSION_WHOLE=1: the opt-in completion-handler path for collected calls.
+            transport: ProcessInfo.processInfo.environment["BENCH_URLSESSION_WHOLE"] == "1"
+                ? URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration(), streamsCollectedBodies: false)
+                : URLSessionTransport()
         )
         let courierURLSession = Variant(name: "APIClient + URLSessionTransport") {
             let page = try await courierSession.model(pageRequest, as: Page.self)
