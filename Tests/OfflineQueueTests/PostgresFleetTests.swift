@@ -127,12 +127,30 @@ struct PostgresFleetTests {
     /// Every wait here is bounded: a hang fails the test instead of hanging the suite.
     @Test("a server restart in the middle of a drain: the service reconnects and delivers everything, exactly the entries enqueued")
     func serverRestart() async throws {
+        try await withOwnCluster { folder, started in try await serverRestart(folder: folder, started: started) }
+    }
+
+    /// Runs `body` with a throwaway cluster of its own (its folder and the URL `pg-cluster
+    /// start` printed), then stops the cluster and removes its folder, in that order, whatever
+    /// `body` did: a removal before the stop would leave the server running.
+    func withOwnCluster(_ body: (URL, String) async throws -> Void) async throws {
         let cluster = try TempFolder("courier-pg")
-        defer { cluster.remove() }
-        let started = try await pgCluster("start", cluster.url.path)
-        defer { Task { _ = try? await pgCluster("stop", cluster.url.path) } }
-        let url = started.trimmingCharacters(in: .whitespacesAndNewlines) + "?schema=restart"
-        let password = try String(contentsOf: cluster.url.appendingPathComponent("password"), encoding: .utf8)
+        let result: Result<Void, any Error>
+        do {
+            let started = try await pgCluster("start", cluster.url.path)
+            try await body(cluster.url, started.trimmingCharacters(in: .whitespacesAndNewlines))
+            result = .success(())
+        } catch {
+            result = .failure(error)
+        }
+        _ = try? await pgCluster("stop", cluster.url.path)
+        cluster.remove()
+        try result.get()
+    }
+
+    func serverRestart(folder: URL, started: String) async throws {
+        let url = started + "?schema=restart"
+        let password = try String(contentsOf: folder.appendingPathComponent("password"), encoding: .utf8)
         let server = try await TestHTTPServer.start()
         let keys = ProcessTests.countingRoute(server, "/steady", hold: .milliseconds(10))
         var configuration = QueueConfiguration(
@@ -149,10 +167,10 @@ struct PostgresFleetTests {
         let service = queue.service(pollInterval: .milliseconds(200), logger: Logger(label: "test"))
         let running = Task { try await service.run() }
         #expect(await eventually(.seconds(30)) { keys.current.count >= 50 }, "the drain is under way")
-        _ = try await pgCluster("stop", cluster.url.path)
+        _ = try await pgCluster("stop", folder.path)
         let before = keys.current.count
         try await Task.sleep(for: .seconds(1))
-        _ = try await pgCluster("start", cluster.url.path)
+        _ = try await pgCluster("start", folder.path)
         print("restarted the server after \(before) of \(total) deliveries")
         #expect(await eventually(.seconds(90)) { (try? await queue.counts())?.delivered == total }, "everything delivered after the restart")
         service.shutDown()
