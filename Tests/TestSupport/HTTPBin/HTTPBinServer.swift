@@ -52,6 +52,11 @@ public struct HTTPBinServer: Sendable {
 
     /// The supervisor: binds 127.0.0.1:0, starts gunicorn on that socket, prints the port,
     /// and stops gunicorn when its standard input closes.
+    ///
+    /// gunicorn keeps an idle connection 75 s, longer than the clients' pools keep theirs (60 s
+    /// for AsyncHTTPClient): with its default of 2 s, a request that reused a pooled connection
+    /// as gunicorn closed it failed with "I/O on closed channel" on a slow run (seen once in a
+    /// fresh-clone CI run, OpenAPITransport's status test).
     private static let supervisor = """
     import os, socket, subprocess, sys
     log = open(sys.argv[1], "ab")
@@ -63,7 +68,7 @@ public struct HTTPBinServer: Sendable {
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "--no-control-socket", "--bind", "fd://%d" % fd,
          "--worker-class", "gthread", "--workers", "1", "--threads", "32",
-         "--timeout", "120", "--graceful-timeout", "1", "httpbin:app"],
+         "--timeout", "120", "--graceful-timeout", "1", "--keep-alive", "75", "httpbin:app"],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(fd,))
     print(sock.getsockname()[1], flush=True)
     try:
