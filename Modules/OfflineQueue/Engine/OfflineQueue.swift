@@ -77,8 +77,10 @@ public final class OfflineQueue: Sendable {
         storage.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
     }
 
-    /// Lets go of the store's connections (a PostgreSQL queue's); for a SQLite queue the file
-    /// closes with the last reference. The queue is not used afterwards.
+    /// Lets go of the store's connections (a PostgreSQL queue's). For a SQLite queue, waits for
+    /// the work already handed to the file, which then closes with the last reference, so a
+    /// process that ends right after leaves no `-wal` or `-shm` behind. The queue is not used
+    /// afterwards.
     public func close() async {
         await store.shutDown()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HTTPCore
 
 /// The parts of ``QueueStorage`` that are about the file's surroundings rather than its rows:
@@ -14,7 +15,13 @@ extension QueueStore {
     func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {}
 
     /// The file closes with the last reference to the store.
-    func shutDown() async {}
+    /// Waits for the work already handed to the writer: a group commit's block runs on for a
+    /// moment after its callers resumed, holding the file open, and a process that ended in
+    /// that moment (a `sync` command) left the `-wal` and `-shm` files behind instead of the
+    /// last connection's close removing them.
+    func shutDown() async {
+        if !readOnly { _ = try? await pool.writeWithoutTransaction { _ in } }
+    }
 
     func storeBody(_ stream: ByteStream) async throws(QueueError) -> StoredBody {
         if readOnly { throw Self.readOnlyRefusal(path) }

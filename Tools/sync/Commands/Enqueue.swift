@@ -83,9 +83,12 @@ struct Enqueue: AsyncParsableCommand {
             let options = EnqueueOptions(group: group, priority: priority, idempotencyKey: idempotencyKey)
             if count > 1 {
                 try await enqueueMany(queue, headers: parsed, body: body, options: options)
+                await queue.close()
                 return
             }
             let ticket = try await queue.enqueue(method: method, url: url, headers: parsed, body: body, options: options)
+            // The writer's work done before the process ends, so the last close removes -wal and -shm.
+            await queue.close()
             if self.options.json {
                 Output.json(["id": ticket.id, "idempotency_key": ticket.idempotencyKey, "deduplicated": ticket.deduplicated])
             } else {
