@@ -45,14 +45,15 @@ struct Retry: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try await options.openQueue(create: false, readOnly: selection.dryRun)
-            guard ids.isEmpty else {
-                let changed = try await queue.retry(ids)
-                if options.json { Output.json(["retried": changed]) } else { print("\(changed.count) entries due now") }
-                return
+            try await options.withQueue(create: false, readOnly: selection.dryRun) { queue in
+                guard ids.isEmpty else {
+                    let changed = try await queue.retry(ids)
+                    if options.json { Output.json(["retried": changed]) } else { print("\(changed.count) entries due now") }
+                    return
+                }
+                let change = try await queue.retry(matching: selection.selection(adding: dead ? [.dead] : []), dryRun: selection.dryRun)
+                BulkReport.print(change, verb: "retry", json: options.json, jsonObject: ["retried": change.ids], done: "\(change.ids.count) entries due now")
             }
-            let change = try await queue.retry(matching: selection.selection(adding: dead ? [.dead] : []), dryRun: selection.dryRun)
-            BulkReport.print(change, verb: "retry", json: options.json, jsonObject: ["retried": change.ids], done: "\(change.ids.count) entries due now")
         }
     }
 }
@@ -102,20 +103,21 @@ struct Purge: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try await options.openQueue(create: false, readOnly: selection.dryRun)
-            guard ids.isEmpty else {
-                let count = try await queue.purge(.ids(ids))
-                if options.json { Output.json(["purged": count]) } else { print("\(count) entries purged") }
-                return
+            try await options.withQueue(create: false, readOnly: selection.dryRun) { queue in
+                guard ids.isEmpty else {
+                    let count = try await queue.purge(.ids(ids))
+                    if options.json { Output.json(["purged": count]) } else { print("\(count) entries purged") }
+                    return
+                }
+                var states: Set<EntryState> = []
+                if delivered { states.insert(.delivered) }
+                if dead { states.insert(.dead) }
+                let change = try await queue.purge(matching: selection.selection(adding: states), dryRun: selection.dryRun)
+                BulkReport.print(
+                    change, verb: "purge", json: options.json, jsonObject: ["purged": change.ids.count, "ids": change.ids],
+                    done: "\(change.ids.count) entries purged"
+                )
             }
-            var states: Set<EntryState> = []
-            if delivered { states.insert(.delivered) }
-            if dead { states.insert(.dead) }
-            let change = try await queue.purge(matching: selection.selection(adding: states), dryRun: selection.dryRun)
-            BulkReport.print(
-                change, verb: "purge", json: options.json, jsonObject: ["purged": change.ids.count, "ids": change.ids],
-                done: "\(change.ids.count) entries purged"
-            )
         }
     }
 }

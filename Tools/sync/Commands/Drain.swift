@@ -44,32 +44,33 @@ struct Drain: AsyncParsableCommand {
         let monitor = network.makeMonitor(transport: transport)
         await NetworkOptions.settle(monitor)
         let summary: DrainSummary = try await reporting {
-            let queue = try await options.openQueue(
+            try await options.withQueue(
                 create: false, transport: transport, monitor: monitor,
                 concurrency: sending.concurrency, timeout: sending.timeoutDuration,
                 templates: try secrets.templates()
-            )
-            let due = try await queue.counts().pending
-            let progress = options.json ? nil : ProgressBar(total: due)
-            let events = queue.events()
-            let watcher = Task {
-                for await event in events {
-                    switch event {
-                    case .delivered: progress?.delivered()
-                    case .willRetry: progress?.retried()
-                    case .deadLettered: progress?.deadLettered()
-                    default: break
+            ) { queue in
+                let due = try await queue.counts().pending
+                let progress = options.json ? nil : ProgressBar(total: due)
+                let events = queue.events()
+                let watcher = Task {
+                    for await event in events {
+                        switch event {
+                        case .delivered: progress?.delivered()
+                        case .willRetry: progress?.retried()
+                        case .deadLettered: progress?.deadLettered()
+                        default: break
+                        }
                     }
                 }
+                let drain = Task { try await queue.drain(once ? .once : .untilIdle) }
+                let interrupts = Interrupts { drain.cancel() }
+                defer { interrupts.cancel() }
+                let summary = try await drain.value
+                watcher.cancel()
+                await watcher.value
+                progress?.finish()
+                return summary
             }
-            let drain = Task { try await queue.drain(once ? .once : .untilIdle) }
-            let interrupts = Interrupts { drain.cancel() }
-            defer { interrupts.cancel() }
-            let summary = try await drain.value
-            watcher.cancel()
-            await watcher.value
-            progress?.finish()
-            return summary
         }
         report(summary, monitor: monitor)
         if summary.remaining > 0 || summary.inflightElsewhere > 0 { throw SysExit.tryAgain }

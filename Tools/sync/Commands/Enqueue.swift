@@ -79,21 +79,19 @@ struct Enqueue: AsyncParsableCommand {
             }
         }
         try await reporting {
-            let queue = try await options.openQueue(create: true, secrets: storeSecrets ? .store : .reject)
-            let options = EnqueueOptions(group: group, priority: priority, idempotencyKey: idempotencyKey)
-            if count > 1 {
-                try await enqueueMany(queue, headers: parsed, body: body, options: options)
-                await queue.close()
-                return
-            }
-            let ticket = try await queue.enqueue(method: method, url: url, headers: parsed, body: body, options: options)
-            // The writer's work done before the process ends, so the last close removes -wal and -shm.
-            await queue.close()
-            if self.options.json {
-                Output.json(["id": ticket.id, "idempotency_key": ticket.idempotencyKey, "deduplicated": ticket.deduplicated])
-            } else {
-                print(ticket.id)
-                if ticket.deduplicated { complain("an entry with idempotency key \(ticket.idempotencyKey) was already queued; nothing new stored") }
+            try await options.withQueue(create: true, secrets: storeSecrets ? .store : .reject) { queue in
+                let options = EnqueueOptions(group: group, priority: priority, idempotencyKey: idempotencyKey)
+                if count > 1 {
+                    try await enqueueMany(queue, headers: parsed, body: body, options: options)
+                    return
+                }
+                let ticket = try await queue.enqueue(method: method, url: url, headers: parsed, body: body, options: options)
+                if self.options.json {
+                    Output.json(["id": ticket.id, "idempotency_key": ticket.idempotencyKey, "deduplicated": ticket.deduplicated])
+                } else {
+                    print(ticket.id)
+                    if ticket.deduplicated { complain("an entry with idempotency key \(ticket.idempotencyKey) was already queued; nothing new stored") }
+                }
             }
         }
     }

@@ -64,22 +64,23 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try await options.openQueue(create: false, readOnly: true)
-            let entries = try await queue.entries(EntryFilter(states: state.states, group: group, limit: limit))
-            let pauses = try await queue.pauses()
-            let held = { (entry: QueueEntry) in entry.state == .pending && pauses.holds(entry) }
-            switch options.json ? .json : format ?? .table {
-            case .json:
-                Output.json(entries.map { entry in
-                    var object = Output.object(entry, full: false)
-                    object["paused"] = held(entry)
-                    return object
-                })
-            case .csv:
-                FileHandle.standardOutput.write(Data(CSV.document(entries, held: held).utf8))
-            case .table:
-                let now = Date()
-                for entry in entries { print(Output.line(entry, now: now, held: held(entry))) }
+            try await options.withQueue(create: false, readOnly: true) { queue in
+                let entries = try await queue.entries(EntryFilter(states: state.states, group: group, limit: limit))
+                let pauses = try await queue.pauses()
+                let held = { (entry: QueueEntry) in entry.state == .pending && pauses.holds(entry) }
+                switch options.json ? .json : format ?? .table {
+                case .json:
+                    Output.json(entries.map { entry in
+                        var object = Output.object(entry, full: false)
+                        object["paused"] = held(entry)
+                        return object
+                    })
+                case .csv:
+                    FileHandle.standardOutput.write(Data(CSV.document(entries, held: held).utf8))
+                case .table:
+                    let now = Date()
+                    for entry in entries { print(Output.line(entry, now: now, held: held(entry))) }
+                }
             }
         }
     }
@@ -105,26 +106,27 @@ struct Show: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try await options.openQueue(create: false, readOnly: true)
-            guard let entry = try await queue.entry(id) else { throw QueueError.noSuchEntry(id) }
-            let object = Output.object(entry, full: true, reveal: revealSecrets, bodyFolder: DatabaseLocation.isPostgresURL(options.path) ? nil : options.path + ".bodies")
-            if options.json {
-                Output.json(object)
-                return
-            }
-            let order = ["id", "state", "method", "url", "idempotency_key", "group", "priority", "attempts", "created_at",
-                         "last_attempt_at", "next_attempt_at", "finished_at", "waiting_for_network", "lease_owner",
-                         "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes"]
-            for key in order {
-                let value = object[key]
-                if value == nil || value is NSNull { continue }
-                print("\(key): \(Output.terminalSafe("\(value!)"))")
-            }
-            print("headers:")
-            for (name, value) in Output.headers(entry, reveal: revealSecrets) { print(Output.terminalSafe("  \(name): \(value)")) }
-            if let body = object["body"] as? [String: Any] {
-                print("body: \(body["length"] ?? 0) bytes, \(body["stored"] ?? "")\((body["path"] as? String).map { " at \($0)" } ?? "")")
-                if let text = body["text"] as? String { print(Output.terminalSafe(text, keepingLineBreaks: true)) }
+            try await options.withQueue(create: false, readOnly: true) { queue in
+                guard let entry = try await queue.entry(id) else { throw QueueError.noSuchEntry(id) }
+                let object = Output.object(entry, full: true, reveal: revealSecrets, bodyFolder: DatabaseLocation.isPostgresURL(options.path) ? nil : options.path + ".bodies")
+                if options.json {
+                    Output.json(object)
+                    return
+                }
+                let order = ["id", "state", "method", "url", "idempotency_key", "group", "priority", "attempts", "created_at",
+                             "last_attempt_at", "next_attempt_at", "finished_at", "waiting_for_network", "lease_owner",
+                             "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes"]
+                for key in order {
+                    let value = object[key]
+                    if value == nil || value is NSNull { continue }
+                    print("\(key): \(Output.terminalSafe("\(value!)"))")
+                }
+                print("headers:")
+                for (name, value) in Output.headers(entry, reveal: revealSecrets) { print(Output.terminalSafe("  \(name): \(value)")) }
+                if let body = object["body"] as? [String: Any] {
+                    print("body: \(body["length"] ?? 0) bytes, \(body["stored"] ?? "")\((body["path"] as? String).map { " at \($0)" } ?? "")")
+                    if let text = body["text"] as? String { print(Output.terminalSafe(text, keepingLineBreaks: true)) }
+                }
             }
         }
     }
@@ -149,35 +151,36 @@ struct Stats: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let queue = try await options.openQueue(create: false, readOnly: true)
-            let counts = try await queue.counts()
-            let pauses = try await queue.pauses()
-            let age = counts.oldestPendingCreatedAt.map { max(0, Date().timeIntervalSince($0)) }
-            if options.json {
-                Output.json([
-                    "paused": pauses.queuePaused,
-                    "paused_groups": pauses.pausedGroups,
-                    "pending_paused": pauses.pendingHeld,
-                    "pending": counts.pending,
-                    "inflight": counts.inflight,
-                    "inflight_orphaned": counts.inflightOrphaned,
-                    "delivered": counts.delivered,
-                    "dead": counts.dead,
-                    "oldest_pending_age_seconds": age.map { ($0 * 1000).rounded() / 1000 as Any } ?? NSNull(),
-                    "next_attempt_at": Output.timestamp(counts.nextAttemptAt),
-                ])
-                return
+            try await options.withQueue(create: false, readOnly: true) { queue in
+                let counts = try await queue.counts()
+                let pauses = try await queue.pauses()
+                let age = counts.oldestPendingCreatedAt.map { max(0, Date().timeIntervalSince($0)) }
+                if options.json {
+                    Output.json([
+                        "paused": pauses.queuePaused,
+                        "paused_groups": pauses.pausedGroups,
+                        "pending_paused": pauses.pendingHeld,
+                        "pending": counts.pending,
+                        "inflight": counts.inflight,
+                        "inflight_orphaned": counts.inflightOrphaned,
+                        "delivered": counts.delivered,
+                        "dead": counts.dead,
+                        "oldest_pending_age_seconds": age.map { ($0 * 1000).rounded() / 1000 as Any } ?? NSNull(),
+                        "next_attempt_at": Output.timestamp(counts.nextAttemptAt),
+                    ])
+                    return
+                }
+                if pauses.queuePaused { print("PAUSED     the whole queue (sync resume)") }
+                if !pauses.pausedGroups.isEmpty {
+                    print(Output.terminalSafe("paused groups  \(pauses.pausedGroups.joined(separator: ", ")) (sync resume --group G)"))
+                }
+                print("pending    \(counts.pending)" + (pauses.pendingHeld > 0 ? " (\(pauses.pendingHeld) held by a pause)" : ""))
+                print("inflight   \(counts.inflight)" + (counts.inflightOrphaned > 0 ? " (\(counts.inflightOrphaned) under a drainer that is gone)" : ""))
+                print("delivered  \(counts.delivered)")
+                print("dead       \(counts.dead)")
+                print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")
+                print("next attempt    \(counts.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
             }
-            if pauses.queuePaused { print("PAUSED     the whole queue (sync resume)") }
-            if !pauses.pausedGroups.isEmpty {
-                print(Output.terminalSafe("paused groups  \(pauses.pausedGroups.joined(separator: ", ")) (sync resume --group G)"))
-            }
-            print("pending    \(counts.pending)" + (pauses.pendingHeld > 0 ? " (\(pauses.pendingHeld) held by a pause)" : ""))
-            print("inflight   \(counts.inflight)" + (counts.inflightOrphaned > 0 ? " (\(counts.inflightOrphaned) under a drainer that is gone)" : ""))
-            print("delivered  \(counts.delivered)")
-            print("dead       \(counts.dead)")
-            print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")
-            print("next attempt    \(counts.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
         }
     }
 }

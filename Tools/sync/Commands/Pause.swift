@@ -54,14 +54,15 @@ struct PauseTarget: ParsableArguments {
     /// Opens the queue, applies `change` (which says whether anything changed), and reports.
     func apply(paused: Bool, _ change: (OfflineQueue, String?) async throws(QueueError) -> Bool) async throws {
         try await reporting {
-            let queue = try await options.openQueue(create: false)
-            let changed = try await change(queue, group)
-            if options.json {
-                Output.json(["group": group.map { $0 as Any } ?? NSNull(), "paused": paused, "changed": changed])
-                return
+            try await options.withQueue(create: false) { queue in
+                let changed = try await change(queue, group)
+                if options.json {
+                    Output.json(["group": group.map { $0 as Any } ?? NSNull(), "paused": paused, "changed": changed])
+                    return
+                }
+                let what = group.map { "group \($0)" } ?? "the queue"
+                print(Output.terminalSafe(changed ? "\(what) \(paused ? "paused" : "resumed")" : "\(what) was already \(paused ? "paused" : "not paused")"))
             }
-            let what = group.map { "group \($0)" } ?? "the queue"
-            print(Output.terminalSafe(changed ? "\(what) \(paused ? "paused" : "resumed")" : "\(what) was already \(paused ? "paused" : "not paused")"))
         }
     }
 }

@@ -95,37 +95,38 @@ struct Run: AsyncParsableCommand {
     private func serve(through transport: AsyncHTTPClientTransport, metrics endpoint: MetricsEndpoint?, logger: Logger) async throws {
         let monitor = network.makeMonitor(transport: transport)
         try await reporting {
-            let queue = try await options.openQueue(
+            try await options.withQueue(
                 create: true, transport: transport, monitor: monitor,
                 concurrency: sending.concurrency, timeout: sending.timeoutDuration,
                 templates: try secrets.templates()
-            )
-            let grace = Duration.seconds(5)
-            let notifier = SystemdNotifier()
-            var pollInterval = Seconds.duration(poll)
-            if let idleLimit = notifier?.idleLimit, idleLimit < pollInterval {
-                // An idle loop must still go round often enough to earn its watchdog pings.
-                pollInterval = idleLimit
-            }
-            if let watchdog = notifier?.watchdogTimeout, watchdog <= sending.timeoutDuration {
-                logger.warning("WatchdogSec is not longer than --timeout: one slow send may look like a hang to systemd", metadata: [
-                    "watchdog_usec": "\(NotifierService.microseconds(watchdog))", "timeout": "\(sending.timeout)",
+            ) { queue in
+                let grace = Duration.seconds(5)
+                let notifier = SystemdNotifier()
+                var pollInterval = Seconds.duration(poll)
+                if let idleLimit = notifier?.idleLimit, idleLimit < pollInterval {
+                    // An idle loop must still go round often enough to earn its watchdog pings.
+                    pollInterval = idleLimit
+                }
+                if let watchdog = notifier?.watchdogTimeout, watchdog <= sending.timeoutDuration {
+                    logger.warning("WatchdogSec is not longer than --timeout: one slow send may look like a hang to systemd", metadata: [
+                        "watchdog_usec": "\(NotifierService.microseconds(watchdog))", "timeout": "\(sending.timeout)",
+                    ])
+                }
+                let service = queue.service(pollInterval: pollInterval, shutdownGrace: grace, logger: logger)
+                var services: [any Service] = [service]
+                if let endpoint { services.append(endpoint) }
+                if let notifier {
+                    services.append(NotifierService(
+                        notifier: notifier, queue: queue, heartbeat: service.heartbeat, shutdownGrace: grace, logger: logger
+                    ))
+                }
+                let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                logger.info("sync run starting", metadata: [
+                    "db": "\(options.shownPath)", "concurrency": "\(sending.concurrency)",
+                    "network": "\(monitor.map { "\($0.status)" } ?? "not monitored")",
                 ])
+                try await group.run()
             }
-            let service = queue.service(pollInterval: pollInterval, shutdownGrace: grace, logger: logger)
-            var services: [any Service] = [service]
-            if let endpoint { services.append(endpoint) }
-            if let notifier {
-                services.append(NotifierService(
-                    notifier: notifier, queue: queue, heartbeat: service.heartbeat, shutdownGrace: grace, logger: logger
-                ))
-            }
-            let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-            logger.info("sync run starting", metadata: [
-                "db": "\(options.shownPath)", "concurrency": "\(sending.concurrency)",
-                "network": "\(monitor.map { "\($0.status)" } ?? "not monitored")",
-            ])
-            try await group.run()
         }
     }
 }
