@@ -82,6 +82,22 @@ public final class AsyncHTTPClientTransport: Transport {
             .first { !$0.isEmpty && !decoded.contains($0) }
     }
 
+    /// Whether a request that failed with `error` before any part of its response arrived is
+    /// sent once more: when the connection was lost (the server closed a kept-alive
+    /// connection just as the request went out on it, the usual race when its keep-alive is
+    /// shorter than the pool's), the method is idempotent, the body can be sent again from
+    /// memory (or there is none), and the calling task goes on.
+    ///
+    /// URLSession and browsers resend in this case too; without it, a client calling a server
+    /// with a short keep-alive sees an occasional `connectionLost` that a retry policy of
+    /// ``RetryPolicy/none`` (the default) passes to the caller.
+    static func mayResend(_ request: HTTPRequest, body: RequestBody?, after error: any Error) -> Bool {
+        guard !Task.isCancelled, RetryPolicy.idempotentMethods.contains(request.method) else { return false }
+        if let body, case .stream = body.source { return false }
+        guard case .transport(let failure) = TransportErrorMapping.map(error) else { return false }
+        return failure.kind == .connectionLost
+    }
+
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
         let outgoing = try HTTPClientRequest(request, body: body)
@@ -89,7 +105,14 @@ public final class AsyncHTTPClientTransport: Transport {
         // Clamped: NIO traps on a TimeAmount beyond Int64 nanoseconds (292 years).
         let deadline: NIODeadline? = timeout.map { .now() + TimeAmount(min($0, .longestInput)) }
         do {
-            let response = try await client.execute(outgoing, deadline: deadline ?? .distantFuture)
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(outgoing, deadline: deadline ?? .distantFuture)
+            } catch where Self.mayResend(request, body: body, after: error) {
+                // A pooled connection the server closed as the request went out: the request
+                // got no answer, so an idempotent one goes once more, on another connection.
+                response = try await client.execute(try HTTPClientRequest(request, body: body), deadline: deadline ?? .distantFuture)
+            }
             if decodesBodies, let encoding = Self.unsupportedEncoding(response.headers["content-encoding"]) {
                 throw NetworkError.transport(TransportFailure(.invalidResponse, "the response uses content encoding \(encoding), which this transport cannot decode"))
             }

@@ -118,6 +118,99 @@ struct TransportTests {
     }
 }
 
+/// A responder that closes the connection without an answer at the requests numbered in
+/// `dropped` (counting from 1), and answers 200 otherwise.
+private final class DroppingResponder: Transport {
+    let dropped: Set<Int>
+    let seen = LockedBox<[String]>([])
+
+    init(dropping dropped: Set<Int>) { self.dropped = dropped }
+
+    func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
+        let number = seen.withLock { seen in
+            seen.append("\(request.method) \(request.path ?? "")")
+            return seen.count
+        }
+        if dropped.contains(number) { throw NetworkError.transport(TransportFailure(.other, "dropped by the test")) }
+        return TransportResponse(head: HTTPResponse(status: .ok), body: ByteStream(data: Data("ok".utf8)))
+    }
+}
+
+@Suite("AsyncHTTPClientTransport: a kept-alive connection the server closed")
+struct StaleConnectionTests {
+    @Test("an idempotent request the server dropped on a reused connection is sent once more, on a new one")
+    func idempotentResent() async throws {
+        let responder = DroppingResponder(dropping: [2])
+        let server = try await LoopbackServer.start(answering: responder)
+        let transport = AsyncHTTPClientTransport()
+        let head = { (method: HTTPRequest.Method, path: String) in
+            HTTPRequest(method: method, scheme: "http", authority: "127.0.0.1:\(server.port)", path: path)
+        }
+        for (method, path) in [(HTTPRequest.Method.get, "/first"), (.get, "/second")] {
+            let response = try await transport.send(head(method, path), body: nil, timeout: .seconds(10))
+            #expect(try await response.body.collect(upTo: 1024) == Data("ok".utf8))
+            #expect(response.head.status == .ok)
+        }
+        #expect(responder.seen.current == ["GET /first", "GET /second", "GET /second"])
+
+        // A PUT with its body in memory goes again too.
+        let put = DroppingResponder(dropping: [2])
+        let putServer = try await LoopbackServer.start(answering: put)
+        let putHead = HTTPRequest(method: .put, scheme: "http", authority: "127.0.0.1:\(putServer.port)", path: "/item")
+        for _ in 0..<2 {
+            let response = try await transport.send(putHead, body: .data(Data("v".utf8)), timeout: .seconds(10))
+            await response.body.discard()
+            #expect(response.head.status == .ok)
+        }
+        #expect(put.seen.current == ["PUT /item", "PUT /item", "PUT /item"])
+        try await transport.shutdown()
+        await server.shutdown()
+        await putServer.shutdown()
+    }
+
+    @Test("a POST the server dropped is not sent again: the caller sees connectionLost")
+    func postNotResent() async throws {
+        let responder = DroppingResponder(dropping: [2])
+        let server = try await LoopbackServer.start(answering: responder)
+        let transport = AsyncHTTPClientTransport()
+        let head = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/events")
+        let first = try await transport.send(head, body: .data(Data("1".utf8)), timeout: .seconds(10))
+        await first.body.discard()
+        await expectConnectionLost {
+            _ = try await transport.send(head, body: .data(Data("2".utf8)), timeout: .seconds(10))
+        }
+        #expect(responder.seen.current == ["POST /events", "POST /events"])
+        try await transport.shutdown()
+        await server.shutdown()
+    }
+
+    @Test("a GET dropped twice fails after its one resend")
+    func resentOnce() async throws {
+        let responder = DroppingResponder(dropping: [2, 3])
+        let server = try await LoopbackServer.start(answering: responder)
+        let transport = AsyncHTTPClientTransport()
+        let head = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/page")
+        let first = try await transport.send(head, body: nil, timeout: .seconds(10))
+        await first.body.discard()
+        await expectConnectionLost {
+            _ = try await transport.send(head, body: nil, timeout: .seconds(10))
+        }
+        #expect(responder.seen.current.count == 3)
+        try await transport.shutdown()
+        await server.shutdown()
+    }
+
+    private func expectConnectionLost(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async {
+        do {
+            try await body()
+            Issue.record("the send succeeded", sourceLocation: sourceLocation)
+        } catch NetworkError.transport(let failure) where failure.kind == .connectionLost {
+        } catch {
+            Issue.record("expected connectionLost, got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+}
+
 @Suite("AsyncHTTPClientTransport: TLS defaults")
 struct TLSDefaultTests {
     @Test("the default TLS configuration offers TLS 1.2 at the oldest (NIOSSL's own default allows 1.0)")
