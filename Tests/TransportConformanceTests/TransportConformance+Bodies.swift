@@ -90,4 +90,22 @@ extension TransportConformance {
             })
         }
     }
+
+    @Test("a chunked body that passes maxBodySize mid-way fails with bodyTooLarge; one within it arrives whole", arguments: TransportFactories.all)
+    func chunkedBodyTooLarge(_ factory: TransportFactory) async throws {
+        try await Harness.run(factory, configure: { $0.maxBodySize = 2500 }) { harness in
+            await expectNetworkError("bodyTooLarge(limit: 2500)", {
+                _ = try await harness.client.send(Request<Data>.get("/chunked?count=7&size=1000&delay=5"))
+            }, matches: { error in
+                if case .bodyTooLarge(2500) = error { return true }
+                return false
+            })
+            let within = try await harness.client.send(Request<Data>.get("/chunked?count=2&size=1000&delay=5"))
+            #expect(within.body == TestPayload.data(count: 2000))
+            // The transport's collecting hint still hands over every byte of a longer body, in order.
+            let head = HTTPRequest(method: .get, url: harness.server.url("/chunked?count=7&size=1000&delay=5"))
+            let raw = try await harness.transport.send(head, body: nil, timeout: .seconds(60), collectingUpTo: 2500)
+            #expect(try await raw.body.collect(upTo: 1 << 20) == TestPayload.data(count: 7000))
+        }
+    }
 }

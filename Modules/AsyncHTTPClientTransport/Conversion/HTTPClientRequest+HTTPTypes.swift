@@ -69,9 +69,10 @@ extension HTTPResponse {
             guard let fieldName = HTTPField.Name(name) else { continue }
             fields.append(HTTPField(name: fieldName, value: value))
         }
-        self.init(
-            status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
-            headerFields: fields
-        )
+        // 200 OK, by far the most common, without checking its reason phrase again.
+        let status: HTTPResponse.Status = response.status == .ok
+            ? .ok
+            : HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
+        self.init(status: status, headerFields: fields)
     }
 }

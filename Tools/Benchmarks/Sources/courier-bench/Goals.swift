@@ -53,7 +53,15 @@ enum Goals {
             return []
         }
 
-        // BENCH_ONLY=enqueue runs only the queue's durable enqueues (for perf).
+        // BENCH_ONLY=enqueue runs only the queue's durable enqueues (for perf); raw-enqueue only
+        // the raw SQLite inserts they are compared with.
+        if only == "raw-enqueue" {
+            for round in 1...rounds {
+                let path = folder.appendingPathComponent("only-raw-\(round).db").path
+                print("  round \(round) durable insert: raw SQLite \(Bench.format(try QueueBench.rawInserts(count: 2_000, batch: 1, path: path, durability: .full)))/s")
+            }
+            return []
+        }
         if only == "enqueue" {
             for round in 1...rounds {
                 let path = folder.appendingPathComponent("only-enqueue-\(round).db").path
