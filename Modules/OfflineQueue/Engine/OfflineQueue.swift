@@ -36,7 +36,9 @@ public final class OfflineQueue: Sendable {
     /// Fired by every local enqueue, so a running service drains at once.
     let enqueued = WakeSignal()
     /// Stored URLs parsed for replays, once each.
-    let replayTargets = ReplayTargets()
+    let replayTargets = ParsedURLs { text throws(QueueError) in try ReplayTarget(text) }
+    /// Enqueued URLs checked once (see ``parse(_:)``).
+    let enqueueTargets = ParsedURLs { text throws(QueueError) in try EnqueueTarget(text) }
     /// Counters, timers and gauges, through swift-metrics.
     let metrics: QueueMetrics
     /// Names this drainer in leases (`host:pid:token:boot` in a SQLite file).
@@ -242,14 +244,11 @@ public final class OfflineQueue: Sendable {
 
     /// A request given as text (`sync enqueue`, ``enqueue(method:url:headers:body:options:)``)
     /// parsed and validated, once.
-    private static func parse(_ request: QueuedRequest) throws(QueueError) -> (method: String, url: URL, fields: [HTTPField]) {
+    private func parse(_ request: QueuedRequest) throws(QueueError) -> (method: String, target: EnqueueTarget, fields: [HTTPField]) {
         guard HTTPRequest.Method(request.method) != nil else {
             throw .invalidRequest("\(request.method.debugDescription) is not an HTTP method")
         }
-        guard let url = URL(string: request.url), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty else {
-            throw .invalidRequest("\(request.url.debugDescription) is not an absolute http or https URL")
-        }
+        let target = try enqueueTargets(request.url)
         var fields: [HTTPField] = []
         fields.reserveCapacity(request.headers.count)
         for (name, value) in request.headers {
@@ -257,18 +256,18 @@ public final class OfflineQueue: Sendable {
             guard HTTPField.isValidValue(value) else { throw .invalidRequest("the value of header \(name) is not valid") }
             fields.append(HTTPField(name: fieldName, value: value))
         }
-        return (request.method, url, fields)
+        return (request.method, target, fields)
     }
 
     /// `request` checked and turned into what the store inserts (its body not yet stored).
     package func validate(_ request: QueuedRequest) throws(QueueError) -> NewEntry {
         // A prepared request is typed already: it is stored as it is, not parsed again.
-        let (method, url, fields): (String, URL, [HTTPField])
+        let (method, target, fields): (String, EnqueueTarget, [HTTPField])
         if let prepared = request.prepared {
             guard let preparedURL = prepared.url else { throw .invalidRequest("the prepared request has no URL") }
-            (method, url, fields) = (prepared.head.method.rawValue, preparedURL, Array(prepared.head.headerFields))
+            (method, target, fields) = (prepared.head.method.rawValue, EnqueueTarget(preparedURL), Array(prepared.head.headerFields))
         } else {
-            (method, url, fields) = try Self.parse(request)
+            (method, target, fields) = try parse(request)
         }
         var headers: [StoredHeader] = []
         var key = request.options.idempotencyKey
@@ -296,11 +295,11 @@ public final class OfflineQueue: Sendable {
         return NewEntry(
             idempotencyKey: key ?? RandomUUID.lowercased(),
             method: method,
-            url: url.absoluteString,
+            url: target.url,
             headers: headers,
             body: nil,
             scopes: request.scopes,
-            name: request.name ?? "\(method) \(url.path)",
+            name: request.name ?? "\(method) \(target.path)",
             group: request.options.group,
             priority: request.options.priority,
             timeout: request.timeout,
@@ -395,5 +394,26 @@ public final class OfflineQueue: Sendable {
             guard error.isConnectivityFailure, let monitor else { return false }
             return !monitor.status.isOnline
         }
+    }
+}
+
+/// An enqueued URL as stored: checked to be an absolute `http` or `https` URL with a host, its
+/// text as `URL` gives it back, and its path for the entry's default name.
+struct EnqueueTarget: Sendable {
+    let url: String
+    let path: String
+
+    init(_ url: URL) {
+        self.url = url.absoluteString
+        self.path = url.path
+    }
+
+    /// - Throws: ``QueueError/invalidRequest(_:)`` for text that is not such a URL.
+    init(_ text: String) throws(QueueError) {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty else {
+            throw .invalidRequest("\(text.debugDescription) is not an absolute http or https URL")
+        }
+        self.init(url)
     }
 }

@@ -17,7 +17,7 @@ struct ReplayRequest {
     ///   ``TemplateError`` for a template not allowed for the entry's origin.
     init(entry: QueueEntry, queue: OfflineQueue) throws {
         guard let method = HTTPRequest.Method(entry.method) else { throw QueueError.invalidRequest("stored method \(entry.method) is invalid") }
-        let target = try queue.replayTargets.target(for: entry.url)
+        let target = try queue.replayTargets(entry.url)
         let origin = target.origin
         var headers = HTTPFields()
         var credentials: Set<HTTPField.Name> = []
@@ -66,22 +66,27 @@ struct ReplayTarget: Sendable {
     }
 }
 
-/// Stored URLs parsed once per queue rather than at every attempt: a queue's entries mostly
-/// share a few URLs, and parsing one (`URL`, then the head's parts) costs more than the rest
-/// of rebuilding the request. Holds at most `limit` URLs; when full it starts over.
-final class ReplayTargets: Sendable {
-    private let parsed = LockedBox<[String: ReplayTarget]>([:])
+/// URL strings parsed once per queue rather than at every use: a queue's entries mostly share
+/// a few URLs, and parsing one (`URL`, then its parts) costs more than the rest of storing or
+/// rebuilding the request. Replays keep each stored URL's ``ReplayTarget``; enqueues each
+/// given URL's checked form. Holds at most `limit` URLs; when full it starts over.
+final class ParsedURLs<Parsed: Sendable>: Sendable {
+    private let parsed = LockedBox<[String: Parsed]>([:])
     private let limit: Int
+    private let parse: @Sendable (String) throws(QueueError) -> Parsed
 
-    init(limit: Int = 256) { self.limit = limit }
+    init(limit: Int = 256, parse: @escaping @Sendable (String) throws(QueueError) -> Parsed) {
+        self.limit = limit
+        self.parse = parse
+    }
 
-    func target(for text: String) throws(QueueError) -> ReplayTarget {
+    func callAsFunction(_ text: String) throws(QueueError) -> Parsed {
         if let known = parsed.withLock({ $0[text] }) { return known }
-        let target = try ReplayTarget(text)
+        let value = try parse(text)
         parsed.withLock { cache in
             if cache.count >= limit { cache.removeAll(keepingCapacity: true) }
-            cache[text] = target
+            cache[text] = value
         }
-        return target
+        return value
     }
 }
