@@ -3,7 +3,6 @@ public import HTTPCore
 public import HTTPTypes
 import Foundation
 import NIOCore
-import NIOFoundationCompat
 import NIOHTTP1
 
 /// A ``Transport`` over AsyncHTTPClient (SwiftNIO): pooled connections, HTTP/1.1 and HTTP/2,
@@ -100,41 +99,6 @@ public final class AsyncHTTPClientTransport: Transport {
     }
 
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
-        let (head, response, deadline) = try await execute(request, body: body, timeout: timeout)
-        return TransportResponse(head: head, body: ByteStream(ResponseBodySequence(response.body, deadline: deadline, owner: self)))
-    }
-
-    /// For a caller that reads the whole body into memory (``APIClient``'s data and model calls):
-    /// the body is read here, as the `ByteBuffer`s NIO hands over, into one buffer, and comes
-    /// back as one chunk, without a `Data` and a stream step per chunk. The deadline is checked
-    /// at every chunk as for a streamed body. A body announced or found longer than `maxBytes`
-    /// still comes back whole, streamed (what was read first, then the rest), for the caller
-    /// to refuse as it does any other.
-    public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?, collectingUpTo maxBytes: Int) async throws -> TransportResponse {
-        let (head, response, deadline) = try await execute(request, body: body, timeout: timeout)
-        if let announced = head.headerFields[.contentLength].flatMap({ Int($0) }), announced > maxBytes {
-            return TransportResponse(head: head, body: ByteStream(ResponseBodySequence(response.body, deadline: deadline, owner: self)))
-        }
-        var iterator = ResponseBodySequence.Iterator(base: response.body.makeAsyncIterator(), deadline: deadline, owner: self)
-        var collected: ByteBuffer?
-        while let chunk = try await iterator.nextBuffer() {
-            if collected == nil {
-                collected = chunk
-            } else {
-                collected!.writeImmutableBuffer(chunk)
-            }
-            if collected!.readableBytes > maxBytes {
-                // Past the limit: the bytes so far, then the rest as it comes.
-                let rest = Remainder(first: Data(buffer: collected!), iterator: iterator)
-                return TransportResponse(head: head, body: ByteStream { try await rest.next() })
-            }
-        }
-        return TransportResponse(head: head, body: ByteStream(data: collected.map { Data(buffer: $0) } ?? Data()))
-    }
-
-    /// Sends `request` and waits for the head: the head in HTTPTypes, AsyncHTTPClient's
-    /// response for its body, and the deadline the body is read under.
-    private func execute(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> (HTTPResponse, HTTPClientResponse, NIODeadline?) {
         if Task.isCancelled { throw NetworkError.cancelled }
         let outgoing = try HTTPClientRequest(request, body: body)
         if let failure = SpecialUseDomain.failure(for: request) { throw failure }
@@ -152,32 +116,12 @@ public final class AsyncHTTPClientTransport: Transport {
             if decodesBodies, let encoding = Self.unsupportedEncoding(response.headers["content-encoding"]) {
                 throw NetworkError.transport(TransportFailure(.invalidResponse, "the response uses content encoding \(encoding), which this transport cannot decode"))
             }
-            return (HTTPResponse(response), response, deadline)
+            return TransportResponse(
+                head: HTTPResponse(response),
+                body: ByteStream(ResponseBodySequence(response.body, deadline: deadline, owner: self))
+            )
         } catch {
             throw TransportErrorMapping.map(error)
         }
-    }
-}
-
-/// The rest of a body that passed the collecting limit: the bytes read so far, then the
-/// chunks still to come.
-///
-/// `@unchecked Sendable` is sound: a `ByteStream` has one consumer at a time, so `next()` is
-/// never called by two tasks at once.
-private final class Remainder: @unchecked Sendable {
-    private var first: Data?
-    private var iterator: ResponseBodySequence.Iterator
-
-    init(first: Data, iterator: ResponseBodySequence.Iterator) {
-        self.first = first
-        self.iterator = iterator
-    }
-
-    func next() async throws -> Data? {
-        if let first {
-            self.first = nil
-            return first
-        }
-        return try await iterator.next()
     }
 }

@@ -32,15 +32,6 @@ struct ResponseBodySequence: AsyncSequence, Sendable {
         let owner: any Sendable
 
         mutating func next() async throws -> Data? {
-            guard let buffer = try await nextBuffer() else { return nil }
-            // A chunk of a kilobyte or more shares the buffer's storage instead of being copied
-            // (`Data(buffer:)` copies up to 256 KiB): whoever reads the body copies it once, into
-            // its own storage, not twice.
-            return Data(buffer: buffer, byteTransferStrategy: buffer.readableBytes >= 1024 ? .noCopy : .copy)
-        }
-
-        /// The next chunk as NIO read it, errors mapped and the deadline checked.
-        mutating func nextBuffer() async throws -> ByteBuffer? {
             let buffer: ByteBuffer?
             do { buffer = try await base.next() } catch {
                 throw TransportErrorMapping.map(error)
@@ -49,7 +40,10 @@ struct ResponseBodySequence: AsyncSequence, Sendable {
             if let deadline, NIODeadline.now() > deadline {
                 throw NetworkError.transport(TransportFailure(.timedOut, "the response body was still arriving at the deadline"))
             }
-            return buffer
+            // A chunk of a kilobyte or more shares the buffer's storage instead of being copied
+            // (`Data(buffer:)` copies up to 256 KiB): whoever reads the body copies it once, into
+            // its own storage, not twice.
+            return Data(buffer: buffer, byteTransferStrategy: buffer.readableBytes >= 1024 ? .noCopy : .copy)
         }
     }
 }
