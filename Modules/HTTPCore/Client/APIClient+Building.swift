@@ -57,6 +57,7 @@ extension APIClient {
 
     /// The client's default headers, then `headers`, which replace defaults of the same name.
     package func withDefaults(_ headers: HTTPFields) -> HTTPFields {
+        if configuration.defaultHeaders.isEmpty { return headers }
         var merged = configuration.defaultHeaders
         for field in headers {
             merged[fields: field.name] = []

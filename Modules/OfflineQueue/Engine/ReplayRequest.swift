@@ -20,10 +20,16 @@ struct ReplayRequest {
         let target = try queue.replayTargets(entry.url)
         let origin = target.origin
         var headers = HTTPFields()
+        headers.reserveCapacity(entry.headers.count + 1)
         var credentials: Set<HTTPField.Name> = []
         var secrets = SecretScrubber()
+        let idempotencyHeader = queue.configuration.idempotencyHeader
+        // Enqueues never store the idempotency header (the key has its own column), but a row
+        // of an older Courier may hold one, which the key then replaces.
+        var storedKeyHeader = false
         for header in entry.headers {
             guard let name = HTTPField.Name(header.name) else { throw QueueError.invalidRequest("stored header \(header.name) is invalid") }
+            if name == idempotencyHeader { storedKeyHeader = true }
             let value = try queue.configuration.templates.resolve(header.value, for: origin)
             if value != header.value || queue.configuration.secretHeaders.contains(name) {
                 // A resolved template is a credential wherever it sits: dropped when a redirect
@@ -33,7 +39,11 @@ struct ReplayRequest {
             }
             headers.append(HTTPField(name: name, value: value))
         }
-        headers[queue.configuration.idempotencyHeader] = entry.idempotencyKey
+        if storedKeyHeader {
+            headers[idempotencyHeader] = entry.idempotencyKey
+        } else {
+            headers.append(HTTPField(name: idempotencyHeader, value: entry.idempotencyKey))
+        }
         let body = try entry.body.map { stored throws(QueueError) in try queue.store.replayBody(stored) }
         self.secrets = secrets
         request = PreparedRequest(
