@@ -39,11 +39,14 @@ struct QueueOptions: ParsableArguments {
         return base + "/courier/queue.db"
     }
 
-    /// Opens the queue as ``openQueue(create:readOnly:secrets:transport:monitor:concurrency:timeout:templates:)``
-    /// does, runs `body` with it, and closes it however `body` ends. The close waits for the
-    /// writer's work, so the last connection to a SQLite file goes before the process exits and
-    /// takes the file's `-wal` and `-shm` with it (a user who may only read the folder can then
-    /// still read the file).
+    /// Opens the queue, runs `body` with it, and closes it however `body` ends. The close
+    /// waits for the writer's work, so the last connection to a SQLite file goes before the
+    /// process exits and takes the file's `-wal` and `-shm` with it (a user who may only read
+    /// the folder can then still read the file).
+    ///
+    /// Commands that only read or change existing entries pass `create: false`, so a mistyped
+    /// path is a clear "no such database" (66); commands that only read pass `readOnly: true`
+    /// too, so they work for a user who may not write the file.
     func withQueue<T>(
         create: Bool,
         readOnly: Bool = false,
@@ -55,33 +58,6 @@ struct QueueOptions: ParsableArguments {
         templates: HeaderTemplates = HeaderTemplates(),
         _ body: (OfflineQueue) async throws -> T
     ) async throws -> T {
-        let queue = try await openQueue(
-            create: create, readOnly: readOnly, secrets: secrets, transport: transport, monitor: monitor,
-            concurrency: concurrency, timeout: timeout, templates: templates
-        )
-        do {
-            let result = try await body(queue)
-            await queue.close()
-            return result
-        } catch {
-            await queue.close()
-            throw error
-        }
-    }
-
-    /// Opens the queue. Commands that only read or change existing entries pass
-    /// `create: false`, so a mistyped path is a clear "no such database" (66); commands that
-    /// only read pass `readOnly: true` too, so they work for a user who may not write the file.
-    func openQueue(
-        create: Bool,
-        readOnly: Bool = false,
-        secrets: SecretHandling = .reject,
-        transport: (any Transport)? = nil,
-        monitor: (any NetworkMonitor)? = nil,
-        concurrency: Int = 8,
-        timeout: Duration = .seconds(30),
-        templates: HeaderTemplates = HeaderTemplates()
-    ) async throws(QueueError) -> OfflineQueue {
         let path = self.path
         // A database URL is never a file path: no folder is made for it.
         if create && !DatabaseLocation.isPostgresURL(path) {
@@ -89,7 +65,7 @@ struct QueueOptions: ParsableArguments {
             do {
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                throw .cannotCreate(path: folder.path, reason: (error as NSError).localizedDescription)
+                throw QueueError.cannotCreate(path: folder.path, reason: (error as NSError).localizedDescription)
             }
         }
         var configuration = QueueConfiguration(path: path, createIfMissing: create, concurrency: concurrency)
@@ -100,7 +76,15 @@ struct QueueOptions: ParsableArguments {
             configuration: ClientConfiguration(baseURL: URL(string: "http://localhost")!, timeout: timeout),
             transport: transport ?? UnusedTransport()
         )
-        return try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
+        let queue = try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
+        do {
+            let result = try await body(queue)
+            await queue.close()
+            return result
+        } catch {
+            await queue.close()
+            throw error
+        }
     }
 }
 
