@@ -242,89 +242,6 @@ public final class OfflineQueue: Sendable {
         }
     }
 
-    /// A request given as text (`sync enqueue`, ``enqueue(method:url:headers:body:options:)``)
-    /// parsed and validated, once.
-    private func parse(_ request: QueuedRequest) throws(QueueError) -> (method: String, target: EnqueueTarget, fields: [HTTPField]) {
-        guard HTTPRequest.Method(request.method) != nil else {
-            throw .invalidRequest("\(request.method.debugDescription) is not an HTTP method")
-        }
-        let target = try enqueueTargets(request.url)
-        var fields: [HTTPField] = []
-        fields.reserveCapacity(request.headers.count)
-        for (name, value) in request.headers {
-            guard let fieldName = HTTPField.Name(name) else { throw .invalidRequest("\(name.debugDescription) is not a header name") }
-            guard HTTPField.isValidValue(value) else { throw .invalidRequest("the value of header \(name) is not valid") }
-            fields.append(HTTPField(name: fieldName, value: value))
-        }
-        return (request.method, target, fields)
-    }
-
-    /// `request` checked and turned into what the store inserts (its body not yet stored).
-    package func validate(_ request: QueuedRequest) throws(QueueError) -> NewEntry {
-        // A prepared request is typed already: it is stored as it is, not parsed again.
-        let (method, target, fields): (String, EnqueueTarget, [HTTPField])
-        if let prepared = request.prepared {
-            guard let preparedURL = prepared.url else { throw .invalidRequest("the prepared request has no URL") }
-            (method, target, fields) = (prepared.head.method.rawValue, EnqueueTarget(preparedURL), Array(prepared.head.headerFields))
-        } else {
-            (method, target, fields) = try parse(request)
-        }
-        var headers: [StoredHeader] = []
-        var key = request.options.idempotencyKey
-        for field in fields {
-            let (fieldName, name, value) = (field.name, field.name.rawName, field.value)
-            if fieldName == configuration.idempotencyHeader {
-                key = key ?? value
-                continue
-            }
-            // A secret field is stored only as a template (`Bearer ${credential:x}`); a value that
-            // mixes a template with literal text may carry a secret in that text, in any field.
-            let literalSecret = HeaderTemplates.containsPlaceholder(value)
-                ? HeaderTemplates.mixesLiteralSecret(value)
-                : configuration.secretHeaders.contains(fieldName)
-            if literalSecret {
-                switch configuration.secrets {
-                case .drop: continue
-                case .store: break
-                case .reject: throw .secretHeader(name: name)
-                }
-            }
-            headers.append(StoredHeader(name: name, value: value))
-        }
-        try checkTimes(request)
-        return NewEntry(
-            idempotencyKey: key ?? RandomUUID.lowercased(),
-            method: method,
-            url: target.url,
-            headers: headers,
-            body: nil,
-            scopes: request.scopes,
-            name: request.name ?? "\(method) \(target.path)",
-            group: request.options.group,
-            priority: request.options.priority,
-            timeout: request.timeout,
-            notBefore: request.options.notBefore
-        )
-    }
-
-    /// Range checks for the request's times, so that a mistaken or hostile value is refused
-    /// with a reason instead of trapping later or expiring the entry unseen.
-    private func checkTimes(_ request: QueuedRequest) throws(QueueError) {
-        if let timeout = request.timeout, timeout <= .zero {
-            throw .invalidRequest("the timeout \(timeout) is not positive")
-        }
-        guard let notBefore = request.options.notBefore else { return }
-        let ahead = notBefore.timeIntervalSince(configuration.clock.now().wall)
-        guard ahead.isFinite, ahead <= Duration.longestInput.seconds else {
-            throw .invalidRequest("notBefore \(notBefore) is more than 100 years away")
-        }
-        if let maxAge = configuration.policy.maxAge, ahead >= maxAge.seconds {
-            throw .invalidRequest(
-                "notBefore is \(Int(ahead)) s ahead, beyond the policy's maximum age of \(maxAge.components.seconds) s: the entry would expire before its first attempt"
-            )
-        }
-    }
-
     // MARK: - Looking and changing
 
     /// A stream of what happens in this process's queue from now on. Each call returns a new
@@ -394,26 +311,5 @@ public final class OfflineQueue: Sendable {
             guard error.isConnectivityFailure, let monitor else { return false }
             return !monitor.status.isOnline
         }
-    }
-}
-
-/// An enqueued URL as stored: checked to be an absolute `http` or `https` URL with a host, its
-/// text as `URL` gives it back, and its path for the entry's default name.
-struct EnqueueTarget: Sendable {
-    let url: String
-    let path: String
-
-    init(_ url: URL) {
-        self.url = url.absoluteString
-        self.path = url.path
-    }
-
-    /// - Throws: ``QueueError/invalidRequest(_:)`` for text that is not such a URL.
-    init(_ text: String) throws(QueueError) {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty else {
-            throw .invalidRequest("\(text.debugDescription) is not an absolute http or https URL")
-        }
-        self.init(url)
     }
 }
