@@ -85,8 +85,9 @@ public final class AsyncHTTPClientTransport: Transport {
     /// Whether a request that failed with `error` before any part of its response arrived is
     /// sent once more: when the connection was lost (the server closed a kept-alive
     /// connection just as the request went out on it, the usual race when its keep-alive is
-    /// shorter than the pool's), the method is idempotent, the body can be sent again from
-    /// memory (or there is none), and the calling task goes on.
+    /// shorter than the pool's), the method is idempotent, the body is in memory, a file or
+    /// absent (a stream factory is not called again behind the caller's back), and the calling
+    /// task goes on.
     ///
     /// URLSession and browsers resend in this case too; without it, a client calling a server
     /// with a short keep-alive sees an occasional `connectionLost` that a retry policy of

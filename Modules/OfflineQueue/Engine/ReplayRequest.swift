@@ -79,18 +79,22 @@ struct ReplayTarget: Sendable {
 /// URL strings parsed once per queue rather than at every use: a queue's entries mostly share
 /// a few URLs, and parsing one (`URL`, then its parts) costs more than the rest of storing or
 /// rebuilding the request. Replays keep each stored URL's ``ReplayTarget``; enqueues each
-/// given URL's checked form. Holds at most `limit` URLs; when full it starts over.
+/// given URL's checked form. Holds at most `limit` URLs, each of at most `longest` bytes (a
+/// longer one is parsed every time), so what it keeps stays small; when full it starts over.
 final class ParsedURLs<Parsed: Sendable>: Sendable {
     private let parsed = LockedBox<[String: Parsed]>([:])
     private let limit: Int
+    private let longest: Int
     private let parse: @Sendable (String) throws(QueueError) -> Parsed
 
-    init(limit: Int = 256, parse: @escaping @Sendable (String) throws(QueueError) -> Parsed) {
+    init(limit: Int = 256, longest: Int = 2048, parse: @escaping @Sendable (String) throws(QueueError) -> Parsed) {
         self.limit = limit
+        self.longest = longest
         self.parse = parse
     }
 
     func callAsFunction(_ text: String) throws(QueueError) -> Parsed {
+        if text.utf8.count > longest { return try parse(text) }
         if let known = parsed.withLock({ $0[text] }) { return known }
         let value = try parse(text)
         parsed.withLock { cache in

@@ -93,16 +93,6 @@ enum Bench {
             precondition(page.items.count == 8)
         }
 
-        /// The transport's collecting path alone (what data and model calls use), plus a decoder.
-        let transportCollected = Variant(name: "AsyncHTTPClientTransport.send(collectingUpTo:) + JSONDecoder") {
-            let decoder = JSONDecoder()
-            let head = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/page")
-            let response = try await transport.send(head, body: nil, timeout: .seconds(30), collectingUpTo: 1 << 20)
-            let body = try await response.body.collect(upTo: 1 << 20)
-            let page = try decoder.decode(Page.self, from: body)
-            precondition(page.items.count == 8)
-        }
-
         /// APIClient's data call plus a local decoder: separates the model-call path from the rest.
         let dataRequest = Request<Data>.get(ProcessInfo.processInfo.environment["BENCH_ABSOLUTE"] == "1" ? "http://127.0.0.1:\(server.port)/page" : "/page")
         let courierData = Variant(name: "APIClient.data + JSONDecoder") {
@@ -187,11 +177,11 @@ enum Bench {
             pairs.append(Pair(rawAHC, courierData, figure: "APIClient.data", goal: nil))
         }
 
-        // BENCH_LAYERS=1: the model call layer by layer (raw, transport, collecting transport,
-        // APIClient.data, APIClient.model), alternating, each variant's client CPU per request.
+        // BENCH_LAYERS=1: the model call layer by layer (raw, transport, APIClient.data,
+        // APIClient.model), alternating, each variant's client CPU per request.
         if ProcessInfo.processInfo.environment["BENCH_LAYERS"] == "1" {
-            var layers = [rawAHC, transportOnly, transportCollected, courierData, courierAHC]
-            // BENCH_LAYER=N runs only layer N (0 to 4), for perf.
+            var layers = [rawAHC, transportOnly, courierData, courierAHC]
+            // BENCH_LAYER=N runs only layer N (0 to 3), for perf.
             if let only = ProcessInfo.processInfo.environment["BENCH_LAYER"].flatMap({ Int($0) }) { layers = [layers[only]] }
             var cpu: [String: [Double]] = [:]
             for variant in layers { try await variant.run(requests: options.warmup, concurrency: options.concurrency) }
