@@ -59,11 +59,10 @@ extension OfflineQueue {
         if online { _ = try await store.wakeNetworkWaiters(now: started) }
         let policy = configuration.policy
         let limit = max(1, concurrency ?? configuration.concurrency)
-        // Commits of four times the concurrency, claimed while two rounds of sends are still
-        // in hand (issue 17: claim and settle cost per commit as much as per entry; going from
-        // two to four times raised the drain from 0.72 to 0.75 of raw AsyncHTTPClient).
+        // Commits of twice the concurrency, claimed while half a round of sends is still in
+        // hand (issue 17: claim and settle cost per commit as much as per entry).
         var machine = DrainMachine(settings: DrainMachine.Settings(
-            limit: limit, batch: 4 * limit, reserve: 2 * limit,
+            limit: limit, batch: 2 * limit, reserve: limit,
             renewal: policy.renewsLeases ? policy.leaseDuration / 2 : nil, maxDelay: policy.longestDelay
         ), online: online)
         await withTaskGroup(of: DrainEvent.self) { group in
