@@ -38,6 +38,10 @@ enum Bench {
             try await PostgresBench.drainer(url: arguments[0], port: port)
             return
         }
+        if CommandLine.arguments.dropFirst().first == "--queue-priority" {
+            try await PriorityBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+            return
+        }
         if CommandLine.arguments.dropFirst().first == "--queue-stub" {
             try await QueueBench.machinery(count: Int(CommandLine.arguments.dropFirst(2).first ?? "") ?? 20_000)
             return
