@@ -53,6 +53,32 @@ enum Goals {
             return []
         }
 
+        // BENCH_ONLY=drain-ceiling: raw POSTs, the same POSTs through APIClient (no queue) and the
+        // drain, alternating over one HTTPClient: how much of the drain's gap is the queue's.
+        if only == "drain-ceiling" {
+            let url = "http://127.0.0.1:\(server.port)/events"
+            let (httpClient, client) = QueueBench.drainClients(port: server.port)
+            _ = try await QueueBench.rawPosts(count: 2_000, url: url, client: httpClient)
+            _ = try await QueueBench.clientPosts(count: 2_000, path: "/events", client: client)
+            var rates: [String: [Double]] = [:]
+            for round in 1...rounds {
+                let steps: [(String, () async throws -> Double)] = [
+                    ("raw", { try await QueueBench.rawPosts(count: 10_000, url: url, client: httpClient) }),
+                    ("client", { try await QueueBench.clientPosts(count: 10_000, path: "/events", client: client) }),
+                    ("drain", {
+                        let path = folder.appendingPathComponent("ceiling-\(round).db").path
+                        return try await QueueBench.queueDrain(count: 10_000, url: url, client: client, path: path, durability: .normal)
+                    }),
+                ]
+                for (name, step) in round.isMultiple(of: 2) ? steps.reversed() : steps { rates[name, default: []].append(try await step()) }
+                print("  round \(round): raw \(Bench.format(rates["raw"]!.last!)), APIClient \(Bench.format(rates["client"]!.last!)), drain \(Bench.format(rates["drain"]!.last!)) per second")
+            }
+            try await httpClient.shutdown()
+            let rawRate = median(rates["raw"]!), clientRate = median(rates["client"]!), drainRate = median(rates["drain"]!)
+            print(String(format: "medians: APIClient/raw %.3f, drain/raw %.3f, drain/APIClient %.3f", clientRate / rawRate, drainRate / rawRate, drainRate / clientRate))
+            return []
+        }
+
         // BENCH_ONLY=enqueue runs only the queue's durable enqueues (for perf); raw-enqueue only
         // the raw SQLite inserts they are compared with.
         if only == "raw-enqueue" {

@@ -211,6 +211,27 @@ enum QueueBench {
         return Bench.rate(count, ContinuousClock.now - start)
     }
 
+    /// The same POSTs as ``rawPosts(count:url:client:)`` through `APIClient.send`, 16 callers, no
+    /// queue: what a drain would reach if the queue itself cost nothing (`BENCH_ONLY=drain-ceiling`).
+    static func clientPosts(count: Int, path: String, client: APIClient) async throws -> Double {
+        let next = Counter()
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<16 {
+                group.addTask {
+                    while let index = next.take(below: count) {
+                        var fields = HTTPFields()
+                        for header in headers { fields.append(HTTPField(name: HTTPField.Name(header.name)!, value: header.value)) }
+                        fields.append(HTTPField(name: HTTPField.Name("Idempotency-Key")!, value: UUID().uuidString.lowercased()))
+                        try await client.send(Request<Void>.post(path, body: .data(body(index)), headers: fields))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        return Bench.rate(count, ContinuousClock.now - start)
+    }
+
     /// Fills a queue with `count` entries (not timed), then times one drain at concurrency 16.
     static func queueDrain(count: Int, url: String, client: APIClient, path: String, durability: QueueDurability) async throws -> Double {
         let queue = try OfflineQueue(configuration: QueueConfiguration(path: path, durability: durability, concurrency: 16), client: client)
