@@ -185,19 +185,34 @@ enum Bench {
         // APIClient.model), alternating, each variant's client CPU per request.
         if ProcessInfo.processInfo.environment["BENCH_LAYERS"] == "1" {
             var layers = [rawAHC, transportOnly, courierData, courierAHC]
+            // BENCH_SPIN_US=N adds a layer: the raw call plus N µs of pure CPU on the calling
+            // task, to calibrate what a given cost measured in isolation does to these figures.
+            if let spin = ProcessInfo.processInfo.environment["BENCH_SPIN_US"].flatMap({ Double($0) }) {
+                layers.append(Variant(name: "raw AsyncHTTPClient + \(spin) µs of CPU") {
+                    var request = HTTPClientRequest(url: url)
+                    request.method = .GET
+                    let response = try await httpClient.execute(request, timeout: .seconds(30))
+                    let body = try await response.body.collect(upTo: 1 << 20)
+                    let page = try JSONDecoder().decode(Page.self, from: body)
+                    precondition(page.items.count == 8)
+                    let until = ContinuousClock.now + .microseconds(spin)
+                    while ContinuousClock.now < until {}
+                })
+            }
             // BENCH_LAYER=N runs only layer N (0 to 3), for perf.
             if let only = ProcessInfo.processInfo.environment["BENCH_LAYER"].flatMap({ Int($0) }) { layers = [layers[only]] }
-            var cpu: [String: [Double]] = [:]
+            var cpu: [String: [Double]] = [:], rates: [String: [Double]] = [:]
             for variant in layers { try await variant.run(requests: options.warmup, concurrency: options.concurrency) }
             for _ in 1...options.rounds {
                 for variant in layers {
                     let measured = try await variant.run(requests: options.requests, concurrency: options.concurrency)
                     cpu[variant.name, default: []].append(micros(measured.cpu, options.requests))
+                    rates[variant.name, default: []].append(rate(options.requests, measured.wall))
                 }
             }
             for variant in layers {
                 let values = cpu[variant.name]!.map { format($0) }.joined(separator: " ")
-                print("\(variant.name): median \(String(format: "%.1f", Goals.median(cpu[variant.name]!))) µs CPU/request (rounds: \(values))")
+                print("\(variant.name): median \(String(format: "%.1f", Goals.median(cpu[variant.name]!))) µs CPU/request (rounds: \(values)), median \(format(Goals.median(rates[variant.name]!))) req/s")
             }
             server.stop()
             return

@@ -27,6 +27,33 @@ enum Overhead {
         ]
         let pluggedClient = APIClient(configuration: plugged, transport: client.transport)
         let voidCall = Request<Void>.get("/page")
+        // OVERHEAD_EACH=1: each plugin and interceptor of the stack alone, µs per call above none.
+        if ProcessInfo.processInfo.environment["OVERHEAD_EACH"] == "1" {
+            let rounds = iterations * 20
+            func time(_ each: APIClient) async throws -> Double {
+                for _ in 0..<1_000 { try await each.send(voidCall) }
+                let start = ContinuousClock.now
+                for _ in 0..<rounds { try await each.send(voidCall) }
+                let elapsed = ContinuousClock.now - start
+                return (Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12) / Double(rounds)
+            }
+            for _ in 1...2 {
+                let none = try await time(client)
+                var line = String(format: "none %.2f µs/call;", none)
+                for (index, plugin) in plugged.plugins.enumerated() {
+                    var one = client.configuration
+                    one.plugins = [plugin]
+                    line += String(format: " plugin %d +%.2f;", index, try await time(APIClient(configuration: one, transport: client.transport)) - none)
+                }
+                for (index, interceptor) in plugged.interceptors.enumerated() {
+                    var one = client.configuration
+                    one.interceptors = [interceptor]
+                    line += String(format: " interceptor %d +%.2f;", index, try await time(APIClient(configuration: one, transport: client.transport)) - none)
+                }
+                print(line + String(format: " all +%.2f", try await time(pluggedClient) - none))
+            }
+            return
+        }
         for (name, each) in [("no plugins", client), ("5 plugins + 2 interceptors", pluggedClient)] {
             let rounds = ProcessInfo.processInfo.environment["OVERHEAD_PLUGGED"] == "1" ? iterations * 50 : iterations * 5
             if ProcessInfo.processInfo.environment["OVERHEAD_PLUGGED"] == "1" && each === client { continue }
