@@ -1,5 +1,6 @@
 import Foundation
 import HTTPCore
+import Metrics
 import MetricsTestKit
 import OfflineQueue
 import Testing
@@ -74,4 +75,86 @@ struct MetricsTests {
         #expect(silent.counters.isEmpty && silent.timers.isEmpty && silent.recorders.isEmpty)
         await server.shutdown()
     }
+
+    @Test("without a backend nothing is looked up or kept; reports start when one is there")
+    func backendLater() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        // No factory of its own: the queue reports to whatever `MetricsSystem` gives, which in
+        // this process is the no-op factory (nothing bootstraps it).
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        #expect(try await queue.drain().delivered == 1)
+        try await queue.updateMetrics()
+        // A backend from now on (task-local here; a bootstrap in a program): reports reach it.
+        // Handles made while there was none would keep reporting into nothing.
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+            #expect(try await queue.drain().delivered == 1)
+        }
+        #expect(try metrics.expectCounter("courier_queue_enqueued_total", [("endpoint", "POST /echo")]).totalValue == 1)
+        #expect(try metrics.expectCounter("courier_queue_delivered_total", [("endpoint", "POST /echo"), ("status_class", "2xx")]).totalValue == 1)
+        #expect(try metrics.expectTimer("courier_queue_attempt_duration_seconds", [("endpoint", "POST /echo")]).values.count == 1)
+        await server.shutdown()
+    }
+
+    @Test("each handle is made once and kept: the factory is asked once per metric and labels")
+    func handlesKept() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let metrics = CountingFactory(TestMetrics())
+        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.metrics.factory = metrics }
+        for index in 0..<5 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=\(index)").absoluteString) }
+        #expect(try await queue.drain().delivered == 5)
+        for _ in 0..<3 { try await queue.updateMetrics() }
+        // enqueued_total and delivered_total; attempt_duration and enqueue_to_delivery; the four
+        // gauges (swift-metrics makes a gauge as a recorder).
+        #expect(metrics.made.current == ["counter": 2, "timer": 2, "recorder": 4])
+        #expect(try metrics.base.expectCounter("courier_queue_delivered_total", [("endpoint", "POST /echo"), ("status_class", "2xx")]).totalValue == 5)
+        await server.shutdown()
+    }
+}
+
+/// A factory that counts what it is asked to make, and hands the work to `base`.
+private final class CountingFactory: MetricsFactory, Sendable {
+    let base: TestMetrics
+    let made = LockedBox<[String: Int]>([:])
+
+    init(_ base: TestMetrics) { self.base = base }
+
+    private func count(_ kind: String) { made.withLock { $0[kind, default: 0] += 1 } }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        count("counter")
+        return base.makeCounter(label: label, dimensions: dimensions)
+    }
+
+    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+        count("floatingPointCounter")
+        return base.makeFloatingPointCounter(label: label, dimensions: dimensions)
+    }
+
+    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+        count("meter")
+        return base.makeMeter(label: label, dimensions: dimensions)
+    }
+
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        count("recorder")
+        return base.makeRecorder(label: label, dimensions: dimensions, aggregate: aggregate)
+    }
+
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        count("timer")
+        return base.makeTimer(label: label, dimensions: dimensions)
+    }
+
+    func destroyCounter(_ handler: any CounterHandler) { base.destroyCounter(handler) }
+    func destroyMeter(_ handler: any MeterHandler) { base.destroyMeter(handler) }
+    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) { base.destroyFloatingPointCounter(handler) }
+    func destroyRecorder(_ handler: any RecorderHandler) { base.destroyRecorder(handler) }
+    func destroyTimer(_ handler: any TimerHandler) { base.destroyTimer(handler) }
 }

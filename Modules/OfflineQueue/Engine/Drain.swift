@@ -74,12 +74,13 @@ extension OfflineQueue {
             var timers: [Duration] = []   // the deadlines of the timers running
             // What the metrics need of each entry sent, until its result is recorded.
             var sending: [EntryID: (name: String, createdAt: Date)] = [:]
+            let recording = metrics.isRecording
             while true {
                 if Task.isCancelled { machine.stop() }
                 switch machine.next(at: elapsed()) {
                 case .start(let entries):
                     for entry in entries {
-                        if metrics.options.isEnabled { sending[entry.id] = (entry.name, entry.createdAt) }
+                        if recording { sending[entry.id] = (entry.name, entry.createdAt) }
                         if broadcast.hasSubscribers { broadcast.publish(.attemptStarted(id: entry.id, attempt: entry.attempts + 1)) }
                         group.addTask { DrainEvent.finished(await self.attemptAndSettle(entry)) }
                     }

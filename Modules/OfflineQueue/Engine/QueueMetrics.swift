@@ -12,12 +12,14 @@ public import Metrics
 /// ```
 public struct QueueMetricsOptions: Sendable {
     /// Whether the queue reports at all. `true` unless changed; without a bootstrapped
-    /// `MetricsSystem` the reports go nowhere and cost little.
+    /// `MetricsSystem` (or a ``factory``) there is nothing to report to, and the queue skips its
+    /// reports.
     public var isEnabled: Bool
     /// The start of every metric's name.
     public var prefix: String
     /// The factory metrics are made by; the bootstrapped `MetricsSystem`'s when `nil`, looked up
-    /// at the first report, so a queue opened before the bootstrap still reports.
+    /// at each report until a metric's handle is made (then kept), so a queue opened before the
+    /// bootstrap still reports.
     public var factory: (any MetricsFactory)?
     /// How often ``QueueService`` reads the counts into the gauges besides at the end of each
     /// drain.
@@ -81,22 +83,38 @@ final class QueueMetrics: Sendable {
 
     private var factory: any MetricsFactory { options.factory ?? MetricsSystem.factory }
 
+    /// Whether a report reaches a backend: the options enable reports, and the factory is not
+    /// swift-metrics' no-op one (what `MetricsSystem` gives before its bootstrap). Asked at each
+    /// report, so a queue opened before the bootstrap reports from then on; until then nothing
+    /// is looked up or recorded (issue 17: the handle lookups were 3–5 % of a drain that reported
+    /// into nothing).
+    var isRecording: Bool {
+        options.isEnabled && !(factory is NOOPMetricsHandler)
+    }
+
     private func counter(_ key: Key) -> Counter {
-        if let found = counters.withLock({ $0[key] }) { return found }
-        let made = Counter(label: options.prefix + "_" + key.metric.rawValue, dimensions: key.dimensions, factory: factory)
-        return counters.withLock { $0[key, default: made] }
+        Self.handle(key, in: counters) { Counter(label: options.prefix + "_" + key.metric.rawValue, dimensions: key.dimensions, factory: factory) }
     }
 
     private func timer(_ key: Key) -> Metrics.Timer {
-        if let found = timers.withLock({ $0[key] }) { return found }
-        let made = Metrics.Timer(label: options.prefix + "_" + key.metric.rawValue, dimensions: key.dimensions, factory: factory)
-        return timers.withLock { $0[key, default: made] }
+        Self.handle(key, in: timers) { Metrics.Timer(label: options.prefix + "_" + key.metric.rawValue, dimensions: key.dimensions, factory: factory) }
     }
 
     private func gauge(_ name: String) -> Gauge {
-        if let found = gauges.withLock({ $0[name] }) { return found }
-        let made = Gauge(label: options.prefix + "_" + name, dimensions: [], factory: factory)
-        return gauges.withLock { $0[name, default: made] }
+        Self.handle(name, in: gauges) { Gauge(label: options.prefix + "_" + name, dimensions: [], factory: factory) }
+    }
+
+    /// The handle kept for `key`, made by `make` (outside the lock: the factory takes its own)
+    /// and kept the first time. Two callers racing for a new key both make one; the first kept
+    /// is the one both use.
+    private static func handle<Name: Hashable, Handle>(_ key: Name, in kept: LockedBox<[Name: Handle]>, make: () -> Handle) -> Handle {
+        if let found = kept.withLock({ $0[key] }) { return found }
+        let made = make()
+        return kept.withLock { handles in
+            if let found = handles[key] { return found }
+            handles[key] = made
+            return made
+        }
     }
 
     private static let statusClasses = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"]
@@ -109,19 +127,19 @@ final class QueueMetrics: Sendable {
 
     /// Entries stored, by endpoint name.
     func enqueued(_ names: some Sequence<String>) {
-        guard options.isEnabled else { return }
+        guard isRecording else { return }
         for name in names { counter(Key(metric: .enqueued, endpoint: name)).increment() }
     }
 
     /// One send, from the request going out to its answer (or failure).
     func attempted(_ name: String, duration: Duration) {
-        guard options.isEnabled else { return }
+        guard isRecording else { return }
         timer(Key(metric: .attemptDuration, endpoint: name)).recordSeconds(max(0, duration.seconds))
     }
 
     /// A recorded transition of an entry named `name`, enqueued at `createdAt`.
     func recorded(_ transition: Transition, name: String, createdAt: Date, now: Date) {
-        guard options.isEnabled else { return }
+        guard isRecording else { return }
         switch transition {
         case .deliver(let status):
             counter(Key(metric: .delivered, endpoint: name, statusClass: Self.statusClassIndex(status))).increment()
@@ -138,7 +156,7 @@ final class QueueMetrics: Sendable {
 
     /// The gauges, from counts read at `now`.
     func update(_ counts: QueueCounts, now: Date) {
-        guard options.isEnabled else { return }
+        guard isRecording else { return }
         gauge("pending").record(counts.pending)
         gauge("inflight").record(counts.inflight)
         gauge("dead").record(counts.dead)
@@ -152,7 +170,7 @@ extension OfflineQueue {
     /// every ``QueueMetricsOptions/gaugeInterval``; call it yourself when you drain by hand and
     /// want the gauges fresh in between.
     public func updateMetrics() async throws(QueueError) {
-        guard metrics.options.isEnabled else { return }
+        guard metrics.isRecording else { return }
         metrics.update(try await counts(), now: configuration.clock.now().wall)
     }
 }

@@ -234,7 +234,9 @@ enum QueueBench {
 
     /// Fills a queue with `count` entries (not timed), then times one drain at concurrency 16.
     static func queueDrain(count: Int, url: String, client: APIClient, path: String, durability: QueueDurability) async throws -> Double {
-        let queue = try OfflineQueue(configuration: QueueConfiguration(path: path, durability: durability, concurrency: 16), client: client)
+        var configuration = QueueConfiguration(path: path, durability: durability, concurrency: 16)
+        if ProcessInfo.processInfo.environment["BENCH_NO_METRICS"] == "1" { configuration.metrics.isEnabled = false }
+        let queue = try OfflineQueue(configuration: configuration, client: client)
         try await fill(queue, count: count, url: url)
         let start = ContinuousClock.now
         let summary = try await queue.drain()
