@@ -189,42 +189,38 @@ enum QueueBench {
 
     /// `count` POSTs of the same bodies, 16 at a time, through raw AsyncHTTPClient.
     static func rawPosts(count: Int, url: String, client: HTTPClient) async throws -> Double {
-        let next = Counter()
-        let start = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<16 {
-                group.addTask {
-                    while let index = next.take(below: count) {
-                        var request = HTTPClientRequest(url: url)
-                        request.method = .POST
-                        request.headers.add(name: "Content-Type", value: "application/json")
-                        request.headers.add(name: "Idempotency-Key", value: UUID().uuidString.lowercased())
-                        request.body = .bytes(ByteBuffer(data: body(index)))
-                        let response = try await client.execute(request, timeout: .seconds(30))
-                        guard response.status == .ok else { throw BenchError("status \(response.status)") }
-                        _ = try await response.body.collect(upTo: 1 << 20)
-                    }
-                }
-            }
-            try await group.waitForAll()
+        try await posting(count) { index in
+            var request = HTTPClientRequest(url: url)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "Idempotency-Key", value: UUID().uuidString.lowercased())
+            request.body = .bytes(ByteBuffer(data: body(index)))
+            let response = try await client.execute(request, timeout: .seconds(30))
+            guard response.status == .ok else { throw BenchError("status \(response.status)") }
+            _ = try await response.body.collect(upTo: 1 << 20)
         }
-        return Bench.rate(count, ContinuousClock.now - start)
     }
 
-    /// The same POSTs as ``rawPosts(count:url:client:)`` through `APIClient.send`, 16 callers, no
-    /// queue: what a drain would reach if the queue itself cost nothing (`BENCH_ONLY=drain-ceiling`).
+    /// The drain's POSTs (its headers, an idempotency key, the same bodies) through
+    /// `APIClient.send`, 16 at a time, no queue: what a drain would reach if the queue itself
+    /// cost nothing (`BENCH_ONLY=drain-ceiling`).
     static func clientPosts(count: Int, path: String, client: APIClient) async throws -> Double {
+        try await posting(count) { index in
+            var fields = HTTPFields()
+            for header in headers { fields.append(HTTPField(name: HTTPField.Name(header.name)!, value: header.value)) }
+            fields.append(HTTPField(name: HTTPField.Name("Idempotency-Key")!, value: UUID().uuidString.lowercased()))
+            try await client.send(Request<Void>.post(path, body: .data(body(index)), headers: fields))
+        }
+    }
+
+    /// Calls `post` for indexes `0..<count` from 16 tasks; returns calls per second.
+    private static func posting(_ count: Int, _ post: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
         let next = Counter()
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<16 {
                 group.addTask {
-                    while let index = next.take(below: count) {
-                        var fields = HTTPFields()
-                        for header in headers { fields.append(HTTPField(name: HTTPField.Name(header.name)!, value: header.value)) }
-                        fields.append(HTTPField(name: HTTPField.Name("Idempotency-Key")!, value: UUID().uuidString.lowercased()))
-                        try await client.send(Request<Void>.post(path, body: .data(body(index)), headers: fields))
-                    }
+                    while let index = next.take(below: count) { try await post(index) }
                 }
             }
             try await group.waitForAll()
