@@ -60,18 +60,28 @@ enum Goals {
             let (httpClient, client) = QueueBench.drainClients(port: server.port)
             _ = try await QueueBench.rawPosts(count: 2_000, url: url, client: httpClient)
             _ = try await QueueBench.clientPosts(count: 2_000, path: "/events", client: client)
-            var rates: [String: [Double]] = [:]
+            var rates: [String: [Double]] = [:], cpu: [String: [Double]] = [:], idle: [String: [Double]] = [:]
             for round in 1...rounds {
-                let steps: [(String, () async throws -> Double)] = [
-                    ("raw", { try await QueueBench.rawPosts(count: 10_000, url: url, client: httpClient) }),
-                    ("client", { try await QueueBench.clientPosts(count: 10_000, path: "/events", client: client) }),
+                // Each step: requests per second, the process's CPU per request and the machine's
+                // idle share (the drain's without its fill).
+                let steps: [(String, () async throws -> QueueBench.Measured)] = [
+                    ("raw", { try await QueueBench.measured { try await QueueBench.rawPosts(count: 10_000, url: url, client: httpClient) } }),
+                    ("client", { try await QueueBench.measured { try await QueueBench.clientPosts(count: 10_000, path: "/events", client: client) } }),
                     ("drain", {
                         let path = folder.appendingPathComponent("ceiling-\(round).db").path
-                        return try await QueueBench.queueDrain(count: 10_000, url: url, client: client, path: path, durability: .normal)
+                        return try await QueueBench.measuredDrain(count: 10_000, url: url, client: client, path: path, durability: .normal)
                     }),
                 ]
-                for (name, step) in round.isMultiple(of: 2) ? steps.reversed() : steps { rates[name, default: []].append(try await step()) }
-                print("  round \(round): raw \(Bench.format(rates["raw"]!.last!)), APIClient \(Bench.format(rates["client"]!.last!)), drain \(Bench.format(rates["drain"]!.last!)) per second")
+                for (name, step) in round.isMultiple(of: 2) ? steps.reversed() : steps {
+                    let result = try await step()
+                    rates[name, default: []].append(result.rate)
+                    cpu[name, default: []].append(result.cpu)
+                    idle[name, default: []].append(result.idle)
+                }
+                let line = ["raw", "client", "drain"].map { name in
+                    "\(name == "client" ? "APIClient" : name) \(Bench.format(rates[name]!.last!))/s, \(Bench.format(cpu[name]!.last!)) µs CPU, \(Int((idle[name]!.last! * 100).rounded())) % idle"
+                }
+                print("  round \(round): " + line.joined(separator: "; "))
             }
             try await httpClient.shutdown()
             let rawRate = median(rates["raw"]!), clientRate = median(rates["client"]!), drainRate = median(rates["drain"]!)

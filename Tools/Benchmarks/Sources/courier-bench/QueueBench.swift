@@ -213,6 +213,31 @@ enum QueueBench {
         }
     }
 
+    /// Calls per second, this process's CPU per call, and the share of the machine's CPU time
+    /// that was idle meanwhile (every process's, from `/proc/stat`).
+    struct Measured {
+        var rate: Double
+        var cpu: Double
+        var idle: Double
+    }
+
+    /// The machine's idle and total CPU time so far, in ticks (`/proc/stat`'s first line).
+    static func machineTicks() -> (idle: Double, total: Double) {
+        guard let line = try? String(contentsOfFile: "/proc/stat", encoding: .utf8).split(separator: "\n").first else { return (0, 0) }
+        let fields = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard fields.count >= 5 else { return (0, 0) }
+        return (fields[3] + fields[4], fields.reduce(0, +))   // idle + iowait, all
+    }
+
+    /// `work` (`count` calls, returning calls per second), measured.
+    static func measured(count: Int = 10_000, _ work: () async throws -> Double) async throws -> Measured {
+        let cpu = Variant.processCPUTime(), ticks = machineTicks()
+        let rate = try await work()
+        let after = machineTicks()
+        let idle = after.total > ticks.total ? (after.idle - ticks.idle) / (after.total - ticks.total) : 0
+        return Measured(rate: rate, cpu: Bench.micros(Variant.processCPUTime() - cpu, count), idle: idle)
+    }
+
     /// Calls `post` for indexes `0..<count` from 16 tasks; returns calls per second.
     private static func posting(_ count: Int, _ post: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
         let next = Counter()
@@ -230,15 +255,21 @@ enum QueueBench {
 
     /// Fills a queue with `count` entries (not timed), then times one drain at concurrency 16.
     static func queueDrain(count: Int, url: String, client: APIClient, path: String, durability: QueueDurability) async throws -> Double {
+        try await measuredDrain(count: count, url: url, client: client, path: path, durability: durability).rate
+    }
+
+    /// ``queueDrain(count:url:client:path:durability:)``, measured (the fill not counted).
+    static func measuredDrain(count: Int, url: String, client: APIClient, path: String, durability: QueueDurability) async throws -> Measured {
         var configuration = QueueConfiguration(path: path, durability: durability, concurrency: 16)
         if ProcessInfo.processInfo.environment["BENCH_NO_METRICS"] == "1" { configuration.metrics.isEnabled = false }
         let queue = try OfflineQueue(configuration: configuration, client: client)
         try await fill(queue, count: count, url: url)
-        let start = ContinuousClock.now
-        let summary = try await queue.drain()
-        let elapsed = ContinuousClock.now - start
-        guard summary.delivered == count else { throw BenchError("drained \(summary.delivered) of \(count): \(summary)") }
-        return Bench.rate(count, elapsed)
+        return try await measured(count: count) {
+            let start = ContinuousClock.now
+            let summary = try await queue.drain()
+            guard summary.delivered == count else { throw BenchError("drained \(summary.delivered) of \(count): \(summary)") }
+            return Bench.rate(count, ContinuousClock.now - start)
+        }
     }
 
     static func fill(_ queue: OfflineQueue, count: Int, url: String) async throws {
