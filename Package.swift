@@ -93,6 +93,7 @@ let package = Package(
         module("OfflineQueue", [
             "HTTPCore", "Reachability", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),

@@ -20,6 +20,8 @@ extension QueueStore {
     /// that moment (a `sync` command) left the `-wal` and `-shm` files behind instead of the
     /// last connection's close removing them.
     func shutDown() async {
+        // The checkpointer's connection first: the writer, closing last, removes the log.
+        await checkpointer?.close()
         if !readOnly { _ = try? await pool.writeWithoutTransaction { _ in } }
     }
 

@@ -58,6 +58,8 @@ final class QueueStore: QueueStorage {
     }
     /// Inserts from concurrent enqueuers, committed together.
     let commits: CommitGroup
+    /// Checkpoints the log off the writer (`nil` for a queue opened read-only).
+    let checkpointer: Checkpointer?
 
     /// Opens (and, when `create` is set, creates) the database at `path`; with `readOnly`,
     /// opens an existing one for reading only.
@@ -77,6 +79,7 @@ final class QueueStore: QueueStorage {
             let (reader, version) = try Self.openReadOnly(path)
             pool = reader
             commits = CommitGroup(writer: reader, path: path)
+            checkpointer = nil
             entryColumns = Schema.entryColumns(readingVersion: version)
             schemaVersion = version
             return
@@ -94,15 +97,22 @@ final class QueueStore: QueueStorage {
         configuration.label = "courier.queue"
         let synchronous = durability == .full ? "FULL" : "NORMAL"
         let pool: DatabasePool
+        // A queue whose commits wait for the disk anyway (`.full`) keeps SQLite's own
+        // checkpoints: one beside its writer would only compete with every commit's `fsync`.
+        let checkpointer = durability == .normal ? Checkpointer(path: path) : nil
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             // GRDB sets NORMAL when it turns WAL on, after `prepareDatabase`: set it again on
-            // the writer, the only connection that commits.
-            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = \(synchronous)") }
+            // the writer, the only connection that commits. Its log is checkpointed off it.
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+                checkpointer?.install(on: db)
+            }
         } catch {
             throw Self.map(error, path: path, opening: true)
         }
         self.pool = pool
+        self.checkpointer = checkpointer
         commits = CommitGroup(writer: pool, path: path)
         try enableIncrementalVacuum()
         try checkSchemaAndMigrate()
