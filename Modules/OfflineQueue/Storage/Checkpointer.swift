@@ -10,18 +10,20 @@ import HTTPCore
 /// passes 1,000 pages, inside that commit: every few hundred deliveries a claim or a settle
 /// waited for the copy and its `fsync`, the drain's sends ran out of claimed entries, and the
 /// machine sat 12–14 % idle (`BENCH_ONLY=drain-ceiling courier-bench --goals`). Here the writer's
-/// log hook asks for a checkpoint each time the log has grown by ``threshold`` pages; a `PASSIVE`
-/// checkpoint then copies what is there, beside the writer, which goes on committing (SQLite
-/// lets a checkpoint and a writer run together in WAL mode).
+/// log hook asks for a checkpoint while the log is past ``threshold`` pages and none is under
+/// way; a `PASSIVE` checkpoint then copies what is there, beside the writer, which goes on
+/// committing (SQLite lets a checkpoint and a writer run together in WAL mode). Each copies only
+/// what the one before had not, and the writer starts the log over at the first write that
+/// finds all of it copied.
 ///
-/// The log starts over only once all of it is copied when a write begins, which a checkpoint
-/// beside a busy writer seldom achieves: past ``limit`` pages the writer checkpoints in its
-/// commit, as SQLite would, and copies only what the last checkpoint here had not, so the log
-/// stays bounded (20 MiB of 4 KiB pages), also with a checkpointer that is gone. Durability is
-/// unchanged: a commit is in the log, synced or not per the queue's durability, before the call
-/// returns, whoever copies it into the file later.
+/// Past ``limit`` pages (checkpoints that cannot keep up, or a checkpointer that is gone) the
+/// writer checkpoints in its commit, as SQLite would, so the log stays bounded (20 MiB of 4 KiB
+/// pages). Only a queue of `.normal` durability has a checkpointer: with `.full`, every commit
+/// waits for an `fsync` of the log, which a checkpoint beside it would only slow down. Durability
+/// is unchanged: a commit is in the log, synced or not per the queue's durability, before the
+/// call returns, whoever copies it into the file later.
 final class Checkpointer: Sendable {
-    /// Log growth, in pages, at which a checkpoint is asked for: SQLite's default for its own.
+    /// Log pages past which a checkpoint is asked for: SQLite's default for its own.
     static let threshold: Int32 = 1_000
     /// Log pages past which the writer checkpoints in its commit.
     static let limit: Int32 = 5_000
@@ -30,8 +32,6 @@ final class Checkpointer: Sendable {
         var connection: DatabaseQueue?
         var scheduled = false
         var closed = false
-        /// The log's length in pages when a checkpoint was last asked for (0: since it started over).
-        var requestedAt: Int32 = 0
         /// Checkpoints run here, and their failures (a busy file: the next request tries again).
         var completed = 0
         var failed = 0
@@ -65,13 +65,10 @@ final class Checkpointer: Sendable {
         sqlite3_wal_hook(db.sqliteConnection, logHook, UnsafeMutableRawPointer(bitPattern: key))
     }
 
-    /// Asks for a checkpoint when the log, `pages` long, has grown by ``threshold`` pages since
-    /// the last one asked for, unless one is under way.
-    fileprivate func logGrew(to pages: Int32) {
+    /// Asks for a checkpoint, unless one is under way.
+    fileprivate func request() {
         let first = state.withLock { state -> Bool in
-            if pages < state.requestedAt { state.requestedAt = 0 }   // the log started over
-            guard pages >= state.requestedAt + Self.threshold, !state.scheduled, !state.closed else { return false }
-            state.requestedAt = pages
+            guard !state.scheduled, !state.closed else { return false }
             state.scheduled = true
             return true
         }
@@ -149,7 +146,7 @@ final class Checkpointer: Sendable {
 private func logHook(_ context: UnsafeMutableRawPointer?, _ db: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ pages: Int32) -> Int32 {
     guard pages >= Checkpointer.threshold else { return SQLITE_OK }
     if pages < Checkpointer.limit, let checkpointer = Checkpointer.find(Int(bitPattern: context)) {
-        checkpointer.logGrew(to: pages)
+        checkpointer.request()
     } else {
         // What SQLite's automatic checkpoint does: as much as it can, without waiting.
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
