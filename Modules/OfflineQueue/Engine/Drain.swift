@@ -31,7 +31,11 @@ public final class DrainControl: Sendable {
 
     /// Returns once ``stop()`` was called, or when the task is cancelled.
     func stopRequested() async {
-        while !isStopped && !Task.isCancelled { await wake.wait() }
+        while !Task.isCancelled {
+            let mark = wake.mark
+            if isStopped { return }
+            await wake.wait(after: mark)
+        }
     }
 }
 
@@ -138,6 +142,7 @@ extension OfflineQueue {
         summary.remaining = counts.pending
         if counts.pending > 0 { summary.paused = try await store.pauseStatus().pendingHeld }
         summary.nextAttemptAt = counts.nextAttemptAt
+        summary.nextDue = counts.nextDue
         summary.inflightElsewhere = counts.inflight - counts.inflightOrphaned
         summary.otherDrainers = counts.drainers.filter { $0 != owner }
         return summary

@@ -31,7 +31,7 @@ extension QueueStore {
     /// Lifts the pause of `group`, or of the whole queue for `nil` (group pauses stay).
     /// Returns whether there was one.
     func resume(group: String?) async throws(QueueError) -> Bool {
-        try await write { db in
+        let lifted = try await write { db in
             if let group {
                 try db.execute(sql: "DELETE FROM pause WHERE group_key = ?", arguments: [group])
             } else {
@@ -39,6 +39,8 @@ extension QueueStore {
             }
             return db.changesCount > 0
         }
+        if lifted { ringWake() }
+        return lifted
     }
 
     /// The pauses in force and the pending entries they hold back.
@@ -124,7 +126,10 @@ extension QueueStore {
             }
             return change
         }
-        return dryRun ? try await read(work) : try await write(work)
+        if dryRun { return try await read(work) }
+        let change = try await write(work)
+        if !change.ids.isEmpty { ringWake() }
+        return change
     }
 
     /// Deletes the entries `selection` matches (any state when it names none), in one

@@ -9,10 +9,23 @@ extension QueueStore {
     /// `host:pid:token:boot`, held by ``ownerLock``.
     var owner: String { ownerLock.owner }
 
-    func acquireOwnership() async throws(QueueError) { try ownerLock.acquire() }
+    /// Takes the owner's lock, and starts watching the wake file (``WakeFile``) when a wake
+    /// is registered: only drainers watch.
+    func acquireOwnership() async throws(QueueError) {
+        try ownerLock.acquire()
+        if let wake = remoteWake.current { wakeFile.watch(wake) }
+    }
 
-    /// SQLite cannot tell this process about another's commit: a service polls.
-    func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {}
+    /// Another process's enqueue rings ``wakeFile``; this process hears it once it drains.
+    func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {
+        remoteWake.withLock { $0 = wake }
+    }
+
+    /// Tells every drainer of the file that entries became due, after the commit that made
+    /// them so.
+    func ringWake() {
+        if !readOnly { wakeFile.ring() }
+    }
 
     /// The file closes with the last reference to the store.
     /// Waits for the work already handed to the writer: a group commit's block runs on for a
@@ -20,6 +33,7 @@ extension QueueStore {
     /// that moment (a `sync` command) left the `-wal` and `-shm` files behind instead of the
     /// last connection's close removing them.
     func shutDown() async {
+        wakeFile.stop()
         // The checkpointer's connection first: the writer, closing last, removes the log.
         await checkpointer?.close()
         if !readOnly { _ = try? await pool.writeWithoutTransaction { _ in } }

@@ -60,6 +60,10 @@ final class QueueStore: QueueStorage {
     let commits: CommitGroup
     /// Checkpoints the log off the writer (`nil` for a queue opened read-only).
     let checkpointer: Checkpointer?
+    /// Rung after each commit that makes entries due; watched by this process's drains.
+    let wakeFile: WakeFile
+    /// What a ring from any process calls, once a drain has started watching.
+    let remoteWake = LockedBox<(@Sendable () -> Void)?>(nil)
 
     /// Opens (and, when `create` is set, creates) the database at `path`; with `readOnly`,
     /// opens an existing one for reading only.
@@ -72,6 +76,7 @@ final class QueueStore: QueueStorage {
         self.readOnly = readOnly
         self.ownerLock = OwnerLock(databasePath: path, boot: boot)
         self.bodies = BodyStore(databasePath: path, readOnly: readOnly)
+        self.wakeFile = WakeFile(databasePath: path)
         let exists = FileManager.default.fileExists(atPath: path)
         if !exists && (readOnly || !create) { throw .databaseMissing(path: path) }
         try bodies.checkFolder()
