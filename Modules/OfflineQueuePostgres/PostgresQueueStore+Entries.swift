@@ -261,7 +261,22 @@ extension PostgresQueueStore {
                 PostgresQuery(unsafeSQL: self.sql("SELECT min(e.next_attempt_at) FROM §.entry AS e WHERE e.state = 'pending' AND NOT \(Self.paused("e"))")),
                 logger: self.logger
             ).decodeAll(Double?.self).first ?? nil
-            counts.nextAttemptAt = due.map { now.wall.addingTimeInterval($0 - fleet) }
+            // On this host's boot clock: the wait left by the fleet's clock, from this reading.
+            if let due {
+                let next = now.uptime + (due - fleet)
+                counts.nextDue = DueTime(boot: now.boot, uptime: next)
+                counts.nextAttemptAt = now.wallTime(atUptime: next)
+                if due <= fleet {
+                    counts.due = Int(try await connection.query(try PostgresQuery(unsafeSQL: self.sql("""
+                        SELECT count(*) FROM §.entry AS e WHERE e.state = 'pending' AND e.next_attempt_at <= $1 AND NOT \(Self.paused("e"))
+                        """)).with(fleet), logger: self.logger).decodeAll(Int64.self).first ?? 0)
+                }
+            }
+            // The newest delivered entries hold the last delivery, unless delivered far out of order.
+            let delivered = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                SELECT max(finished_at) FROM (SELECT finished_at FROM §.entry WHERE state = 'delivered' ORDER BY id DESC LIMIT 64) AS d
+                """)), logger: self.logger).decodeAll(Double?.self).first ?? nil
+            counts.lastDeliveredAt = delivered.map { now.wall.addingTimeInterval($0 - fleet) }
             if counts.inflight > 0 {
                 for try await (owner, count, alive) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                     SELECT e.lease_owner, count(*), bool_or(\(Self.drainerLives)) FROM §.entry AS e
@@ -269,6 +284,7 @@ extension PostgresQueueStore {
                     """)).with(lockName), logger: self.logger).decode((String?, Int64, Bool?).self) {
                     if alive == true, let owner {
                         counts.drainers.append(owner)
+                        if owner == self.owner { counts.inflightHere += Int(count) }
                     } else {
                         counts.inflightOrphaned += Int(count)
                     }

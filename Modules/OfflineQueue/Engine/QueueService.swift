@@ -81,7 +81,7 @@ public struct QueueService: Service {
             group.addTask {
                 await control.stopRequested()
                 drainControl.stop()
-                try? await Task.sleep(for: shutdownGrace)
+                await BootClock.sleep(for: shutdownGrace)
                 return nil
             }
             defer { group.cancelAll() }
@@ -117,7 +117,7 @@ public struct QueueService: Service {
                 group.addTask { [queue] in
                     while !Task.isCancelled {
                         try? await queue.updateMetrics()
-                        try? await Task.sleep(for: queue.metrics.options.gaugeInterval)
+                        await BootClock.sleep(for: queue.metrics.options.gaugeInterval)
                     }
                 }
             }
@@ -138,10 +138,14 @@ public struct QueueService: Service {
         // Measured on the monotonic clock: a wall clock stepped back must not stall retention.
         var lastRetention = ContinuousClock.now
 
+        let clock = queue.configuration.clock
         while !control.isStopped && !Task.isCancelled {
+            // Taken before the drain: a wake-up during it (an enqueue here or elsewhere, the
+            // network back) ends the wait below at once.
+            let mark = wake.mark
             let online = queue.monitor?.status.isOnline ?? true
             var didWork = false
-            var nextAttemptAt: Date?
+            var nextDue: DueTime?
             if online {
                 do {
                     // Events during the drain beat too: a drain that keeps a steady stream
@@ -150,7 +154,7 @@ public struct QueueService: Service {
                         try await drainWithGrace()
                     }
                     didWork = summary.delivered + summary.failed + summary.dead + summary.waitingForNetwork > 0
-                    nextAttemptAt = summary.nextAttemptAt
+                    nextDue = summary.nextDue
                     if didWork {
                         logger.info("drained", metadata: [
                             "delivered": "\(summary.delivered)", "failed": "\(summary.failed)", "dead": "\(summary.dead)",
@@ -167,12 +171,21 @@ public struct QueueService: Service {
                 await applyRetention()
                 lastRetention = ContinuousClock.now
             }
-            var delay = pollInterval
-            if let next = nextAttemptAt {
-                let untilNext = Duration.clamped(seconds: next.timeIntervalSinceNow) ?? .zero
-                delay = min(delay, max(untilNext, didWork ? .zero : .milliseconds(100)))
+            // Until a wake-up, the next due time on the boot clock (after a drain that did
+            // nothing, not sooner than a moment from now, so a due entry no drain can take
+            // does not spin the loop), or the poll, whichever comes first.
+            var deadline: (@Sendable () async -> Void)?
+            if let nextDue {
+                let now = clock.now()
+                let wait = max(nextDue.remaining(at: now), didWork ? .zero : .milliseconds(100))
+                if wait == .zero {
+                    heartbeat.beat()
+                    continue
+                }
+                let until = now.uptime + wait.seconds
+                deadline = { await clock.sleep(until) }
             }
-            if delay > .zero { await wake.wait(timeout: delay) }
+            await wake.wait(after: mark, timeout: pollInterval, deadline: deadline)
             heartbeat.beat()
         }
         logger.info("queue service stopped")

@@ -24,8 +24,10 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     public var inflightElsewhere = 0
     /// Those drainers (`host:pid:token:boot`).
     public var otherDrainers: [String] = []
-    /// When the next of them is due.
+    /// When the next of them is due, as a wall time when the drain ended (for showing).
     public var nextAttemptAt: Date?
+    /// The same, on the boot clock: what a caller waits for.
+    public var nextDue: DueTime?
     /// Whether the drain stopped, or did not start, because the network is gone.
     public var offline = false
 

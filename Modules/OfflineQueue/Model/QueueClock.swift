@@ -1,10 +1,5 @@
 public import Foundation
 import HTTPCore
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A reading of the queue's two clocks at one moment.
 ///
@@ -34,8 +29,40 @@ public struct QueueTime: Sendable, Hashable {
 
     /// The wall time `seconds` of boot clock from this reading, for showing a boot-clock
     /// instant to people.
-    func wallTime(atUptime seconds: Double) -> Date {
+    package func wallTime(atUptime seconds: Double) -> Date {
         wall.addingTimeInterval(seconds - uptime)
+    }
+}
+
+/// An instant on the boot clock: when an entry, or the queue, is next due.
+///
+/// The engine waits for it on the boot clock (``remaining(at:)``); people see it as a wall time,
+/// converted by the clock of the moment it is shown (``wallTime(at:)``), so a wall clock that
+/// is days off, in this process or in the one that set a backoff, neither delays a wait nor
+/// shows a wrong time.
+public struct DueTime: Sendable, Hashable, Codable {
+    /// The boot ``uptime`` counts in (``QueueTime/boot``).
+    public var boot: String
+    /// Seconds on that boot's clock.
+    public var uptime: Double
+
+    public init(boot: String, uptime: Double) {
+        self.boot = boot
+        self.uptime = uptime
+    }
+
+    /// What is left until this instant by the boot clock of `now`: zero once it has passed,
+    /// and zero for an instant of another boot (its entry is carried over to this boot by the
+    /// next drain, which decides its wait).
+    public func remaining(at now: QueueTime) -> Duration {
+        guard boot == now.boot else { return .zero }
+        return Duration.clamped(seconds: uptime - now.uptime) ?? .zero
+    }
+
+    /// The wall time this instant is at, by the wall clock of `now`: for showing it. An
+    /// instant of another boot shows as `now`.
+    public func wallTime(at now: QueueTime) -> Date {
+        boot == now.boot ? now.wallTime(atUptime: uptime) : now.wall
     }
 }
 
@@ -55,12 +82,13 @@ public struct QueueClock: Sendable {
     /// moves them too.
     public let sleep: @Sendable (_ untilUptime: Double) async -> Void
 
-    /// A clock reading `now`; without `sleep`, waits are real time, measured against `now`.
+    /// A clock reading `now`; without `sleep`, waits are real time on the boot clock, for what
+    /// is left by `now`.
     public init(now: @escaping @Sendable () -> QueueTime, sleep: (@Sendable (_ untilUptime: Double) async -> Void)? = nil) {
         self.now = now
         self.sleep = sleep ?? { uptime in
             guard let wait = Duration.clamped(seconds: uptime - now().uptime), wait > .zero else { return }
-            try? await Task.sleep(for: wait)
+            await BootClock.sleep(for: wait)
         }
     }
 
@@ -157,13 +185,5 @@ enum SystemBoot {
     }()
 
     /// Seconds since boot, counting suspend.
-    static func uptime() -> Double {
-        var spec = timespec()
-        #if os(Linux)
-        clock_gettime(CLOCK_BOOTTIME, &spec)
-        #else
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        #endif
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
+    static func uptime() -> Double { BootClock.uptime() }
 }

@@ -52,8 +52,12 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     public var createdAt: Date
     /// When the current attempt budget started: the enqueue, or the last manual retry.
     public var budgetStartedAt: Date
-    /// When the entry is due next (meaningful while pending).
+    /// When the entry is due next (meaningful while pending), as the wall clock of the process
+    /// that set it read it. Waits use ``nextDue``; show ``nextAttempt(at:)``.
     public var nextAttemptAt: Date
+    /// When the entry is due next on the boot clock, for a pending entry whose store can say
+    /// (`nil` otherwise: then ``nextAttemptAt`` is all there is).
+    public var nextDue: DueTime?
     /// When the last attempt started.
     public var lastAttemptAt: Date?
     /// When the entry was delivered or dead-lettered.
@@ -82,7 +86,7 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
         scopes: [String], name: String, group: String?, priority: Int, timeout: Duration?, state: EntryState, attempts: Int,
         createdAt: Date, budgetStartedAt: Date, nextAttemptAt: Date, lastAttemptAt: Date?, finishedAt: Date?,
         waitingForNetwork: Bool, leaseOwner: String?, leaseExpiresAt: Date?, lastStatus: Int?, lastError: String?,
-        responseExcerpt: String?, budgetUptime: Double = 0, deadReason: DeadReason? = nil
+        responseExcerpt: String?, budgetUptime: Double = 0, deadReason: DeadReason? = nil, nextDue: DueTime? = nil
     ) {
         self.id = id
         self.idempotencyKey = idempotencyKey
@@ -110,6 +114,13 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
         self.responseExcerpt = responseExcerpt
         self.budgetUptime = budgetUptime
         self.deadReason = deadReason
+        self.nextDue = nextDue
+    }
+
+    /// When the entry is due next, for showing at `now`: its boot-clock due time by the wall
+    /// clock of `now`, or the stored wall time where the store keeps no boot-clock one.
+    public func nextAttempt(at now: QueueTime) -> Date {
+        nextDue.map { $0.wallTime(at: now) } ?? nextAttemptAt
     }
 }
 
@@ -155,8 +166,19 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     public var drainers: [String] = []
     /// When the oldest pending entry was enqueued.
     public var oldestPendingCreatedAt: Date?
-    /// The earliest time a pending entry is due.
+    /// The earliest time a pending entry is due, as a wall time by the clock that read the
+    /// counts (for showing); ``nextDue`` is the same instant on the boot clock, for waiting.
     public var nextAttemptAt: Date?
+    /// The earliest time a pending entry that no pause holds is due, on the boot clock.
+    public var nextDue: DueTime?
+    /// Pending entries due now: neither backing off nor held by a pause (nor in flight).
+    public var due = 0
+    /// Of ``inflight``, the entries this process's drainer holds.
+    public var inflightHere = 0
+    /// When the last delivery recorded in the store happened, by any process (the latest of
+    /// the most recently enqueued delivered entries: close, not exact, when entries are
+    /// delivered far out of order).
+    public var lastDeliveredAt: Date?
 
     public init(pending: Int = 0, inflight: Int = 0, delivered: Int = 0, dead: Int = 0, oldestPendingCreatedAt: Date? = nil, nextAttemptAt: Date? = nil) {
         self.pending = pending

@@ -11,7 +11,9 @@ extension QueueStore {
     /// returns once its rows are committed.
     func insert(_ entries: [NewEntry], now: QueueTime) async throws(QueueError) -> [Ticket] {
         if readOnly { throw Self.readOnlyRefusal(path) }
-        return try await commits.insert(entries, now: now)
+        let tickets = try await commits.insert(entries, now: now)
+        if tickets.contains(where: { !$0.deduplicated }) { ringWake() }
+        return tickets
     }
 
     /// Inserts `entries` inside the caller's transaction.
@@ -54,7 +56,7 @@ extension QueueStore {
     /// Dead or pending entries become due now with a fresh budget. `nil` ids means every
     /// dead entry. Returns the ids changed.
     func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
-        try await write { db in
+        let changed = try await write { db in
             let stamp: [String: (any DatabaseValueConvertible)?] = ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime]
             let set = """
                 SET state = 'pending', attempts = 0, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
@@ -75,6 +77,8 @@ extension QueueStore {
             }
             return ids
         }
+        if !changed.isEmpty { ringWake() }
+        return changed
     }
 
     /// Deletes the selected entries and then their body files. Returns how many rows went.
@@ -199,7 +203,30 @@ extension QueueStore {
                 SELECT min(next_attempt_at) FROM entry WHERE state = 'pending' AND (clock_boot IS NULL OR clock_boot <> ?) AND \(self.notPaused("entry"))
                 \(notLeased)
                 """, arguments: [now.boot])
-            counts.nextAttemptAt = [due.map(now.wallTime(atUptime:)), carried.map(Date.init(timeIntervalSince1970:))].compactMap { $0 }.min()
+            // A row of another boot waits what its wall time says is left (as the drain that
+            // carries it over will decide), counted from this reading.
+            let carriedUptime = carried.map { now.uptime + max(0, $0 - now.wall.timeIntervalSince1970) }
+            if let next = [due, carriedUptime].compactMap({ $0 }).min() {
+                counts.nextDue = DueTime(boot: now.boot, uptime: next)
+                counts.nextAttemptAt = now.wallTime(atUptime: next)
+            }
+            // Walks the due part of the index only.
+            if due.map({ $0 <= now.uptime }) ?? false {
+                counts.due = try Int.fetchOne(db, sql: """
+                    SELECT count(*) FROM entry INDEXED BY entry_due WHERE state = 'pending' AND due_uptime <= ? AND clock_boot = ?
+                    AND \(self.notPaused("entry")) \(notLeased)
+                    """, arguments: [now.uptime, now.boot]) ?? 0
+            }
+            if carriedUptime.map({ $0 <= now.uptime }) ?? false {
+                counts.due += try Int.fetchOne(db, sql: """
+                    SELECT count(*) FROM entry WHERE state = 'pending' AND (clock_boot IS NULL OR clock_boot <> ?) AND next_attempt_at <= ?
+                    AND \(self.notPaused("entry")) \(notLeased)
+                    """, arguments: [now.boot, now.wall.timeIntervalSince1970]) ?? 0
+            }
+            // The newest delivered entries hold the last delivery, unless delivered far out of order.
+            counts.lastDeliveredAt = try Double.fetchOne(db, sql: """
+                SELECT max(finished_at) FROM (SELECT finished_at FROM entry INDEXED BY entry_state WHERE state = 'delivered' ORDER BY id DESC LIMIT 64)
+                """).map(Date.init(timeIntervalSince1970:))
             let owners = leases
                 ? "SELECT owner, count(*) FROM lease JOIN entry ON entry.id = lease.entry_id AND entry.state = 'pending' GROUP BY owner"
                 : "SELECT lease_owner, count(*) FROM entry INDEXED BY entry_lease WHERE state = 'inflight' GROUP BY lease_owner"
@@ -215,6 +242,7 @@ extension QueueStore {
                         counts.inflightOrphaned += count
                     } else if let owner {
                         counts.drainers.append(owner)
+                        if owner == self.owner { counts.inflightHere += count }
                     }
                 }
             }

@@ -34,12 +34,15 @@ public final class ProbeMonitor: NetworkMonitor {
     ///   - transport: carries the probe; any HTTPCore transport.
     ///   - upstream: a monitor whose changes trigger a probe at once, and whose offline status
     ///     is passed through without probing (usually a ``NetlinkMonitor``).
-    ///   - sleep: waits between probes; `Task.sleep(for:)` unless a test supplies its own.
+    ///   - sleep: waits between probes; on the boot clock (`BootClock`) unless a test supplies its own.
     public init(configuration: ProbeConfiguration, transport: any Transport, upstream: (any NetworkMonitor)? = nil, sleep: Sleep? = nil) {
         let initial: NetworkStatus = if let upstream, upstream.status.isOffline { upstream.status } else { .limited(.unprobed) }
         schedule = ProbeSchedule(
             configuration: configuration, transport: transport, upstream: upstream,
-            sleep: sleep ?? { try await Task.sleep(for: $0) }, broadcast: StatusBroadcast(initial)
+            sleep: sleep ?? { duration in
+                await BootClock.sleep(for: duration)
+                try Task.checkCancellation()
+            }, broadcast: StatusBroadcast(initial)
         )
     }
 

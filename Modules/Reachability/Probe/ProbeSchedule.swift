@@ -43,7 +43,8 @@ struct ProbeSchedule: Sendable {
                     }
                 }
                 let timer = Task {
-                    do { try await Task.sleep(for: timeout) } catch { return }
+                    await BootClock.sleep(for: timeout)
+                    if Task.isCancelled { return }
                     finish(.failed("\(NetworkError.transport(TransportFailure(.timedOut, "no answer within \(timeout)")))"))
                 }
                 state.withLock { state in

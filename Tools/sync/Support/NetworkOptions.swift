@@ -53,7 +53,7 @@ struct NetworkOptions: ParsableArguments {
         guard let monitor, monitor.status == .limited(.unprobed) else { return }
         let waiter = Task { await monitor.firstStatus { $0 != .limited(.unprobed) } }
         let timer = Task {
-            try? await Task.sleep(for: limit)
+            await BootClock.sleep(for: limit)
             waiter.cancel()
         }
         _ = await waiter.value

@@ -135,17 +135,14 @@ struct NotifierService: Service {
     /// during the pause arrive as one, and the line sent then is the latest.
     private func reportStatus(after initial: String?) async {
         var last = initial
-        var sentAt = ContinuousClock.now
+        var sentAt = BootClock.uptime()
         for await _ in heartbeat.beats() {
-            do {
-                try await Task.sleep(until: sentAt + Self.statusInterval, clock: .continuous)
-            } catch {
-                return   // cancelled: the service is stopping
-            }
+            await BootClock.sleep(untilUptime: sentAt + Self.statusInterval.seconds)
+            if Task.isCancelled { return }   // the service is stopping
             guard let line = await statusLine(), line != last else { continue }
             notifier.notify("STATUS=" + line)
             last = line
-            sentAt = .now
+            sentAt = BootClock.uptime()
         }
     }
 
