@@ -215,6 +215,38 @@ struct URLSessionExchangeTests {
         #expect(try #require(URLSessionTransport.responseHead(plain)).headerFields[.contentLength] == "0")
     }
 
+    @Test("any number of tasks await the head: all get it, 200 rounds; a failure reaches every one")
+    func manyHeadWaiters() async throws {
+        for round in 0..<200 {
+            let exchange = URLSessionExchange(maxBufferedBytes: 1024)
+            let fails = round.isMultiple(of: 2)
+            let waiters = (0..<(round % 7 + 2)).map { _ in Task { try await exchange.head().status } }
+            while exchange.parked.heads < waiters.count { await Task.yield() }
+            if fails { exchange.fail(.cancelled) } else { exchange.receive(head: head) }
+            for waiter in waiters {
+                if fails {
+                    await #expect(throws: NetworkError.self) { try await waiter.value }
+                } else {
+                    #expect(try await waiter.value == .ok)
+                }
+            }
+            #expect(exchange.parked.heads == 0)
+        }
+    }
+
+    @Test("a second concurrent body reader is refused at once; the first still gets its chunk")
+    func secondBodyReaderRefused() async throws {
+        let exchange = URLSessionExchange(maxBufferedBytes: 1024)
+        exchange.receive(head: head)
+        let first = Task { try await exchange.nextChunk() }
+        while !exchange.parked.body { await Task.yield() }
+        await #expect(throws: NetworkError.self) { try await exchange.nextChunk() }
+        exchange.receive(Data("a".utf8))
+        #expect(try await first.value == Data("a".utf8))
+        exchange.complete(error: nil, fallbackHead: nil)
+        #expect(try await exchange.nextChunk() == nil)
+    }
+
     @Test("request fields: repeated ones joined, Cookie with '; ', framing left to URLSession")
     func requestFields() throws {
         var fields = HTTPFields()

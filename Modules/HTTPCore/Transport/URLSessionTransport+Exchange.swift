@@ -16,12 +16,15 @@ import HTTPTypes
 /// bytes the head is handed over and the rest streams as usual, so memory stays bounded.
 ///
 /// Its continuations are unsafe ones (no checking canary allocated per wait): each waiter is
-/// resumed exactly once, under the lock, and cleared in the same step.
+/// resumed exactly once, under the lock, and cleared in the same step. Any number of tasks may
+/// await the head; the body has one reader at a time, and a second concurrent reader is refused
+/// with an error rather than left waiting.
 final class URLSessionExchange: Sendable {
     private struct State {
         var task: URLSessionTask?
         var head: HTTPResponse?
-        var headWaiter: UnsafeContinuation<HTTPResponse, any Error>?
+        /// Every task awaiting the head; each is resumed once, when it arrives or the exchange fails.
+        var headWaiters: [UnsafeContinuation<HTTPResponse, any Error>] = []
         /// While set, an arrived head waits for the end of the body, or for more body bytes
         /// than this.
         var holdHeadUpTo: Int?
@@ -31,6 +34,7 @@ final class URLSessionExchange: Sendable {
         var chunks: [Data] = []
         var firstChunk = 0
         var bufferedBytes = 0
+        /// The one reader awaiting a chunk: a body is one stream, read by one task at a time.
         var bodyWaiter: UnsafeContinuation<Data?, any Error>?
         var finished = false
         var failure: NetworkError?
@@ -40,13 +44,15 @@ final class URLSessionExchange: Sendable {
 
         var ended: Bool { finished || failure != nil }
 
-        /// Hands the head to its waiter if one waits, and stops holding it back.
+        /// Hands the head to its waiters, and stops holding it back.
         mutating func releaseHead() {
             holdHeadUpTo = nil
-            if let head, let waiter = headWaiter {
-                headWaiter = nil
-                waiter.resume(returning: head)
-            }
+            if let head { resumeHeadWaiters(returning: head) }
+        }
+
+        mutating func resumeHeadWaiters(returning head: HTTPResponse) {
+            for waiter in headWaiters { waiter.resume(returning: head) }
+            headWaiters.removeAll()
         }
 
         mutating func popChunk() -> Data? {
@@ -167,6 +173,9 @@ final class URLSessionExchange: Sendable {
     /// Whether the head has arrived (read on the delegate queue, which alone delivers it).
     var hasHead: Bool { state.withLock { $0.head != nil } }
 
+    /// The tasks parked for the head, and whether a reader is parked for a chunk: for tests.
+    var parked: (heads: Int, body: Bool) { state.withLock { ($0.headWaiters.count, $0.bodyWaiter != nil) } }
+
     /// The response head, once it has arrived.
     func head() async throws -> HTTPResponse {
         try await withUnsafeThrowingContinuation { continuation in
@@ -176,7 +185,7 @@ final class URLSessionExchange: Sendable {
                 } else if let failure = state.failure {
                     continuation.resume(throwing: failure)
                 } else {
-                    state.headWaiter = continuation
+                    state.headWaiters.append(continuation)
                 }
             }
         }
@@ -192,6 +201,9 @@ final class URLSessionExchange: Sendable {
                     continuation.resume(returning: chunk)
                 } else if state.finished {
                     continuation.resume(returning: nil)
+                } else if state.bodyWaiter != nil {
+                    // Taking the place of the reader that waits would leave it waiting for ever.
+                    continuation.resume(throwing: NetworkError.invalidRequest(.other("the response body is already being read by another task")))
                 } else {
                     state.bodyWaiter = continuation
                 }
@@ -204,10 +216,7 @@ final class URLSessionExchange: Sendable {
         state.withLock { state in
             guard !state.ended, state.head == nil else { return }
             state.head = head
-            if state.holdHeadUpTo == nil {
-                state.headWaiter?.resume(returning: head)
-                state.headWaiter = nil
-            }
+            if state.holdHeadUpTo == nil { state.resumeHeadWaiters(returning: head) }
         }
     }
 
@@ -269,8 +278,8 @@ final class URLSessionExchange: Sendable {
             state.chunks.removeAll()
             state.firstChunk = 0
             state.bufferedBytes = 0
-            state.headWaiter?.resume(throwing: error)
-            state.headWaiter = nil
+            for waiter in state.headWaiters { waiter.resume(throwing: error) }
+            state.headWaiters.removeAll()
             state.bodyWaiter?.resume(throwing: error)
             state.bodyWaiter = nil
             return (state.task, state.takeEndActions())
