@@ -5,7 +5,7 @@ import PostgresNIO
 
 /// The drain's side: settlements, orphans taken back, lapsed leases, claims.
 extension PostgresQueueStore {
-    /// The columns read into a ``QueueEntry``, in ``entry(_:fleetNow:uptime:)``'s order.
+    /// The columns read into a ``QueueEntry``, in ``entry(_:fleet:at:)``'s order.
     static let entryColumns = """
         id, idempotency_key, method, url, headers, body, body_ref, body_length, scopes, name, group_key, priority,
         timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, last_attempt_at, finished_at,
@@ -39,7 +39,7 @@ extension PostgresQueueStore {
             if chores.reclaimOrphans { result.reclaimed = try await self.reclaimOrphans(current: current, on: connection) }
             if claimLimit > 0 && current >= 0 {
                 result.claimed = try await self.claim(
-                    limit: claimLimit, number: current, fleet: fleet, uptime: now.uptime, lease: lease, since: since, on: connection
+                    limit: claimLimit, number: current, fleet: fleet, now: now, lease: lease, since: since, on: connection
                 )
             }
             return result
@@ -118,7 +118,7 @@ extension PostgresQueueStore {
 
     /// Lapsed leases (a drainer that lives but hangs) back to pending, then the claim itself.
     private func claim(
-        limit: Int, number: Int64, fleet: Double, uptime: Double, lease: Duration, since: Double?, on connection: PostgresConnection
+        limit: Int, number: Int64, fleet: Double, now: QueueTime, lease: Duration, since: Double?, on connection: PostgresConnection
     ) async throws -> [QueueEntry] {
         try await connection.query(PostgresQuery(unsafeSQL: sql("""
             UPDATE §.entry SET state = 'pending', lease_owner = NULL, lease_drainer = NULL, lease_expires_at = NULL
@@ -148,7 +148,7 @@ extension PostgresQueueStore {
         if let since { try query.binds.bind(since) }
         var claimed: [QueueEntry] = []
         for try await row in try await connection.query(query, logger: logger) {
-            claimed.append(try Self.entry(row, fleetNow: fleet, uptime: uptime))
+            claimed.append(try Self.entry(row, fleet: fleet, at: now))
         }
         return claimed.sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
     }
@@ -175,9 +175,10 @@ extension PostgresQueueStore {
         }
     }
 
-    /// An entry from a row of ``entryColumns``. Its budget's start is turned into this host's
-    /// boot clock (`uptime` is the reading at `fleetNow`), which the lifecycle measures age on.
-    static func entry(_ row: PostgresRow, fleetNow: Double, uptime: Double) throws -> QueueEntry {
+    /// An entry from a row of ``entryColumns``, read when the fleet's clock said `fleet` and
+    /// this host's clocks said `now`. Its budget's start and its due time are turned into this
+    /// host's boot clock, which the lifecycle measures age on and waits and listings show by.
+    static func entry(_ row: PostgresRow, fleet: Double, at now: QueueTime) throws -> QueueEntry {
         let cells = row.makeRandomAccess()
         let inline = try cells[5].decode(Data?.self)
         let reference = try cells[6].decode(String?.self)
@@ -189,6 +190,8 @@ extension PostgresQueueStore {
         }
         let stateText = try cells[13].decode(String.self)
         let budgetFrom = try cells[16].decode(Double.self)
+        let next = try cells[17].decode(Double.self)
+        let state = EntryState(rawValue: stateText) ?? .pending
         let date = { (seconds: Double?) in seconds.map(Date.init(timeIntervalSince1970:)) }
         return QueueEntry(
             id: try cells[0].decode(Int64.self),
@@ -202,11 +205,11 @@ extension PostgresQueueStore {
             group: try cells[10].decode(String?.self),
             priority: Int(try cells[11].decode(Int32.self)),
             timeout: try cells[12].decode(Int64?.self).map { .milliseconds($0) },
-            state: EntryState(rawValue: stateText) ?? .pending,
+            state: state,
             attempts: Int(try cells[14].decode(Int32.self)),
             createdAt: Date(timeIntervalSince1970: try cells[15].decode(Double.self)),
             budgetStartedAt: Date(timeIntervalSince1970: budgetFrom),
-            nextAttemptAt: Date(timeIntervalSince1970: try cells[17].decode(Double.self)),
+            nextAttemptAt: Date(timeIntervalSince1970: next),
             lastAttemptAt: date(try cells[18].decode(Double?.self)),
             finishedAt: date(try cells[19].decode(Double?.self)),
             waitingForNetwork: try cells[20].decode(Bool.self),
@@ -215,8 +218,9 @@ extension PostgresQueueStore {
             lastStatus: try cells[23].decode(Int32?.self).map(Int.init),
             lastError: try cells[24].decode(String?.self),
             responseExcerpt: try cells[25].decode(String?.self),
-            budgetUptime: uptime - (fleetNow - budgetFrom),
-            deadReason: try cells[26].decode(String?.self).flatMap(DeadReason.init(rawValue:))
+            budgetUptime: now.uptime - (fleet - budgetFrom),
+            deadReason: try cells[26].decode(String?.self).flatMap(DeadReason.init(rawValue:)),
+            nextDue: state == .pending ? DueTime(boot: now.boot, uptime: now.uptime + (next - fleet)) : nil
         )
     }
 }

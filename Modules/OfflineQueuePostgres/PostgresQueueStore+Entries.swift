@@ -202,24 +202,29 @@ extension PostgresQueueStore {
 
     // MARK: - Reading
 
-    func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? {
-        try await entries(where: "id = $1", id).first
+    func entry(_ id: EntryID, now: QueueTime) async throws(QueueError) -> QueueEntry? {
+        try await entries(at: now, where: "id = $1", id).first
     }
 
-    func entry(idempotencyKey key: String) async throws(QueueError) -> QueueEntry? {
-        try await entries(where: "idempotency_key = $1", key).first
+    func entry(idempotencyKey key: String, now: QueueTime) async throws(QueueError) -> QueueEntry? {
+        try await entries(at: now, where: "idempotency_key = $1", key).first
     }
 
-    func entries(_ filter: EntryFilter) async throws(QueueError) -> [QueueEntry] {
+    func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
         let states = filter.states.isEmpty ? EntryState.allCases.map(\.rawValue) : filter.states.map(\.rawValue)
         return try await entries(
+            at: now,
             where: "state = ANY($1) AND ($2::text IS NULL OR group_key = $2) AND ($3::bigint IS NULL OR id > $3) ORDER BY id LIMIT $4",
             states, filter.group, filter.after, Int64(max(0, filter.limit))
         )
     }
 
-    /// Entries read by a condition (and order) over ``entryColumns``.
-    private func entries(where condition: String, _ values: (any PostgresThrowingDynamicTypeEncodable & Sendable)?...) async throws(QueueError) -> [QueueEntry] {
+    /// Entries read by a condition (and order) over ``entryColumns``, their times on this
+    /// host's clocks of `now`.
+    private func entries(
+        at now: QueueTime, where condition: String, _ values: (any PostgresThrowingDynamicTypeEncodable & Sendable)?...
+    ) async throws(QueueError) -> [QueueEntry] {
+        let fleet = try await fleetTime(now)
         var query = PostgresQuery(unsafeSQL: sql("SELECT \(Self.entryColumns) FROM §.entry WHERE \(condition)"))
         do {
             for value in values { try query.binds.bind(value) }
@@ -230,8 +235,7 @@ extension PostgresQueueStore {
         return try await reading { connection in
             var found: [QueueEntry] = []
             for try await row in try await connection.query(fixed, logger: self.logger) {
-                // Only a claim's entries need a budget on this host's boot clock.
-                found.append(try Self.entry(row, fleetNow: 0, uptime: 0))
+                found.append(try Self.entry(row, fleet: fleet, at: now))
             }
             return found
         }

@@ -80,12 +80,12 @@ extension PostgresQueueStore {
         return found
     }
 
-    private func preview(_ ids: [Int64], on connection: PostgresConnection) async throws -> [QueueEntry] {
+    private func preview(_ ids: [Int64], fleet: Double, at now: QueueTime, on connection: PostgresConnection) async throws -> [QueueEntry] {
         var entries: [QueueEntry] = []
         for try await row in try await connection.query(
             PostgresQuery(unsafeSQL: sql("SELECT \(Self.entryColumns) FROM §.entry WHERE id = ANY($1) ORDER BY id")).with(ids), logger: logger
         ) {
-            entries.append(try Self.entry(row, fleetNow: 0, uptime: 0))
+            entries.append(try Self.entry(row, fleet: fleet, at: now))
         }
         return entries
     }
@@ -99,7 +99,7 @@ extension PostgresQueueStore {
             let ids = found.filter { $0.state != .inflight }.map(\.id)
             var change = BulkChange(ids: ids, skipped: found.filter { $0.state == .inflight }.map(\.id), dryRun: dryRun)
             if dryRun {
-                change.entries = try await self.preview(ids, on: connection)
+                change.entries = try await self.preview(ids, fleet: fleet, at: now, on: connection)
             } else if !ids.isEmpty {
                 try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                     UPDATE §.entry SET state = 'pending', attempts = 0, budget_from = $1, next_attempt_at = $1, waiting_network = false,
@@ -123,7 +123,7 @@ extension PostgresQueueStore {
             let ids = chosen.map(\.id)
             var change = BulkChange(ids: ids, skipped: found.filter(\.held).map(\.id), dryRun: dryRun)
             if dryRun {
-                change.entries = try await self.preview(ids, on: connection)
+                change.entries = try await self.preview(ids, fleet: fleet, at: now, on: connection)
                 return change
             }
             if !ids.isEmpty {

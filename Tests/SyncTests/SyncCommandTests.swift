@@ -66,8 +66,8 @@ struct SyncCommandTests {
         let stats = try await sync("--json", "stats")
         let counts = try #require(try stats.json() as? [String: Any])
         #expect(Set(counts.keys) == [
-            "pending", "inflight", "inflight_orphaned", "delivered", "dead", "oldest_pending_age_seconds", "next_attempt_at",
-            "paused", "paused_groups", "pending_paused",
+            "pending", "due", "inflight", "inflight_orphaned", "delivered", "dead", "oldest_pending_age_seconds", "next_attempt_at",
+            "last_delivered_at", "paused", "paused_groups", "pending_paused",
         ])
         #expect(counts["pending"] as? Int == 2)
         #expect(counts["next_attempt_at"] is String)

@@ -251,16 +251,16 @@ public final class OfflineQueue: Sendable {
     }
 
     /// The entry with `id`, or `nil`.
-    public func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? { try await store.entry(id) }
+    public func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? { try await store.entry(id, now: configuration.clock.now()) }
 
     /// The entry with this idempotency key, or `nil`.
     public func entry(idempotencyKey: String) async throws(QueueError) -> QueueEntry? {
-        try await store.entry(idempotencyKey: idempotencyKey)
+        try await store.entry(idempotencyKey: idempotencyKey, now: configuration.clock.now())
     }
 
     /// Entries matching `filter`, oldest first.
     public func entries(_ filter: EntryFilter = EntryFilter()) async throws(QueueError) -> [QueueEntry] {
-        try await store.entries(filter)
+        try await store.entries(filter, now: configuration.clock.now())
     }
 
     /// How many entries are in each state, the oldest pending and the next due time.

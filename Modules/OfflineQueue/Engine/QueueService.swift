@@ -112,8 +112,9 @@ public struct QueueService: Service {
                     }
                 }
             }
-            if queue.metrics.options.isEnabled {
-                // The gauges between drains too: a long drain, or none while offline.
+            if queue.metrics.isRecording {
+                // The gauges between drains too: a long drain, or none while offline. Only when
+                // a backend is there when the service starts: otherwise the service stays quiet.
                 group.addTask { [queue] in
                     while !Task.isCancelled {
                         try? await queue.updateMetrics()

@@ -120,7 +120,8 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     /// When the entry is due next, for showing at `now`: its boot-clock due time by the wall
     /// clock of `now`, or the stored wall time where the store keeps no boot-clock one.
     public func nextAttempt(at now: QueueTime) -> Date {
-        nextDue.map { $0.wallTime(at: now) } ?? nextAttemptAt
+        guard let nextDue, nextDue.boot == now.boot else { return nextAttemptAt }
+        return nextDue.wallTime(at: now)
     }
 }
 

@@ -49,6 +49,7 @@ extension QueueEntry {
         }
         let timeoutMilliseconds: Int64? = row[12]
         let stateText: String = row[13]
+        let state = EntryState(rawValue: stateText) ?? .pending
         self.init(
             id: row[0],
             idempotencyKey: row[1],
@@ -61,7 +62,7 @@ extension QueueEntry {
             group: row[10],
             priority: row[11],
             timeout: timeoutMilliseconds.map { .milliseconds($0) },
-            state: EntryState(rawValue: stateText) ?? .pending,
+            state: state,
             attempts: row[14],
             createdAt: Date(timeIntervalSince1970: row[15]),
             budgetStartedAt: Date(timeIntervalSince1970: row[16]),
@@ -75,7 +76,9 @@ extension QueueEntry {
             lastError: row[24],
             responseExcerpt: row[25],
             budgetUptime: row[26],
-            deadReason: (row[27] as String?).flatMap(DeadReason.init(rawValue:)) ?? Self.legacyDeadReason(state: stateText, lastError: row[24])
+            deadReason: (row[27] as String?).flatMap(DeadReason.init(rawValue:)) ?? Self.legacyDeadReason(state: stateText, lastError: row[24]),
+            // Read only for a pending row: a claim's rows (in flight) skip the text.
+            nextDue: state == .pending ? (row[29] as String?).map { DueTime(boot: $0, uptime: row[28]) } : nil
         )
     }
 

@@ -97,10 +97,11 @@ package protocol QueueStorage: Sendable {
 
     // MARK: Reading
 
-    func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry?
-    func entry(idempotencyKey key: String) async throws(QueueError) -> QueueEntry?
+    /// The entry with `id`; its due time on the boot clock of `now` (``QueueEntry/nextDue``).
+    func entry(_ id: EntryID, now: QueueTime) async throws(QueueError) -> QueueEntry?
+    func entry(idempotencyKey key: String, now: QueueTime) async throws(QueueError) -> QueueEntry?
     /// Entries matching `filter`, oldest first.
-    func entries(_ filter: EntryFilter) async throws(QueueError) -> [QueueEntry]
+    func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry]
     /// How many entries are in each state, the oldest pending, the next due time, and the
     /// drainers holding entries (those that are gone counted apart).
     func counts(now: QueueTime) async throws(QueueError) -> QueueCounts

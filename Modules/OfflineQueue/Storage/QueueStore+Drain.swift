@@ -129,6 +129,7 @@ extension QueueStore {
             case "lease_owner": ":owner AS lease_owner"
             case "lease_expires_at": ":untilWall AS lease_expires_at"
             case "last_attempt_at": ":wall AS last_attempt_at"
+            case "due_uptime", "clock_boot": "NULL AS " + column
             default: "e." + column
             }
         }

@@ -129,19 +129,19 @@ extension QueueStore {
 
     // MARK: - Reading
 
-    func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? {
+    func entry(_ id: EntryID, now: QueueTime) async throws(QueueError) -> QueueEntry? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE id = ?", arguments: [id]).map(QueueEntry.init(row:))
         }
     }
 
-    func entry(idempotencyKey key: String) async throws(QueueError) -> QueueEntry? {
+    func entry(idempotencyKey key: String, now: QueueTime) async throws(QueueError) -> QueueEntry? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE idempotency_key = ?", arguments: [key]).map(QueueEntry.init(row:))
         }
     }
 
-    func entries(_ filter: EntryFilter) async throws(QueueError) -> [QueueEntry] {
+    func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
         try await read { db in
             var clauses: [String] = []
             var arguments = StatementArguments()

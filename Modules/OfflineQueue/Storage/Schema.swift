@@ -7,7 +7,7 @@ import GRDB
 /// `user_version` is above ``version`` was written by a newer Courier and is refused.
 enum Schema {
     /// The schema version this code writes and understands (`PRAGMA user_version`).
-    static let version = 6
+    static let version = 7
 
     /// `PRAGMA application_id` of every Courier queue file: the ASCII bytes `CRIQ` ("Courier
     /// queue"), so `file(1)` and Courier itself can tell a queue from any other SQLite file.
@@ -24,6 +24,9 @@ enum Schema {
 
     /// The first schema whose claims are rows of the `lease` table, read through `entry_view`.
     static let firstLeaseVersion = 6
+
+    /// The first schema whose `entry_view` shows the boot-clock due time (`due_uptime`, `clock_boot`).
+    static let firstDueViewVersion = 7
 
     /// The oldest schema a read-only queue reads as it is: it cannot migrate, and schema 3
     /// changed only the file header, not a column.
@@ -173,6 +176,24 @@ enum Schema {
                 PRAGMA user_version = 6;
                 """)
         }
+        migrator.registerMigration("v7-due-in-view") { db in
+            // Listings show when an entry is due by the boot clock, read by the clock of the
+            // moment they are shown, rather than the wall time the process that set the backoff
+            // read (a process whose wall clock was days off stored a wrong one).
+            try db.execute(sql: """
+                DROP VIEW entry_view;
+                CREATE VIEW entry_view AS SELECT
+                    entry.id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
+                    priority, timeout_ms, CASE WHEN lease.entry_id IS NULL THEN state ELSE 'inflight' END AS state,
+                    state AS row_state,
+                    attempts, created_at, budget_from, next_attempt_at,
+                    COALESCE(lease.attempt_wall, last_attempt_at) AS last_attempt_at, finished_at, waiting_network,
+                    lease.owner AS lease_owner, lease.until_wall AS lease_expires_at, last_status, last_error,
+                    response_excerpt, budget_uptime, dead_reason, due_uptime, clock_boot
+                FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
+                PRAGMA user_version = 7;
+                """)
+        }
         return migrator
     }
 
@@ -181,12 +202,17 @@ enum Schema {
         id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
         priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, last_attempt_at,
         finished_at, waiting_network, lease_owner, lease_expires_at, last_status, last_error, response_excerpt,
-        budget_uptime, dead_reason
+        budget_uptime, dead_reason, due_uptime, clock_boot
         """
 
     /// ``entryColumns`` for a file of schema `version` read as it is: the columns later
     /// migrations add read as `NULL`.
     static func entryColumns(readingVersion version: Int) -> String {
-        version >= 4 ? entryColumns : entryColumns.replacingOccurrences(of: "dead_reason", with: "NULL AS dead_reason")
+        var columns = entryColumns
+        if version < firstDueViewVersion {
+            columns = columns.replacingOccurrences(of: "due_uptime, clock_boot", with: "NULL AS due_uptime, NULL AS clock_boot")
+        }
+        if version < 4 { columns = columns.replacingOccurrences(of: "dead_reason", with: "NULL AS dead_reason") }
+        return columns
     }
 }

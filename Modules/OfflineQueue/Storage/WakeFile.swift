@@ -14,7 +14,8 @@ import Darwin
 /// Touching writes no data (`utimensat`: one system call, no page written, no `fsync`) and is
 /// best effort: a process that cannot (another user's file, a read-only folder) leaves the
 /// drainers to their poll, which stays as the slow fallback. Only drainers watch, from their
-/// first claim to the store's shutdown; an enqueuing process starts no thread.
+/// first claim to the store's shutdown, and the first to watch makes the file; an enqueuing
+/// process starts no thread and makes no file.
 final class WakeFile: Sendable {
     let path: String
     private let watcher = LockedBox<WakeWatcher?>(nil)
@@ -25,11 +26,10 @@ final class WakeFile: Sendable {
 
     deinit { stop() }
 
-    /// Tells every watcher that entries became due. Creates the file when it is missing.
+    /// Tells every watcher that entries became due. A missing file means no drainer has
+    /// watched yet (a watcher makes it), so there is no one to tell and nothing is created.
     func ring() {
-        if utimensat(AT_FDCWD, path, nil, AT_SYMLINK_NOFOLLOW) == 0 { return }
-        guard errno == ENOENT else { return }
-        Self.create(path)
+        _ = utimensat(AT_FDCWD, path, nil, AT_SYMLINK_NOFOLLOW)
     }
 
     /// Starts watching, unless this store watches already: `wake` is called (on the watcher's

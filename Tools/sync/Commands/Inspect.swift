@@ -136,10 +136,12 @@ struct Stats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Counts per state, the oldest pending age, the next due time and the pauses.",
         discussion: """
-            With --json the keys are pending, inflight, inflight_orphaned (in flight under a \
-            drainer that is gone; the next drain takes them back at once), delivered, dead, \
-            oldest_pending_age_seconds, next_attempt_at (null when none), paused (the whole \
-            queue), paused_groups and pending_paused (pending entries a pause holds back).
+            With --json the keys are pending, due (pending entries due now that no pause \
+            holds), inflight, inflight_orphaned (in flight under a drainer that is gone; the next \
+            drain takes them back at once), delivered, dead, oldest_pending_age_seconds, \
+            next_attempt_at (null when none), last_delivered_at (null when none), paused (the \
+            whole queue), paused_groups and pending_paused (pending entries a pause holds back). \
+            Due times are kept on the boot clock and shown by this process's wall clock.
 
             Examples:
               sync stats
@@ -161,12 +163,14 @@ struct Stats: AsyncParsableCommand {
                         "paused_groups": pauses.pausedGroups,
                         "pending_paused": pauses.pendingHeld,
                         "pending": counts.pending,
+                        "due": counts.due,
                         "inflight": counts.inflight,
                         "inflight_orphaned": counts.inflightOrphaned,
                         "delivered": counts.delivered,
                         "dead": counts.dead,
                         "oldest_pending_age_seconds": age.map { ($0 * 1000).rounded() / 1000 as Any } ?? NSNull(),
                         "next_attempt_at": Output.timestamp(counts.nextAttemptAt),
+                        "last_delivered_at": Output.timestamp(counts.lastDeliveredAt),
                     ])
                     return
                 }
@@ -175,11 +179,13 @@ struct Stats: AsyncParsableCommand {
                     print(Output.terminalSafe("paused groups  \(pauses.pausedGroups.joined(separator: ", ")) (sync resume --group G)"))
                 }
                 print("pending    \(counts.pending)" + (pauses.pendingHeld > 0 ? " (\(pauses.pendingHeld) held by a pause)" : ""))
+                print("due        \(counts.due)")
                 print("inflight   \(counts.inflight)" + (counts.inflightOrphaned > 0 ? " (\(counts.inflightOrphaned) under a drainer that is gone)" : ""))
                 print("delivered  \(counts.delivered)")
                 print("dead       \(counts.dead)")
                 print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")
                 print("next attempt    \(counts.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
+                print("last delivery   \(counts.lastDeliveredAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
             }
         }
     }

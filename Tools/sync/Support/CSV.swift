@@ -17,7 +17,7 @@ enum CSV {
             text += record([
                 String(entry.id), entry.state.rawValue, entry.method, Output.url(entry, reveal: false), entry.group ?? "",
                 String(entry.priority), String(entry.attempts),
-                entry.state == .pending ? Output.iso(entry.nextAttemptAt) : "", entry.lastStatus.map(String.init) ?? "",
+                entry.state == .pending ? Output.iso(Output.nextAttempt(entry)) : "", entry.lastStatus.map(String.init) ?? "",
                 Output.iso(entry.createdAt), entry.finishedAt.map(Output.iso) ?? "", entry.deadReason?.rawValue ?? "",
                 entry.state == .inflight ? entry.leaseOwner ?? "" : "", held(entry) ? "true" : "false",
             ].map(field))

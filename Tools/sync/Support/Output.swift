@@ -80,9 +80,16 @@ enum Output {
         return String(result)
     }
 
+    /// When `entry` is next due, as a wall time read now: from its boot-clock due time where
+    /// the store keeps one, so a backoff stored by a process whose wall clock was off shows
+    /// right.
+    static func nextAttempt(_ entry: QueueEntry) -> Date {
+        entry.nextAttempt(at: QueueClock.system.now())
+    }
+
     /// One entry as the one line `sync list` prints; `held` when a pause holds it back.
     static func line(_ entry: QueueEntry, now: Date, held: Bool = false) -> String {
-        let next = entry.state != .pending ? "-" : held ? "paused" : relative(entry.nextAttemptAt, now: now)
+        let next = entry.state != .pending ? "-" : held ? "paused" : relative(nextAttempt(entry), now: now)
         let status = entry.lastStatus.map(String.init) ?? "-"
         var fields = [String(entry.id), entry.state.rawValue, entry.method, url(entry, reveal: false),
                       "attempts=\(entry.attempts)", "next=\(next)", "status=\(status)"]
@@ -105,7 +112,7 @@ enum Output {
             "method": entry.method,
             "url": url(entry, reveal: reveal),
             "attempts": entry.attempts,
-            "next_attempt_at": entry.state == .pending ? timestamp(entry.nextAttemptAt) : NSNull(),
+            "next_attempt_at": entry.state == .pending ? timestamp(nextAttempt(entry)) : NSNull(),
             "last_status": entry.lastStatus.map { $0 as Any } ?? NSNull(),
             "group": entry.group.map { $0 as Any } ?? NSNull(),
             "priority": entry.priority,
