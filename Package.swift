@@ -236,6 +236,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
+            .product(name: "InMemoryLogging", package: "swift-log"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -17,12 +17,12 @@ struct MetricsTests {
         scriptFailures(server, "/flaky", [(status: 503, headers: [])])
         let metrics = TestMetrics()
         let queue = try makeQueue(path: folder.databasePath, server: server) { $0.metrics.factory = metrics }
-        for index in 0..<2 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=\(index)").absoluteString) }
-        _ = try await queue.enqueue(method: "POST", url: server.url("/status/404").absoluteString)
-        _ = try await queue.enqueue(method: "POST", url: server.url("/flaky").absoluteString)
+        for index in 0..<2 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=\(index)").absoluteString, name: "POST /echo") }
+        _ = try await queue.enqueue(method: "POST", url: server.url("/status/404").absoluteString, name: "POST /status/404")
+        _ = try await queue.enqueue(method: "POST", url: server.url("/flaky").absoluteString, name: "POST /flaky")
         // Deduplicated: stored once, counted once.
-        _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=0").absoluteString, options: EnqueueOptions(idempotencyKey: "k"))
-        _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=0").absoluteString, options: EnqueueOptions(idempotencyKey: "k"))
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=0").absoluteString, name: "POST /echo", options: EnqueueOptions(idempotencyKey: "k"))
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=0").absoluteString, name: "POST /echo", options: EnqueueOptions(idempotencyKey: "k"))
         #expect(try metrics.expectCounter("courier_queue_enqueued_total", [("endpoint", "POST /echo")]).totalValue == 3)
         #expect(try metrics.expectCounter("courier_queue_enqueued_total", [("endpoint", "POST /flaky")]).totalValue == 1)
 
@@ -43,7 +43,7 @@ struct MetricsTests {
         #expect(try metrics.expectGauge("courier_queue_pending").lastValue == 0)
         #expect(try metrics.expectGauge("courier_queue_inflight").lastValue == 0)
         #expect(try metrics.expectGauge("courier_queue_dead").lastValue == 1)
-        _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=9").absoluteString)
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=9").absoluteString, name: "POST /echo")
         #expect(try metrics.expectGauge("courier_queue_pending").lastValue == 0, "an enqueue reads no counts")
         try await queue.updateMetrics()
         #expect(try metrics.expectGauge("courier_queue_pending").lastValue == 1)
@@ -61,7 +61,7 @@ struct MetricsTests {
             $0.metrics.factory = metrics
             $0.metrics.prefix = "app_outbox"
         }
-        _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString, name: "POST /echo")
         _ = try await queue.drain()
         #expect(try metrics.expectCounter("app_outbox_delivered_total", [("endpoint", "POST /echo"), ("status_class", "2xx")]).totalValue == 1)
 
@@ -69,7 +69,7 @@ struct MetricsTests {
         let off = try makeQueue(path: folder.databasePath, server: server) {
             $0.metrics = QueueMetricsOptions(isEnabled: false, factory: silent)
         }
-        _ = try await off.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        _ = try await off.enqueue(method: "POST", url: server.url("/echo").absoluteString, name: "POST /echo")
         _ = try await off.drain()
         try await off.updateMetrics()
         #expect(silent.counters.isEmpty && silent.timers.isEmpty && silent.recorders.isEmpty)
@@ -84,14 +84,14 @@ struct MetricsTests {
         // No factory of its own: the queue reports to whatever `MetricsSystem` gives, which in
         // this process is the no-op factory (nothing bootstraps it).
         let queue = try makeQueue(path: folder.databasePath, server: server)
-        _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString, name: "POST /echo")
         #expect(try await queue.drain().delivered == 1)
         try await queue.updateMetrics()
         // A backend from now on (task-local here; a bootstrap in a program): reports reach it.
         // Handles made while there was none would keep reporting into nothing.
         let metrics = TestMetrics()
         try await withMetricsFactory(metrics) {
-            _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+            _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString, name: "POST /echo")
             #expect(try await queue.drain().delivered == 1)
         }
         #expect(try metrics.expectCounter("courier_queue_enqueued_total", [("endpoint", "POST /echo")]).totalValue == 1)
@@ -107,7 +107,7 @@ struct MetricsTests {
         let server = try await TestHTTPServer.start()
         let metrics = CountingFactory(TestMetrics())
         let queue = try makeQueue(path: folder.databasePath, server: server) { $0.metrics.factory = metrics }
-        for index in 0..<5 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=\(index)").absoluteString) }
+        for index in 0..<5 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=\(index)").absoluteString, name: "POST /echo") }
         #expect(try await queue.drain().delivered == 5)
         for _ in 0..<3 { try await queue.updateMetrics() }
         // enqueued_total and delivered_total; attempt_duration and enqueue_to_delivery; the four

@@ -154,6 +154,32 @@ struct SyncCommandTests {
         await fixture.finish()
     }
 
+    @Test("enqueue --name stores the name as given; without it the entry is named by method and origin, never the path")
+    func names() async throws {
+        let fixture = try await Fixture()
+        let sync = fixture.sync
+        let route = "POST /orders/{id}/items"
+        #expect(try await sync("enqueue", "POST", fixture.url("/orders/42/items"), "--name", route).stdout == "1\n")
+        #expect(try await sync("enqueue", "POST", fixture.url("/orders/43/items?page=2")).stdout == "2\n")
+        #expect(try await sync("enqueue", "POST", fixture.url("/orders/44/items"), "--name", route, "--count", "2").status == 0)
+        var names: [String?] = []
+        for id in 1...4 {
+            names.append(try #require(try await sync("--json", "show", "\(id)").json() as? [String: Any])["name"] as? String)
+        }
+        let origin = "http://127.0.0.1:\(fixture.server.port)"
+        #expect(names == [route, "POST \(origin)", route, route])
+
+        for bad in ["", "   ", "a\nb", "tab\there", "\u{202E}drawkcab", String(repeating: "n", count: 129)] {
+            let refused = try await sync("enqueue", "POST", fixture.url("/echo"), "--name", bad)
+            #expect(refused.status == 64, "\(bad.debugDescription): \(refused.stderr)")
+            #expect(refused.stderr.contains("--name"), "\(refused.stderr)")
+        }
+        #expect(try await sync("enqueue", "POST", fixture.url("/echo"), "--name", "GET /café/{ünïcode} ✓").status == 0)
+        let stats = try #require(try await sync("--json", "stats").json() as? [String: Any])
+        #expect(stats["pending"] as? Int == 5)
+        await fixture.finish()
+    }
+
     @Test("exit codes: 64 usage, 65 bad data, 66 missing, 73 cannot create, 74 I/O, 75 try later")
     func exitCodes() async throws {
         let fixture = try await Fixture()

@@ -59,9 +59,9 @@ struct SyncMetricsTests {
         let fixture = try await SyncCommandTests.Fixture()
         let sync = fixture.sync
         fixture.failOnce("/flaky", status: 503)
-        for index in 0..<3 { #expect(try await sync("enqueue", "POST", fixture.url("/echo?n=\(index)")).status == 0) }
-        #expect(try await sync("enqueue", "POST", fixture.url("/status/404")).status == 0)
-        #expect(try await sync("enqueue", "POST", fixture.url("/flaky")).status == 0)
+        for index in 0..<3 { #expect(try await sync("enqueue", "POST", fixture.url("/echo?n=\(index)"), "--name", "POST /echo").status == 0) }
+        #expect(try await sync("enqueue", "POST", fixture.url("/status/404"), "--name", "POST /status/404").status == 0)
+        #expect(try await sync("enqueue", "POST", fixture.url("/flaky"), "--name", "POST /flaky").status == 0)
         // Held by a pause until the first scrape has seen them pending.
         #expect(try await sync("pause").status == 0)
 

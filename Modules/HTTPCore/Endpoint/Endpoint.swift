@@ -48,8 +48,15 @@ public protocol Endpoint: Sendable {
     var validation: StatusValidation { get }
     /// The scopes of plugins that apply to this endpoint (besides universal ones).
     var scopes: Set<PluginScope> { get }
-    /// A name for logs, metrics and traces; defaults to the method and the path without its
-    /// query (so secrets in the query never reach a log, and metric dimensions stay few).
+    /// A name for logs, metrics and traces; defaults to ``defaultName``, the method and the
+    /// path without its query (so secrets in the query never reach a log).
+    ///
+    /// The default carries the concrete path: `GET /users/42` and `GET /users/43` are two
+    /// names, and a metric labelled by name (the `endpoint` label of the Plugins module's
+    /// `MetricsPlugin`) gets one series per user. Give an endpoint whose path varies a name of
+    /// its own, such as its route (`GET /users/{id}`). The offline queue does not keep the
+    /// default: it names such an entry by the method and the origin (see "Metrics" in
+    /// `Docs/OfflineQueue.md`).
     var name: String { get }
 }
 
@@ -61,7 +68,12 @@ extension Endpoint {
     public var timeout: Duration? { nil }
     public var validation: StatusValidation { .successful }
     public var scopes: Set<PluginScope> { [] }
-    public var name: String {
+    public var name: String { defaultName }
+
+    /// The name an endpoint has unless it gives its own: the method and the path without its
+    /// query (`POST /users/42/avatar`). A ``name`` equal to it is taken for the default, which
+    /// is how the offline queue tells a name given on purpose from one that may carry ids.
+    public var defaultName: String {
         // The part before the first "?", without splitting into an array (every call asks).
         let path = self.path
         let bare = path.firstIndex(of: "?").map { path[..<$0] } ?? path[...]

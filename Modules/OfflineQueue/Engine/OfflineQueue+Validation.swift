@@ -5,7 +5,7 @@ import HTTPTypes
 /// What an enqueue checks before anything is stored: a request given as text or prepared,
 /// turned into the entry the store inserts.
 extension OfflineQueue {
-    /// A request given as text (`sync enqueue`, ``enqueue(method:url:headers:body:options:)``)
+    /// A request given as text (`sync enqueue`, ``enqueue(method:url:headers:body:name:options:)``)
     /// parsed and validated, once.
     private func parse(_ request: QueuedRequest) throws(QueueError) -> (method: String, target: EnqueueTarget, fields: [HTTPField]) {
         guard HTTPRequest.Method(request.method) != nil else {
@@ -62,7 +62,7 @@ extension OfflineQueue {
             headers: headers,
             body: nil,
             scopes: request.scopes,
-            name: request.name ?? "\(method) \(target.path)",
+            name: request.name ?? target.defaultName(method: method),
             group: request.options.group,
             priority: request.options.priority,
             timeout: request.timeout,
@@ -90,14 +90,23 @@ extension OfflineQueue {
 }
 
 /// An enqueued URL as stored: checked to be an absolute `http` or `https` URL with a host, its
-/// text as `URL` gives it back, and its path for the entry's default name.
+/// text as `URL` gives it back, and its origin for the entry's default name.
 struct EnqueueTarget: Sendable {
     let url: String
-    let path: String
+    /// The URL's origin as text (`https://api.example.com`), made once per parsed URL.
+    let origin: String?
 
     init(_ url: URL) {
         self.url = url.absoluteString
-        self.path = url.path
+        self.origin = Origin(url)?.description
+    }
+
+    /// The name of an entry given none: the method and the origin (`POST https://api.example.com`,
+    /// `PUT http://10.0.0.7:8080`). Never the path, whose segments often vary by entry (an id
+    /// each) and would make one metric series per entry; an origin's values are few.
+    func defaultName(method: String) -> String {
+        guard let origin else { return method }
+        return method + " " + origin
     }
 
     /// - Throws: ``QueueError/invalidRequest(_:)`` for text that is not such a URL.

@@ -163,6 +163,11 @@ public final class OfflineQueue: Sendable {
     /// Stores `endpoint` as the client would build it, before plugins run, to be sent by a
     /// drain.
     ///
+    /// The entry is named by the endpoint's ``HTTPCore/Endpoint/name`` when the endpoint gives
+    /// one of its own; one that keeps ``HTTPCore/Endpoint/defaultName``, whose path may carry
+    /// ids, is named by the method and the origin (`POST https://api.example.com`), as a request
+    /// given as text is.
+    ///
     /// - Throws: ``QueueError/invalidRequest(_:)`` when the client cannot build the request
     ///   (a malformed URL, a body that does not encode; the reason gives the client's
     ///   ``NetworkError``), or what ``enqueue(_:)`` throws.
@@ -173,15 +178,21 @@ public final class OfflineQueue: Sendable {
         } catch {
             throw .invalidRequest("the client cannot build it: \(error)")
         }
-        return try await enqueue(request, scopes: endpoint.scopes.map(\.name).sorted(), name: endpoint.name, options: options)
+        // The default name carries the concrete path (an id per entry): the entry takes the
+        // queue's default instead, which names the origin.
+        let name = endpoint.name
+        let given = name == endpoint.defaultName ? nil : name
+        return try await enqueue(request, scopes: endpoint.scopes.map(\.name).sorted(), name: given, options: options)
     }
 
-    /// Stores a prepared request.
+    /// Stores a prepared request, named `name` (logs, the `endpoint` label of the queue's
+    /// metrics) or, when `nil`, by its method and origin (`POST https://api.example.com`).
     public func enqueue(_ request: PreparedRequest, scopes: [String] = [], name: String? = nil, options: EnqueueOptions = EnqueueOptions()) async throws(QueueError) -> Ticket {
         try await enqueue([QueuedRequest(request, scopes: scopes, name: name, options: options)])[0]
     }
 
-    /// Stores a request given as text, as a shell tool receives it.
+    /// Stores a request given as text, as a shell tool receives it, named `name` or, when
+    /// `nil`, by its method and origin (`POST https://api.example.com`).
     ///
     /// - Throws: ``QueueError/invalidRequest(_:)`` for an invalid method, URL or header.
     public func enqueue(
@@ -189,9 +200,10 @@ public final class OfflineQueue: Sendable {
         url: String,
         headers: [(name: String, value: String)] = [],
         body: RequestBody? = nil,
+        name: String? = nil,
         options: EnqueueOptions = EnqueueOptions()
     ) async throws(QueueError) -> Ticket {
-        try await enqueue([QueuedRequest(method: method, url: url, headers: headers, body: body, options: options)])[0]
+        try await enqueue([QueuedRequest(method: method, url: url, headers: headers, body: body, name: name, options: options)])[0]
     }
 
     /// Stores several requests in one transaction: all or none.

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPCore
+public import Logging
 public import Metrics
 
 /// How an ``OfflineQueue`` reports through swift-metrics (see "Metrics" in
@@ -9,6 +10,7 @@ public import Metrics
 /// MetricsSystem.bootstrap(PrometheusMetricsFactory())   // once, at start
 /// var configuration = QueueConfiguration(path: "/var/lib/myapp/queue.db")
 /// configuration.metrics.prefix = "myapp_queue"           // courier_queue unless changed
+/// configuration.metrics.endpointLimit = 50               // names past 50 report as `other`
 /// ```
 public struct QueueMetricsOptions: Sendable {
     /// Whether the queue reports at all. `true` unless changed; without a bootstrapped
@@ -24,12 +26,25 @@ public struct QueueMetricsOptions: Sendable {
     /// How often ``QueueService`` reads the counts into the gauges besides at the end of each
     /// drain.
     public var gaugeInterval: Duration
+    /// How many distinct entry names the queue reports in the `endpoint` label, 200 unless
+    /// changed: the first names it meets, in any metric, are reported as they are, and every
+    /// later one as `other`, so that names with ids in them (`POST /orders/42`) cannot make a
+    /// series per entry. Each metric then has at most this many `endpoint` values, plus `other`.
+    public var endpointLimit: Int
+    /// Where the queue says, once, that ``endpointLimit`` was reached; a logger labelled
+    /// `courier.queue` from the bootstrapped `LoggingSystem` when `nil`.
+    public var logger: Logger?
 
-    public init(isEnabled: Bool = true, prefix: String = "courier_queue", factory: (any MetricsFactory)? = nil, gaugeInterval: Duration = .seconds(5)) {
+    public init(
+        isEnabled: Bool = true, prefix: String = "courier_queue", factory: (any MetricsFactory)? = nil, gaugeInterval: Duration = .seconds(5),
+        endpointLimit: Int = 200, logger: Logger? = nil
+    ) {
         self.isEnabled = isEnabled
         self.prefix = prefix
         self.factory = factory
         self.gaugeInterval = gaugeInterval
+        self.endpointLimit = endpointLimit
+        self.logger = logger
     }
 
     /// Histogram buckets suited to `<prefix>_enqueue_to_delivery_seconds`, whose values run from
@@ -46,11 +61,18 @@ public struct QueueMetricsOptions: Sendable {
 /// endpoint, the status class), so a report builds no strings. Nothing here touches the
 /// database; the gauges are set from counts read elsewhere (the end of a drain, the service's
 /// refresh).
+///
+/// The `endpoint` label is bounded (``QueueMetricsOptions/endpointLimit``): a name is admitted
+/// when its first handle is made, so a report whose handle is kept costs what it did without
+/// the bound; only a name past the limit, which has no handle of its own, is looked up again
+/// each time (and then finds `other`'s). Handles are kept for admitted names only, so the
+/// handles stay as few as the series.
 final class QueueMetrics: Sendable {
     let options: QueueMetricsOptions
     private let counters = LockedBox<[Key: Counter]>([:])
     private let timers = LockedBox<[Key: Metrics.Timer]>([:])
     private let gauges = LockedBox<[String: Gauge]>([:])
+    private let endpoints: BoundedLabel
 
     private enum Metric: String {
         case enqueued = "enqueued_total"
@@ -79,6 +101,7 @@ final class QueueMetrics: Sendable {
 
     init(_ options: QueueMetricsOptions) {
         self.options = options
+        self.endpoints = BoundedLabel(limit: options.endpointLimit)
     }
 
     private var factory: any MetricsFactory { options.factory ?? MetricsSystem.factory }
@@ -93,11 +116,32 @@ final class QueueMetrics: Sendable {
     }
 
     private func counter(_ key: Key) -> Counter {
-        Self.handle(key, in: counters) { Counter(label: options.prefix + "_" + key.metric.rawValue, dimensions: key.dimensions, factory: factory) }
+        if let found = counters.withLock({ $0[key] }) { return found }
+        let key = bounded(key)
+        return Self.handle(key, in: counters) { Counter(label: options.prefix + "_" + key.metric.rawValue, dimensions: key.dimensions, factory: factory) }
     }
 
     private func timer(_ key: Key) -> Metrics.Timer {
-        Self.handle(key, in: timers) { Metrics.Timer(label: options.prefix + "_" + key.metric.rawValue, dimensions: key.dimensions, factory: factory) }
+        if let found = timers.withLock({ $0[key] }) { return found }
+        let key = bounded(key)
+        return Self.handle(key, in: timers) { Metrics.Timer(label: options.prefix + "_" + key.metric.rawValue, dimensions: key.dimensions, factory: factory) }
+    }
+
+    /// `key` with its endpoint admitted to the label's values, or turned into `other`; the
+    /// first name turned away is logged, once for the queue's lifetime.
+    private func bounded(_ key: Key) -> Key {
+        let (endpoint, firstRefusal) = endpoints.admit(key.endpoint)
+        if firstRefusal {
+            let logger = options.logger ?? Logger(label: "courier.queue")
+            logger.warning("more entry names than the metrics' endpoint limit: the rest are reported as endpoint=\(BoundedLabel.other)", metadata: [
+                "limit": "\(endpoints.limit)", "endpoint": "\(key.endpoint)", "metric": "\(options.prefix)_\(key.metric.rawValue)",
+                "hint": "name entries by route, not by concrete path",
+            ])
+        }
+        guard endpoint != key.endpoint else { return key }
+        var other = key
+        other.endpoint = endpoint
+        return other
     }
 
     private func gauge(_ name: String) -> Gauge {

@@ -11,6 +11,10 @@ public struct QueuedRequest: Sendable {
     public var headers: [(name: String, value: String)] { didSet { prepared = nil } }
     public var body: RequestBody?
     public var scopes: [String]
+    /// The entry's name, for logs and the `endpoint` label of the queue's metrics; `nil` names
+    /// it by its method and origin (`POST https://api.example.com`). Give a name of few values,
+    /// such as a route (`POST /orders/{id}/items`), never one per entry: past
+    /// ``QueueMetricsOptions/endpointLimit`` names, metrics count the rest as `other`.
     public var name: String?
     public var timeout: Duration?
     public var options: EnqueueOptions

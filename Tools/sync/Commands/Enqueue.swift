@@ -13,9 +13,14 @@ struct Enqueue: AsyncParsableCommand {
               -H 'Authorization: Bearer ${env:API_TOKEN}'          (an environment variable of the sender)
               -H 'Authorization: Bearer ${credential:api-token}'   (a systemd credential)
 
+            The entry's name labels the queue's metrics (endpoint="…") and its log lines. Without \
+            --name it is the method and the origin (POST https://api.example.com), never the \
+            path, whose ids would make a metric series per entry: name a route with --name.
+
             Examples:
               sync enqueue POST https://api.example.com/events -H 'Content-Type: application/json' --data '{"n":1}'
               sync enqueue PUT https://api.example.com/files/a.bin --data-file ./a.bin --group files
+              sync enqueue POST https://api.example.com/orders/42/items --name 'POST /orders/{id}/items' --data '{"sku":7}'
               sync --json enqueue DELETE https://api.example.com/items/7 --idempotency-key delete-item-7
             """
     )
@@ -36,6 +41,12 @@ struct Enqueue: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("The body, read from a file (streamed from disk when large).", valueName: "path"))
     var dataFile: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "The entry's name in metrics and logs, such as a route ('POST /orders/{id}'); the method and origin unless given.",
+        valueName: "name"
+    ))
+    var name: String?
 
     @Option(name: .long, help: "Entries of one group are delivered in order.")
     var group: String?
@@ -58,6 +69,28 @@ struct Enqueue: AsyncParsableCommand {
         if count > 1 && idempotencyKey != nil { throw ValidationError("--count cannot be combined with --idempotency-key") }
         for header in headers where !header.contains(":") {
             throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
+        }
+        if let name { try Self.check(name: name) }
+    }
+
+    /// The longest `--name`, in characters: a name is a metric label value and a column of
+    /// `sync list`, both read by people.
+    static let longestName = 128
+
+    /// A `--name` is one line of visible text: a control or format character (a newline, an
+    /// escape, a bidirectional override) would garble the metrics' text format, a log line or
+    /// a terminal.
+    static func check(name: String) throws {
+        if name.allSatisfy(\.isWhitespace) { throw ValidationError("--name is empty") }
+        if name.count > longestName { throw ValidationError("--name is longer than \(longestName) characters") }
+        let unprintable = name.unicodeScalars.first { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned: true
+            default: false
+            }
+        }
+        if let unprintable {
+            throw ValidationError("--name holds the unprintable character \(String(format: "U+%04X", unprintable.value))")
         }
     }
 
@@ -85,7 +118,7 @@ struct Enqueue: AsyncParsableCommand {
                     try await enqueueMany(queue, headers: parsed, body: body, options: options)
                     return
                 }
-                let ticket = try await queue.enqueue(method: method, url: url, headers: parsed, body: body, options: options)
+                let ticket = try await queue.enqueue(method: method, url: url, headers: parsed, body: body, name: name, options: options)
                 if self.options.json {
                     Output.json(["id": ticket.id, "idempotency_key": ticket.idempotencyKey, "deduplicated": ticket.deduplicated])
                 } else {
@@ -102,7 +135,7 @@ struct Enqueue: AsyncParsableCommand {
         var last: EntryID?
         for start in stride(from: 0, to: count, by: 1000) {
             let batch = (start..<min(count, start + 1000)).map { _ in
-                QueuedRequest(method: method, url: url, headers: headers, body: body, options: options)
+                QueuedRequest(method: method, url: url, headers: headers, body: body, name: name, options: options)
             }
             let tickets = try await queue.enqueue(batch)
             first = first ?? tickets.first?.id
