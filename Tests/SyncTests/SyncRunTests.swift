@@ -96,15 +96,18 @@ struct SyncRunTests {
         let (process, _, _) = try sync.start(["run", "--no-reachability", "--log-format", "json"])
         let ready = await socket.receive(containing: "READY=1")
         #expect(ready.last?.contains("READY=1") == true)
-        // Two delivered, one dead, one held in flight: the line settles on those counts.
-        let settled = "pending 0, in flight 1, dead 1, last delivery "
+        // Two delivered, one dead, one held in flight (by this process): the line settles on
+        // those counts, then this process's own deliveries.
+        let settled = "pending 0 (due 0), in flight 1 (1 here), dead 1, oldest pending -, last delivery "
         var seen = ready
         seen += await socket.receive(containing: settled)
         let statuses = seen.flatMap { $0.split(separator: "\n") }.filter { $0.hasPrefix("STATUS=") }
         let last = try #require(statuses.last)
         #expect(last.hasPrefix("STATUS=" + settled), "got \(statuses)")
-        let stamp = String(last.dropFirst(("STATUS=" + settled).count))
+        let rest = last.dropFirst(("STATUS=" + settled).count).split(separator: ";", maxSplits: 1)
+        let stamp = String(rest.first ?? "")
         #expect(try Date(stamp, strategy: .iso8601) <= Date(), "the last delivery time is a time: \(stamp)")
+        #expect(rest.last == " here: 2 delivered in the last minute", "\(last)")
         #expect(held.current)
         kill(process.processIdentifier, SIGTERM)
         let stopping = await socket.receive(containing: "STOPPING=1")
@@ -114,6 +117,39 @@ struct SyncRunTests {
         #expect(!seen.contains { $0.contains("WATCHDOG=1") }, "no WATCHDOG_USEC, no pings")
         try await SyncRunner.wait(for: process, limit: .seconds(20))
         #expect(process.terminationStatus == 0)
+        await server.shutdown()
+    }
+    @Test("STATUS= speaks for the queue: two sync run processes on one file each count both sends in flight, one of them here")
+    func statusForTheQueue() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-status2-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try await TestHTTPServer.start()
+        let held = LockedBox(0)
+        server.route("/hold") { _, writer in
+            held.withLock { $0 += 1 }
+            try await Task.sleep(for: .seconds(60))
+            try await writer.respond(status: 200)
+        }
+        let sockets = [try NotifySocket(), try NotifySocket()]
+        let sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
+        var processes: [Process] = []
+        defer { for process in processes { kill(process.processIdentifier, SIGKILL) } }
+        // One entry, one service holding it; then the second entry for the second service.
+        for (index, socket) in sockets.enumerated() {
+            #expect(try await sync("enqueue", "POST", server.url("/hold?n=\(index)").absoluteString).status == 0)
+            var runner = sync
+            runner.environment = ["NOTIFY_SOCKET": socket.path]
+            let (process, _, _) = try runner.start(["run", "--no-reachability", "--log-format", "json"])
+            processes.append(process)
+            #expect(await eventually(.seconds(20)) { held.current == index + 1 }, "service \(index) holds its entry")
+        }
+        for socket in sockets {
+            let seen = await socket.receive(containing: "in flight 2 (1 here)", limit: .seconds(30))
+            #expect(seen.last?.contains("STATUS=pending 0 (due 0), in flight 2 (1 here)") == true, "\(seen)")
+        }
+        for process in processes { kill(process.processIdentifier, SIGTERM) }
+        for process in processes { try await SyncRunner.wait(for: process, limit: .seconds(30)) }
         await server.shutdown()
     }
 }

@@ -57,10 +57,10 @@ extension OfflineQueue {
         let started = clock.now()
         // The machine's time: seconds on the queue's boot clock since the drain began.
         let elapsed = { Duration.clamped(seconds: clock.now().uptime - started.uptime) ?? .zero }
-        try await store.acquireOwnership()
+        try await activity.storeCall(.ownership) { () async throws(QueueError) in try await store.acquireOwnership() }
         let online = monitor?.status.isOnline ?? true
         // The network is there now: entries that found it gone are due again.
-        if online { _ = try await store.wakeNetworkWaiters(now: started) }
+        if online { _ = try await activity.storeCall(.wakeWaiters) { () async throws(QueueError) in try await store.wakeNetworkWaiters(now: started) } }
         let policy = configuration.policy
         let limit = max(1, concurrency ?? configuration.concurrency)
         // Commits of twice the concurrency, claimed while a round of claimed entries is still
@@ -102,7 +102,9 @@ extension OfflineQueue {
                     }
                 case .renew(let ids):
                     do throws(QueueError) {
-                        try await store.renewLeases(ids, now: clock.now(), lease: policy.leaseDuration)
+                        try await activity.storeCall(.renewLeases) { () async throws(QueueError) in
+                            try await store.renewLeases(ids, now: clock.now(), lease: policy.leaseDuration)
+                        }
                         machine.renewed(ids, at: elapsed())
                     } catch { machine.failed(error) }
                 case .wait(let deadline):
@@ -137,7 +139,8 @@ extension OfflineQueue {
         }
         if let failure = machine.failure { throw failure }
         var summary = machine.summary
-        let counts = try await store.counts(now: clock.now())
+        let counts = try await activity.storeCall(.counts) { () async throws(QueueError) in try await store.counts(now: clock.now()) }
+        countsCache.offer(counts)
         metrics.update(counts, now: clock.now().wall)
         summary.remaining = counts.pending
         if counts.pending > 0 { summary.paused = try await store.pauseStatus().pendingHeld }

@@ -12,7 +12,9 @@ extension OfflineQueue {
         // The entry's age when its attempt starts, on the boot clock.
         let age = Duration.seconds(max(0, configuration.clock.now().uptime - entry.budgetUptime))
         let sent = ContinuousClock.now
+        activity.sendBegan(entry.id, timeout: entry.timeout ?? client.configuration.timeout, margin: QueueActivity.sendMargin)
         let outcome = await attempt(entry, age: age)
+        activity.sendEnded(entry.id)
         switch outcome {
         case .interrupted, .invalid: break   // cut short, or never sent
         default: metrics.attempted(entry.name, duration: ContinuousClock.now - sent)
@@ -94,7 +96,10 @@ extension OfflineQueue {
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult {
-        guard Task.isCancelled else {
+        let cancelled = Task.isCancelled
+        let call = activity.storeCallBegan(cancelled ? .settle : .claim)
+        defer { activity.storeCallEnded(call) }
+        guard cancelled else {
             return try await store.settleAndClaim(
                 settlements, now: now, claimLimit: claimLimit,
                 lease: configuration.policy.leaseDuration, attemptedSince: attemptedSince, chores: chores

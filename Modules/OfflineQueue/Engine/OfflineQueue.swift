@@ -41,6 +41,10 @@ public final class OfflineQueue: Sendable {
     let enqueueTargets = ParsedURLs { text throws(QueueError) in try EnqueueTarget(text) }
     /// Counters, timers and gauges, through swift-metrics.
     let metrics: QueueMetrics
+    /// The sends and store calls under way, for a service's watchdog.
+    let activity = QueueActivity()
+    /// The counts of ``recentCounts(maxAge:)``, shared within the process.
+    let countsCache = CountsCache()
     /// Names this drainer in leases (`host:pid:token:boot` in a SQLite file).
     var owner: String { store.owner }
 
@@ -276,7 +280,9 @@ public final class OfflineQueue: Sendable {
     }
 
     /// How many entries are in each state, the oldest pending and the next due time.
-    public func counts() async throws(QueueError) -> QueueCounts { try await store.counts(now: configuration.clock.now()) }
+    public func counts() async throws(QueueError) -> QueueCounts {
+        try await activity.storeCall(.counts) { () async throws(QueueError) in try await store.counts(now: configuration.clock.now()) }
+    }
 
     /// Makes these entries due now with a fresh attempt budget (delivered ones are left alone).
     ///

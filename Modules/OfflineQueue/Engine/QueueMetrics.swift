@@ -202,6 +202,7 @@ final class QueueMetrics: Sendable {
     func update(_ counts: QueueCounts, now: Date) {
         guard isRecording else { return }
         gauge("pending").record(counts.pending)
+        gauge("due").record(counts.due)
         gauge("inflight").record(counts.inflight)
         gauge("dead").record(counts.dead)
         gauge("oldest_pending_age_seconds").record(counts.oldestPendingCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
@@ -209,12 +210,14 @@ final class QueueMetrics: Sendable {
 }
 
 extension OfflineQueue {
-    /// Reads the counts into the gauges (`courier_queue_pending`, `_inflight`, `_dead`,
-    /// `_oldest_pending_age_seconds`). A drain does this when it ends, and ``QueueService``
-    /// every ``QueueMetricsOptions/gaugeInterval``; call it yourself when you drain by hand and
-    /// want the gauges fresh in between.
+    /// Reads the counts into the gauges (`courier_queue_pending`, `_due`, `_inflight`, `_dead`,
+    /// `_oldest_pending_age_seconds`): the queue's state as the store holds it, whichever
+    /// process did the work. A drain does this when it ends, and ``QueueService`` every
+    /// ``QueueMetricsOptions/gaugeInterval``; call it yourself when you drain by hand and want
+    /// the gauges fresh in between. The counts are shared with the process's other readers
+    /// (``recentCounts(maxAge:)``): at most one store query a second.
     public func updateMetrics() async throws(QueueError) {
         guard metrics.isRecording else { return }
-        metrics.update(try await counts(), now: configuration.clock.now().wall)
+        metrics.update(try await recentCounts(), now: configuration.clock.now().wall)
     }
 }

@@ -36,6 +36,8 @@ public struct QueueService: Service {
     /// How often delivered entries past their retention are deleted.
     public let retentionInterval: Duration
     public let logger: Logger
+    /// How long one store call may run before ``liveness()`` calls the service stuck.
+    public let storeCallLimit: Duration
     /// Beats each time the loop completes an iteration (a drain or an idle wait) and each
     /// time a drain under way finishes or starts an attempt: proof that the service is not
     /// stuck, for a watchdog.
@@ -45,13 +47,33 @@ public struct QueueService: Service {
 
     public init(
         queue: OfflineQueue, pollInterval: Duration = .seconds(5), shutdownGrace: Duration = .seconds(8),
-        retentionInterval: Duration = .seconds(3600), logger: Logger
+        retentionInterval: Duration = .seconds(3600), storeCallLimit: Duration = .seconds(30), logger: Logger
     ) {
+        self.storeCallLimit = storeCallLimit
         self.queue = queue
         self.pollInterval = pollInterval
         self.shutdownGrace = shutdownGrace
         self.retentionInterval = retentionInterval
         self.logger = logger
+    }
+
+    /// Whether the service is demonstrably alive, for a watchdog: its loop has gone round within
+    /// `pollInterval` and a margin (or something is under way), every send in flight is younger
+    /// than its timeout and a margin, and no store call has run longer than `storeCallLimit`.
+    /// A service that hangs in any of these stops being alive until it moves again, so a
+    /// watchdog that pings only while it is alive lets a supervisor restart a hung process
+    /// (whose leases die with it).
+    public func liveness() -> ServiceLiveness {
+        queue.activity.liveness(at: BootClock.uptime(), storeCallLimit: storeCallLimit, idleLimit: pollInterval + Self.loopMargin)
+    }
+
+    /// How long past `pollInterval` a loop may take to go round before it counts as wedged.
+    static let loopMargin = Duration.seconds(5)
+
+    /// The loop went round: a beat for watchers, and progress for ``liveness()``.
+    private func turned() {
+        queue.activity.progressed()
+        heartbeat.beat()
     }
 
     public func run() async throws {
@@ -130,8 +152,9 @@ public struct QueueService: Service {
     /// The loop: drain while there is work and the network is there, wait otherwise.
     private func serve(wake: WakeSignal) async throws {
         logger.info("queue service started", metadata: ["db": "\(queue.store.location)"])
+        queue.activity.progressed()
         do {
-            try await queue.sweepOrphanBodies()
+            try await queue.activity.storeCall(.sweep) { () async throws(QueueError) in try await queue.sweepOrphanBodies() }
         } catch {
             logger.warning("could not sweep orphan body files", metadata: ["error": "\(error)"])
         }
@@ -195,7 +218,7 @@ public struct QueueService: Service {
     /// One retention pass, logged; a failure is logged and retried at the next pass.
     private func applyRetention() async {
         do {
-            let removed = try await queue.applyRetention()
+            let removed = try await queue.activity.storeCall(.retention) { () async throws(QueueError) in try await queue.applyRetention() }
             let metadata: Logger.Metadata = [
                 "entries": "\(removed.deletedEntries)", "body_files": "\(removed.deletedBodyFiles)",
                 "pages": "\(removed.releasedPages)",
@@ -293,11 +316,12 @@ extension OfflineQueue {
     /// This queue as a swift-service-lifecycle `Service`. Run one service per queue.
     public func service(
         pollInterval: Duration = .seconds(5), shutdownGrace: Duration = .seconds(8),
-        retentionInterval: Duration = .seconds(3600), logger: Logger = Logger(label: "courier.queue")
+        retentionInterval: Duration = .seconds(3600), storeCallLimit: Duration = .seconds(30),
+        logger: Logger = Logger(label: "courier.queue")
     ) -> QueueService {
         QueueService(
             queue: self, pollInterval: pollInterval, shutdownGrace: shutdownGrace,
-            retentionInterval: retentionInterval, logger: logger
+            retentionInterval: retentionInterval, storeCallLimit: storeCallLimit, logger: logger
         )
     }
 }

@@ -16,9 +16,9 @@ import HTTPCore
 ///     await signal.wait(after: mark, timeout: .seconds(5))
 /// }
 /// ```
-final class WakeSignal: Sendable {
+package final class WakeSignal: Sendable {
     /// A point in the signal's history: a wait after it returns once the signal has fired since.
-    struct Mark: Sendable, Hashable {
+    package struct Mark: Sendable, Hashable {
         fileprivate let fires: UInt64
     }
 
@@ -30,14 +30,16 @@ final class WakeSignal: Sendable {
 
     private let state = LockedBox(State())
 
+    package init() {}
+
     /// Now, as a point to wait after.
-    var mark: Mark { Mark(fires: state.withLock { $0.fires }) }
+    package var mark: Mark { Mark(fires: state.withLock { $0.fires }) }
 
     /// How many waits are parked, for tests.
-    var waiting: Int { state.withLock { $0.waiters.count } }
+    package var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Wakes every wait parked now, and every later wait after a mark taken before this call.
-    func fire() {
+    package func fire() {
         let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.fires &+= 1
             defer { state.waiters.removeAll(keepingCapacity: true) }
@@ -50,7 +52,7 @@ final class WakeSignal: Sendable {
     /// `timeout` passes (real time on the boot clock), when `deadline` returns (a sleep on
     /// the queue's boot clock, say), or when the task is cancelled, whichever comes first.
     /// Nothing of the wait outlives the call.
-    func wait(after mark: Mark, timeout: Duration? = nil, deadline: (@Sendable () async -> Void)? = nil) async {
+    package func wait(after mark: Mark, timeout: Duration? = nil, deadline: (@Sendable () async -> Void)? = nil) async {
         guard timeout != nil || deadline != nil else {
             await parked(after: mark)
             return
@@ -65,7 +67,7 @@ final class WakeSignal: Sendable {
     }
 
     /// ``wait(after:timeout:deadline:)`` after a mark taken now: the next fire.
-    func wait(timeout: Duration? = nil) async {
+    package func wait(timeout: Duration? = nil) async {
         await wait(after: mark, timeout: timeout)
     }
 

@@ -14,15 +14,18 @@ struct Run: AsyncParsableCommand {
         abstract: "Run background sync: drain whenever something is due and the network is there.",
         discussion: """
             Watches reachability (netlink, plus the probe when given) and drains at once when the \
-            network comes back, when an entry comes due, and every --poll seconds for entries other \
-            processes added. On SIGTERM or SIGINT it stops taking work, lets sends in flight finish \
+            network comes back, when an entry comes due (on the boot clock: a wall-clock step \
+            moves no wait), and when any process enqueues (a SQLite queue's <db>.wake file, \
+            watched with inotify; PostgreSQL's LISTEN); every --poll seconds as a fallback. On SIGTERM or SIGINT it stops taking work, lets sends in flight finish \
             for up to 5 seconds (then cancels them and gives their entries back), and exits 0 within 10 seconds.
 
-            Under systemd (Type=notify) it sends READY=1, STATUS= with live counts, STOPPING=1 \
-            (with EXTEND_TIMEOUT_USEC= when sends in flight need the grace period) to $NOTIFY_SOCKET, \
-            and, with WatchdogSec=, WATCHDOG=1 only while its loop keeps going round. Delivered \
-            entries older than 7 days are deleted hourly. Logs go to standard error. See \
-            Docs/Deployment.md for a unit file.
+            Under systemd (Type=notify) it sends READY=1, STATUS= with the queue's counts (every \
+            process's, read at most once a second), STOPPING=1 (with EXTEND_TIMEOUT_USEC= when \
+            sends in flight need the grace period) to $NOTIFY_SOCKET, and, with WatchdogSec=, \
+            WATCHDOG=1 only while the service is alive: its loop goes round, every send is within \
+            its --timeout plus 5 seconds, and every database call within --store-timeout. A hang \
+            stops the pings, and systemd restarts the service. Delivered entries older than 7 days \
+            are deleted hourly. Logs go to standard error. See Docs/Deployment.md for a unit file.
 
             With --metrics-address it serves GET /metrics in Prometheus's text format: the \
             courier_queue_* gauges, counters and histograms listed in Docs/OfflineQueue.md.
@@ -44,8 +47,13 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var metrics: MetricsOptions
 
-    @Option(name: .long, help: ArgumentHelp("How often to look for entries other processes added, in seconds.", valueName: "seconds"))
+    @Option(name: .long, help: ArgumentHelp("How often to look for work without being woken, in seconds (a fallback).", valueName: "seconds"))
     var poll: Double = 5
+
+    @Option(name: .long, help: ArgumentHelp(
+        "How long one database call may take before the watchdog calls the service stuck, in seconds.", valueName: "seconds"
+    ))
+    var storeTimeout: Double = 30
 
     @Option(name: .long, help: "Log lines as logfmt or json.")
     var logFormat: LogFormat = .logfmt
@@ -55,6 +63,7 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         try Seconds.check(poll, option: "--poll")
+        try Seconds.check(storeTimeout, option: "--store-timeout")
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
     }
 
@@ -102,23 +111,13 @@ struct Run: AsyncParsableCommand {
             ) { queue in
                 let grace = Duration.seconds(5)
                 let notifier = SystemdNotifier()
-                var pollInterval = Seconds.duration(poll)
-                if let idleLimit = notifier?.idleLimit, idleLimit < pollInterval {
-                    // An idle loop must still go round often enough to earn its watchdog pings.
-                    pollInterval = idleLimit
-                }
-                if let watchdog = notifier?.watchdogTimeout, watchdog <= sending.timeoutDuration {
-                    logger.warning("WatchdogSec is not longer than --timeout: one slow send may look like a hang to systemd", metadata: [
-                        "watchdog_usec": "\(NotifierService.microseconds(watchdog))", "timeout": "\(sending.timeout)",
-                    ])
-                }
-                let service = queue.service(pollInterval: pollInterval, shutdownGrace: grace, logger: logger)
+                let service = queue.service(
+                    pollInterval: Seconds.duration(poll), shutdownGrace: grace, storeCallLimit: Seconds.duration(storeTimeout), logger: logger
+                )
                 var services: [any Service] = [service]
                 if let endpoint { services.append(endpoint) }
                 if let notifier {
-                    services.append(NotifierService(
-                        notifier: notifier, queue: queue, heartbeat: service.heartbeat, shutdownGrace: grace, logger: logger
-                    ))
+                    services.append(NotifierService(notifier: notifier, service: service, shutdownGrace: grace, logger: logger))
                 }
                 let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
                 logger.info("sync run starting", metadata: [

@@ -27,10 +27,6 @@ struct SystemdNotifier: Sendable {
         }
     }
 
-    /// The longest the queue service may wait between iterations of its loop when idle, so
-    /// that an idle but healthy service still beats well within ``watchdogTimeout``.
-    var idleLimit: Duration? { watchdogTimeout.map { $0 / 4 } }
-
     /// Sends `state` (such as `READY=1`); returns whether it went out.
     @discardableResult
     func notify(_ state: String) -> Bool {
@@ -58,14 +54,17 @@ struct SystemdNotifier: Sendable {
 }
 
 /// A service that speaks for the queue service to systemd: `READY=1` when it is up, `STATUS=`
-/// with live counts whenever they change (at most once a second), `WATCHDOG=1` only when the
-/// queue service's loop has gone round since the last ping, and `STOPPING=1` (with
-/// `EXTEND_TIMEOUT_USEC=` when sends in flight need the grace period) when a graceful
+/// with the queue's state whenever it changes (at most once a second), `WATCHDOG=1` only while
+/// the queue service is demonstrably alive (``QueueService/liveness()``), and `STOPPING=1`
+/// (with `EXTEND_TIMEOUT_USEC=` when sends in flight need the grace period) when a graceful
 /// shutdown starts.
+///
+/// `STATUS=` speaks for the queue, not this process: its counts are the store's (every
+/// process's work, read at most once a second and shared with the metrics gauges), followed by
+/// this process's own deliveries in the last minute.
 struct NotifierService: Service {
     let notifier: SystemdNotifier
-    let queue: OfflineQueue
-    let heartbeat: ServiceHeartbeat
+    let service: QueueService
     /// How long the queue service lets sends in flight finish when stopping.
     let shutdownGrace: Duration
     let logger: Logger
@@ -73,15 +72,16 @@ struct NotifierService: Service {
     private let activity = SendActivity()
     private let events: AsyncStream<QueueEvent>
 
+    var queue: OfflineQueue { service.queue }
+
     /// Subscribes to the queue's events at once, before the group starts, so no attempt of
     /// the first drain is missed.
-    init(notifier: SystemdNotifier, queue: OfflineQueue, heartbeat: ServiceHeartbeat, shutdownGrace: Duration, logger: Logger) {
+    init(notifier: SystemdNotifier, service: QueueService, shutdownGrace: Duration, logger: Logger) {
         self.notifier = notifier
-        self.queue = queue
-        self.heartbeat = heartbeat
+        self.service = service
         self.shutdownGrace = shutdownGrace
         self.logger = logger
-        self.events = queue.events()
+        self.events = service.queue.events()
     }
 
     /// Time allowed after the grace for the rest of the shutdown (giving entries back,
@@ -115,44 +115,76 @@ struct NotifierService: Service {
         logger.debug("sent STOPPING=1", metadata: ["message": "\(stopping)"])
     }
 
-    /// `WATCHDOG=1` after each heartbeat, but not more often than every eighth of the
-    /// timeout. The service beats at least every quarter of it when idle (see
-    /// ``SystemdNotifier/idleLimit``), so a live service pings at least every 3/8 of the
-    /// timeout, and a stuck loop stops the pings and lets systemd act.
+    /// Every quarter of the timeout, `WATCHDOG=1` if the queue service is alive, nothing if it
+    /// is stuck (a send past its timeout, a store call past its bound, a loop that stopped):
+    /// systemd then restarts the process, whose claims die with it. The timer is on the boot
+    /// clock and independent of the loop it judges, so a hung drain cannot hold it up.
     private func pingWatchdog(timeout: Duration) async {
-        let gap = timeout / 8
-        var lastPing: ContinuousClock.Instant?
-        for await _ in heartbeat.beats() {
-            let now = ContinuousClock.now
-            if let lastPing, now - lastPing < gap { continue }
-            notifier.notify("WATCHDOG=1")
-            lastPing = now
+        var stuckSince: String?
+        while !Task.isCancelled {
+            let verdict = service.liveness()
+            if verdict.isAlive {
+                notifier.notify("WATCHDOG=1")
+                if stuckSince != nil {
+                    logger.notice("queue service moves again: watchdog pings resumed")
+                    stuckSince = nil
+                }
+            } else if stuckSince == nil {
+                stuckSince = verdict.reason
+                logger.warning("queue service stuck: watchdog pings withheld", metadata: ["reason": "\(verdict.reason ?? "")"])
+                // Tell `systemctl status` why, at once.
+                if let line = await statusLine() { notifier.notify("STATUS=" + line) }
+            }
+            await BootClock.sleep(for: timeout / 4)
         }
     }
 
     /// Sends `STATUS=` when the line changed, looking after each heartbeat (the loop went
     /// round, or an attempt started or ended), at most once per ``statusInterval``: beats
-    /// during the pause arrive as one, and the line sent then is the latest.
+    /// during the pause arrive as one, and the line sent then is the latest. While this
+    /// process has sends in flight it also looks every ``busyRefresh``, since other processes
+    /// move the queue while a long send holds this loop; a service with nothing to do beats
+    /// only at its poll, so then the status costs no wake-up of its own.
     private func reportStatus(after initial: String?) async {
-        var last = initial
-        var sentAt = BootClock.uptime()
-        for await _ in heartbeat.beats() {
-            await BootClock.sleep(untilUptime: sentAt + Self.statusInterval.seconds)
-            if Task.isCancelled { return }   // the service is stopping
-            guard let line = await statusLine(), line != last else { continue }
-            notifier.notify("STATUS=" + line)
-            last = line
-            sentAt = BootClock.uptime()
+        let beat = WakeSignal()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await _ in service.heartbeat.beats() { beat.fire() }
+            }
+            var last = initial
+            var sentAt = BootClock.uptime()
+            while !Task.isCancelled {
+                let mark = beat.mark
+                await beat.wait(after: mark, timeout: activity.sendsInFlight > 0 ? Self.busyRefresh : nil)
+                await BootClock.sleep(untilUptime: sentAt + Self.statusInterval.seconds)
+                if Task.isCancelled { break }   // the service is stopping
+                guard let line = await statusLine(), line != last else { continue }
+                notifier.notify("STATUS=" + line)
+                last = line
+                sentAt = BootClock.uptime()
+            }
+            group.cancelAll()
         }
     }
 
-    /// "pending 3, in flight 2, dead 0, last delivery 2025-06-01T12:00:03Z", or `nil` when the
-    /// counts cannot be read (the next beat tries again).
+    /// How often the status is refreshed while this process has sends in flight.
+    static let busyRefresh = Duration.seconds(5)
+
+    /// "pending 3 (due 1), in flight 2 (1 here), dead 0, oldest pending 4m, last delivery
+    /// 2025-06-01T12:00:03Z; here: 12 delivered in the last minute", led by "stuck: …; " while
+    /// the service is stuck, or `nil` when the counts cannot be read (the next beat tries again).
     private func statusLine() async -> String? {
         do {
-            let counts = try await queue.counts()
-            let delivered = activity.lastDelivery.map { Date.ISO8601FormatStyle().format($0) } ?? "none yet"
-            return "pending \(counts.pending), in flight \(counts.inflight), dead \(counts.dead), last delivery \(delivered)"
+            let counts = try await queue.recentCounts(maxAge: Self.statusInterval)
+            let now = Date()
+            let delivered = counts.lastDeliveredAt.map { Date.ISO8601FormatStyle().format($0) } ?? "none yet"
+            let oldest = counts.oldestPendingCreatedAt.map { Output.duration(max(0, now.timeIntervalSince($0))) } ?? "-"
+            var line = "pending \(counts.pending) (due \(counts.due)), in flight \(counts.inflight) (\(counts.inflightHere) here), "
+                + "dead \(counts.dead), oldest pending \(oldest), last delivery \(delivered); "
+                + "here: \(activity.deliveredLastMinute) delivered in the last minute"
+            let verdict = service.liveness()
+            if let reason = verdict.reason { line = "stuck: \(reason); " + line }
+            return line
         } catch {
             logger.debug("cannot read the counts for STATUS", metadata: ["error": "\(error)"])
             return nil
@@ -166,17 +198,25 @@ struct NotifierService: Service {
 }
 
 /// What this process's drains are doing, as its queue events tell: which attempts are under
-/// way and when the last delivery was.
+/// way, and how many deliveries each of the last sixty seconds saw.
 private final class SendActivity: Sendable {
     private struct State {
         var inFlight: Set<EntryID> = []
-        var lastDelivery: Date?
+        /// Deliveries per second of the boot clock, in a ring of sixty: (second, count).
+        var deliveries = [(second: Int, count: Int)](repeating: (-1, 0), count: 60)
     }
 
     private let state = LockedBox(State())
 
     var sendsInFlight: Int { state.current.inFlight.count }
-    var lastDelivery: Date? { state.current.lastDelivery }
+
+    /// Deliveries by this process in the sixty seconds up to now.
+    var deliveredLastMinute: Int {
+        let now = Int(BootClock.uptime())
+        return state.withLock { state in
+            state.deliveries.reduce(0) { total, slot in now - slot.second < 60 ? total + slot.count : total }
+        }
+    }
 
     func follow(_ events: AsyncStream<QueueEvent>) async {
         for await event in events {
@@ -186,7 +226,10 @@ private final class SendActivity: Sendable {
                     state.inFlight.insert(id)
                 case .delivered(let id, _):
                     state.inFlight.remove(id)
-                    state.lastDelivery = Date()
+                    let second = Int(BootClock.uptime())
+                    let slot = second % 60
+                    if state.deliveries[slot].second != second { state.deliveries[slot] = (second, 0) }
+                    state.deliveries[slot].count += 1
                 case .willRetry(let id, _, _), .waitingForNetwork(let id), .deadLettered(let id, _, _),
                      .released(let id), .leaseLost(let id):
                     state.inFlight.remove(id)
