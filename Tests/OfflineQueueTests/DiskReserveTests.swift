@@ -47,14 +47,12 @@ struct DiskReserveTests {
     func fullDisk() throws {
         let folder = try TempFolder()
         defer { folder.remove() }
-        let mountPoint = folder.url.appendingPathComponent("small").path
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        let tmpfs = try Tmpfs(at: mountPoint, size: "1m")
+        let tmpfs = try Tmpfs(under: folder.url, size: "1m")
         defer { tmpfs.unmount() }
         // Room for a quarter of the reserve only.
-        let filler = mountPoint + "/filler"
+        let filler = tmpfs.path + "/filler"
         try Data(count: 1024 * 1024 - 80 * 1024).write(to: URL(fileURLWithPath: filler))
-        let reserve = DiskReserve(databasePath: mountPoint + "/queue.db", inlineBodyLimit: 64 * 1024)
+        let reserve = DiskReserve(databasePath: tmpfs.path + "/queue.db", inlineBodyLimit: 64 * 1024)
         #expect(throws: QueueError.diskFull(path: reserve.path)) { try reserve.hold() }
         #expect(!FileManager.default.fileExists(atPath: reserve.path))
         try FileManager.default.removeItem(atPath: filler)

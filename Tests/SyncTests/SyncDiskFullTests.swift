@@ -21,7 +21,6 @@ struct SyncDiskFullTests {
     /// until the gate opens, and the idempotency keys it received.
     struct Lab {
         let folder: URL
-        let mount: String
         let tmpfs: Tmpfs
         let server: TestHTTPServer
         let sync: SyncRunner
@@ -30,11 +29,10 @@ struct SyncDiskFullTests {
 
         init() async throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-disk-\(UUID().uuidString.prefix(8))")
-            mount = folder.appendingPathComponent("small").path
-            try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
-            tmpfs = try Tmpfs(at: mount, size: "3m")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            tmpfs = try Tmpfs(under: folder, size: "3m")
             server = try await TestHTTPServer.start()
-            sync = SyncRunner(database: mount + "/queue.db")
+            sync = SyncRunner(database: tmpfs.path + "/queue.db")
             let (keys, open) = (keys, open)
             server.route("/events") { request, writer in
                 if let key = request.values(of: "Idempotency-Key").first { keys.withLock { $0.append(key) } }
@@ -45,7 +43,7 @@ struct SyncDiskFullTests {
 
         var url: String { server.url("/events").absoluteString }
         var reserve: String { sync.database + ".reserve" }
-        var filler: String { mount + "/filler" }
+        var filler: String { tmpfs.path + "/filler" }
 
         /// The body arguments of `sync enqueue`: 64 KiB, the largest body kept in the row (the
         /// costliest to record), or an 80 KiB file that the queue keeps in its body folder.
@@ -60,16 +58,6 @@ struct SyncDiskFullTests {
                 }
                 return ["--data-file", path]
             }
-        }
-
-        /// Writes to the filler until the disk has no block left.
-        func fillDisk() throws {
-            if !FileManager.default.fileExists(atPath: filler) { _ = FileManager.default.createFile(atPath: filler, contents: nil) }
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: filler))
-            try handle.seekToEnd()
-            let block = Data(count: 4096)
-            while (try? handle.write(contentsOf: block)) != nil {}
-            try? handle.close()
         }
 
         /// The reserve's size and the bytes its blocks take, or `nil` without one.
@@ -107,7 +95,7 @@ struct SyncDiskFullTests {
         let stdout = readToEnd(out.fileHandleForReading)
         let stderr = readToEnd(err.fileHandleForReading)
         #expect(await eventually { !lab.keys.current.isEmpty }, "the drain started sending")
-        try lab.fillDisk()
+        try lab.tmpfs.fill()
 
         // An enqueue on the full disk stores nothing and leaves the reserve whole.
         let refused = try await lab.sync.run(["enqueue", "POST", lab.url, "--idempotency-key", "disk-refused"] + body)
@@ -127,7 +115,7 @@ struct SyncDiskFullTests {
         #expect(sentFirst.count < count, "the drain stopped before the end")
 
         // Still full: a drain that cannot set its reserve aside sends nothing.
-        try lab.fillDisk()
+        try lab.tmpfs.fill()
         let stillFull = try await lab.sync("drain", "--no-reachability", "--concurrency", "4")
         #expect(stillFull.status == 74, "\(stillFull.stdout)\(stillFull.stderr)")
         #expect(lab.keys.current.count == sentFirst.count, "nothing sent on a disk still full")
