@@ -191,6 +191,12 @@ struct DrainMachine {
         if case .diskFull = error { recording = .onFullDisk } else { recording = .nothing }
     }
 
+    /// `settlements` with the outcomes of sends before the entries given back: should the space
+    /// run out, an entry given back unsent is never sent twice, recorded or not.
+    private static func sentFirst(_ settlements: [Settlement]) -> [Settlement] {
+        settlements.filter { $0.transition != .release } + settlements.filter { $0.transition == .release }
+    }
+
     // MARK: - The decision
 
     /// What to do now.
@@ -227,8 +233,7 @@ struct DrainMachine {
             if claimLimit > 0 && now - lastReclaim >= settings.reclaimInterval { chores.reclaimOrphans = true }
             let onFullDisk = recording == .onFullDisk
             let commit = Commit(
-                // What was sent first: an entry given back unsent is never sent twice, recorded or not.
-                settlements: onFullDisk ? unsettled.filter { $0.transition != .release } + unsettled.filter { $0.transition == .release } : unsettled,
+                settlements: onFullDisk ? Self.sentFirst(unsettled) : unsettled,
                 claimLimit: claimLimit,
                 chores: claimLimit > 0 ? chores : ClaimChores(maxDelay: settings.maxDelay),
                 onFullDisk: onFullDisk
