@@ -53,6 +53,17 @@ extension PostgresQueueStore {
         return try await transaction { connection in try await self.settle(settlements, fleet: fleet, mine: mine, on: connection) }
     }
 
+    /// The server's disk is not this host's to keep a reserve on: none is held.
+    func holdReserve() async throws(QueueError) {}
+
+    /// One transaction per settlement, so what a server whose disk filled can still write is
+    /// kept, in order.
+    func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+        var lost: Set<EntryID> = []
+        for settlement in settlements { lost.formUnion(try await settle([settlement], now: now)) }
+        return lost
+    }
+
     /// Applies `settlements` of entries held under one of `mine`; returns those held by no one
     /// of them any more.
     private func settle(_ settlements: [Settlement], fleet: Double, mine: [Int64], on connection: PostgresConnection) async throws -> Set<EntryID> {

@@ -228,17 +228,85 @@ struct DrainMachineTests {
         #expect(later.chores.reclaimOrphans && !later.chores.carryOver)
     }
 
-    @Test("a failed commit stops the drain: nothing more is claimed or recorded, and the failure is kept")
+    @Test("a failed commit that is not a full disk stops the drain: nothing more is claimed or recorded, and the failure is kept")
     func failure() throws {
         var machine = Self.started(limit: 2, claimed: Self.entries(1...2))
         machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(1))
         _ = Self.expectCommit(&machine, at: Self.ms(100))
-        machine.failed(.diskFull(path: "/q.db"))
+        machine.commitFailed(.io(path: "/q.db", reason: "disk I/O error"))
         guard case .wait(nil) = machine.next(at: Self.ms(100)) else { Issue.record("the send under way ends first"); return }
         machine.finished(Self.delivered(2), networkGone: false, at: Self.ms(120))
         guard case .finish = machine.next(at: Self.ms(120)) else { Issue.record("expected the end"); return }
-        #expect(machine.failure == .diskFull(path: "/q.db"))
+        #expect(machine.failure == .io(path: "/q.db", reason: "disk I/O error"))
+        #expect(machine.recording == .nothing)
         #expect(machine.summary.delivered == 0, "nothing it could not record is counted")
+    }
+
+    @Test("a full disk: nothing more is claimed or started; the failed commit and every send under way are recorded on the full disk, sends before entries given back; then the end, with the failure")
+    func fullDisk() throws {
+        var machine = Self.started(limit: 2, claimed: Self.entries(1...6))
+        // 1 was interrupted (given back unsent), 2 delivered: 3 and 4 start in their place.
+        machine.finished(Settlement(id: 1, transition: .release), networkGone: false, at: Self.ms(1))
+        machine.finished(Self.delivered(2), networkGone: false, at: Self.ms(2))
+        guard case .start(let next) = machine.next(at: Self.ms(2)) else { Issue.record("expected a start"); return }
+        #expect(next.map(\.id) == [3, 4])
+        let failed = try #require(Self.expectCommit(&machine, at: Self.ms(100)))
+        #expect(failed.settlements.map(\.id) == [1, 2] && !failed.onFullDisk)
+        machine.commitFailed(.diskFull(path: "/q.db"))
+        #expect(machine.recording == .onFullDisk)
+
+        let first = try #require(Self.expectCommit(&machine, at: Self.ms(101)))
+        #expect(first.onFullDisk && first.claimLimit == 0)
+        #expect(first.settlements.map(\.id) == [2, 1, 5, 6], "what was sent first, then what goes back unsent (1, and 5 and 6 never started)")
+        // The sends under way end while it is written.
+        machine.finished(Self.delivered(3), networkGone: false, at: Self.ms(102))
+        let retry = Settlement(id: 4, transition: .retry(.init(after: .seconds(2), consumesAttempt: true, waitingForNetwork: false, error: "503")))
+        machine.finished(retry, networkGone: false, at: Self.ms(103))
+        guard case .wait(nil) = machine.next(at: Self.ms(103)) else { Issue.record("one commit at a time, no timer"); return }
+        machine.committed(ClaimResult(), at: Self.ms(104))
+
+        let second = try #require(Self.expectCommit(&machine, at: Self.ms(104)))
+        #expect(second.onFullDisk && second.claimLimit == 0 && second.settlements.map(\.id) == [3, 4])
+        machine.committed(ClaimResult(), at: Self.ms(105))
+        guard case .finish = machine.next(at: Self.ms(105)) else { Issue.record("expected the end"); return }
+        #expect(machine.failure == .diskFull(path: "/q.db"))
+        #expect(machine.summary.delivered == 2 && machine.summary.failed == 1 && machine.summary.released == 3)
+    }
+
+    @Test("a full disk, and recording on it fails too: nothing more is recorded, the sends under way end, then the end")
+    func fullDiskTwice() throws {
+        var machine = Self.started(limit: 2, claimed: Self.entries(1...2))
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(1))
+        _ = Self.expectCommit(&machine, at: Self.ms(100))
+        machine.commitFailed(.diskFull(path: "/q.db"))
+        let onFull = try #require(Self.expectCommit(&machine, at: Self.ms(100)))
+        #expect(onFull.onFullDisk && onFull.settlements.map(\.id) == [1])
+        machine.commitFailed(.diskFull(path: "/q.db"))
+        #expect(machine.recording == .nothing)
+        guard case .wait(nil) = machine.next(at: Self.ms(101)) else { Issue.record("the send under way ends first"); return }
+        machine.finished(Self.delivered(2), networkGone: false, at: Self.ms(120))
+        guard case .finish = machine.next(at: Self.ms(120)) else { Issue.record("expected the end"); return }
+        #expect(machine.summary.delivered == 0)
+    }
+
+    @Test("a renewal that finds the disk full stops claiming; the commit under way ends as it ends; the rest is recorded on the full disk")
+    func renewalOnFullDisk() throws {
+        var machine = Self.started(limit: 1, renewal: .seconds(150), claimed: Self.entries(1...3))
+        machine.finished(Self.delivered(1), networkGone: false, at: .seconds(149))
+        guard case .start = machine.next(at: .seconds(149)) else { Issue.record("expected a start"); return }
+        let commit = try #require(Self.expectCommit(&machine, at: .seconds(150)))
+        #expect(commit.settlements.map(\.id) == [1])
+        guard case .renew(let ids) = machine.next(at: .seconds(150)) else { Issue.record("expected a renewal"); return }
+        #expect(ids == [2, 3])
+        machine.renewalFailed(.diskFull(path: "/q.db"))
+        machine.committed(ClaimResult(), at: .seconds(151))
+        #expect(machine.summary.delivered == 1, "the commit under way was written")
+        machine.finished(Self.delivered(2), networkGone: false, at: .seconds(152))
+        let rest = try #require(Self.expectCommit(&machine, at: .seconds(152)))
+        #expect(rest.onFullDisk && rest.claimLimit == 0 && rest.settlements.map(\.id) == [2, 3])
+        machine.committed(ClaimResult(), at: .seconds(153))
+        guard case .finish = machine.next(at: .seconds(153)) else { Issue.record("expected the end"); return }
+        #expect(machine.failure == .diskFull(path: "/q.db") && machine.summary.delivered == 2 && machine.summary.released == 1)
     }
 
     @Test("lost leases are counted as lost, not as their transitions")

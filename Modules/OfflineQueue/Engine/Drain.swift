@@ -58,6 +58,8 @@ extension OfflineQueue {
         // The machine's time: seconds on the queue's boot clock since the drain began.
         let elapsed = { Duration.clamped(seconds: clock.now().uptime - started.uptime) ?? .zero }
         try await activity.storeCall(.ownership) { () async throws(QueueError) in try await store.acquireOwnership() }
+        // Nothing is sent unless what it gives can be recorded, even once the disk is full.
+        try await activity.storeCall(.reserve) { () async throws(QueueError) in try await store.holdReserve() }
         let online = monitor?.status.isOnline ?? true
         // The network is there now: entries that found it gone are due again.
         if online { _ = try await activity.storeCall(.wakeWaiters) { () async throws(QueueError) in try await store.wakeNetworkWaiters(now: started) } }
@@ -93,10 +95,7 @@ extension OfflineQueue {
                     let attemptedSince = mode == .once ? started.uptime : nil
                     group.addTask {
                         do throws(QueueError) {
-                            let result = try await self.settleAndClaim(
-                                commit.settlements, now: clock.now(), claimLimit: commit.claimLimit,
-                                attemptedSince: attemptedSince, chores: commit.chores
-                            )
+                            let result = try await self.perform(commit, now: clock.now(), attemptedSince: attemptedSince)
                             return .committed(commit.settlements, .success(result))
                         } catch { return .committed(commit.settlements, .failure(error)) }
                     }
@@ -106,7 +105,7 @@ extension OfflineQueue {
                             try await store.renewLeases(ids, now: clock.now(), lease: policy.leaseDuration)
                         }
                         machine.renewed(ids, at: elapsed())
-                    } catch { machine.failed(error) }
+                    } catch { machine.renewalFailed(error) }
                 case .wait(let deadline):
                     // A timer due at or before the deadline wakes the loop in time: no second one.
                     if let deadline, !timers.contains(where: { $0 <= deadline }) {
@@ -123,7 +122,7 @@ extension OfflineQueue {
                         announce(settlements, lost: result.lost)
                         if !sending.isEmpty { record(settlements, lost: result.lost, sending: &sending) }
                         machine.committed(result, at: elapsed())
-                    case .committed(_, .failure(let error))?: machine.failed(error)
+                    case .committed(_, .failure(let error))?: machine.commitFailed(error)
                     case .stop?: machine.stop()
                     case .network(let online)?:
                         machine.network(online: online)

@@ -15,6 +15,14 @@
 /// - **Stop.** A stop, a failed commit, the monitor saying offline or a send finding the
 ///   network gone end claiming; claimed entries not started are given back; sends under way
 ///   run to their end (cancelling the drain's task cuts them short).
+/// - **A full disk.** A commit or renewal that fails with ``QueueError/diskFull(path:)`` ends
+///   claiming at once, and the drain still records the outcome of every send it made or has
+///   under way, so that none is sent again: the failed commit's settlements and every later
+///   one go into commits that claim nothing and are written with the space the store keeps
+///   for this (``Commit/onFullDisk``), the outcomes of sends before the entries given back.
+///   If such a commit fails too, or the failure was another one, nothing more is recorded
+///   (the leases lapse, or the next drain takes the entries back). Either way the drain ends
+///   with the failure.
 /// - **Leases.** Each claimed entry's lease is renewed `renewal` after its claim or last
 ///   renewal, while it is held.
 /// - **The end.** Idle, with nothing left to record, after a claim found nothing more, or
@@ -48,6 +56,19 @@ struct DrainMachine {
         var settlements: [Settlement]
         var claimLimit: Int
         var chores: ClaimChores
+        /// Record with the space kept for a full disk (``QueueStorage/settleOnFullDisk(_:now:)``);
+        /// such a commit claims nothing.
+        var onFullDisk = false
+    }
+
+    /// What the drain may still record after a storage failure.
+    enum Recording: Equatable {
+        /// Everything: nothing failed.
+        case all
+        /// The disk filled: what was sent, with the space the store keeps for it.
+        case onFullDisk
+        /// Nothing: the failure was another one, or recording on the full disk failed too.
+        case nothing
     }
 
     enum Action {
@@ -68,6 +89,8 @@ struct DrainMachine {
     private(set) var summary = DrainSummary()
     /// The first storage failure: the drain stops and throws it.
     private(set) var failure: QueueError?
+    /// What may still be recorded after ``failure``.
+    private(set) var recording = Recording.all
 
     /// Claimed, not started.
     private var ready: [QueueEntry] = []
@@ -140,11 +163,38 @@ struct DrainMachine {
         for id in ids where leasedAt[id] != nil { leasedAt[id] = now }
     }
 
-    /// A commit or a renewal failed: the drain stops, and what it was recording is not
-    /// recorded (the leases lapse, or the next drain takes the entries back).
-    mutating func failed(_ error: QueueError) {
-        failure = failure ?? error
+    /// The commit last asked for failed: the drain stops claiming. On a full disk, what that
+    /// commit carried is recorded again with the space kept for it, unless it was already
+    /// that recording; otherwise it is not recorded (the leases lapse, or the next drain takes
+    /// the entries back).
+    mutating func commitFailed(_ error: QueueError) {
+        guard let commit = committing else { return }
         committing = nil
+        if commit.onFullDisk {
+            failure = failure ?? error
+            recording = .nothing
+            return
+        }
+        storageFailed(error)
+        if recording == .onFullDisk { unsettled = commit.settlements + unsettled }
+    }
+
+    /// A renewal failed: the drain stops claiming, as for a failed commit; a commit under way
+    /// still ends as it ends.
+    mutating func renewalFailed(_ error: QueueError) {
+        storageFailed(error)
+    }
+
+    private mutating func storageFailed(_ error: QueueError) {
+        failure = failure ?? error
+        guard recording != .nothing else { return }
+        if case .diskFull = error { recording = .onFullDisk } else { recording = .nothing }
+    }
+
+    /// `settlements` with the outcomes of sends before the entries given back: should the space
+    /// run out, an entry given back unsent is never sent twice, recorded or not.
+    private static func sentFirst(_ settlements: [Settlement]) -> [Settlement] {
+        settlements.filter { $0.transition != .release } + settlements.filter { $0.transition == .release }
     }
 
     // MARK: - The decision
@@ -166,7 +216,8 @@ struct DrainMachine {
             running += batch.count
             return .start(batch)
         }
-        if isIdle && committing == nil && (unsettled.isEmpty || failure != nil) && (stopping || drained) { return .finish }
+        let recordable = recording != .nothing
+        if isIdle && committing == nil && (unsettled.isEmpty || !recordable) && (stopping || drained) { return .finish }
 
         // One commit at a time; sends go on starting and finishing while it runs.
         var claimLimit = 0
@@ -174,15 +225,18 @@ struct DrainMachine {
         if committing == nil && !stopping && running + ready.count <= level && (!exhausted || isIdle) {
             claimLimit = level + settings.claimBatch - running - ready.count
         }
-        let flushDue = committing == nil && failure == nil && !unsettled.isEmpty && (
+        let flushDue = committing == nil && recordable && !unsettled.isEmpty && (
             unsettled.count >= settings.claimBatch || isIdle || stopping
                 || oldestUnsettled.map { now - $0 >= settings.flushDelay } ?? false
         )
         if claimLimit > 0 || flushDue {
             if claimLimit > 0 && now - lastReclaim >= settings.reclaimInterval { chores.reclaimOrphans = true }
+            let onFullDisk = recording == .onFullDisk
             let commit = Commit(
-                settlements: unsettled, claimLimit: claimLimit,
-                chores: claimLimit > 0 ? chores : ClaimChores(maxDelay: settings.maxDelay)
+                settlements: onFullDisk ? Self.sentFirst(unsettled) : unsettled,
+                claimLimit: claimLimit,
+                chores: claimLimit > 0 ? chores : ClaimChores(maxDelay: settings.maxDelay),
+                onFullDisk: onFullDisk
             )
             committing = commit
             unsettled.removeAll(keepingCapacity: true)

@@ -91,24 +91,27 @@ extension OfflineQueue {
         }
     }
 
-    /// The store's `settleAndClaim`, which still runs when the drain's task is cancelled (GRDB
-    /// refuses work from a cancelled task), so interrupted entries are always given back.
-    func settleAndClaim(
-        _ settlements: [Settlement], now: QueueTime, claimLimit: Int, attemptedSince: Double?, chores: ClaimChores
-    ) async throws(QueueError) -> ClaimResult {
-        let cancelled = Task.isCancelled
-        let call = activity.storeCallBegan(cancelled ? .settle : .claim)
+    /// Performs a commit of the drain: the store's `settleAndClaim`, or, after a full disk,
+    /// its `settleOnFullDisk`. Either still runs when the drain's task is cancelled (GRDB
+    /// refuses work from a cancelled task), so interrupted entries are always given back and
+    /// what was sent is recorded.
+    func perform(_ commit: DrainMachine.Commit, now: QueueTime, attemptedSince: Double?) async throws(QueueError) -> ClaimResult {
+        let store = self.store
+        let claims = !Task.isCancelled && !commit.onFullDisk
+        let call = activity.storeCallBegan(claims ? .claim : .settle)
         defer { activity.storeCallEnded(call) }
-        guard cancelled else {
+        if claims {
             return try await store.settleAndClaim(
-                settlements, now: now, claimLimit: claimLimit,
-                lease: configuration.policy.leaseDuration, attemptedSince: attemptedSince, chores: chores
+                commit.settlements, now: now, claimLimit: commit.claimLimit,
+                lease: configuration.policy.leaseDuration, attemptedSince: attemptedSince, chores: commit.chores
             )
         }
-        let store = self.store
+        // Claims nothing: a cancelled drain is stopping, and a full disk stopped it.
+        let settlements = commit.settlements
+        let onFullDisk = commit.onFullDisk
         let result = await Task { () async -> Result<Set<EntryID>, QueueError> in
             do throws(QueueError) {
-                return .success(try await store.settle(settlements, now: now))
+                return .success(onFullDisk ? try await store.settleOnFullDisk(settlements, now: now) : try await store.settle(settlements, now: now))
             } catch {
                 return .failure(error)
             }

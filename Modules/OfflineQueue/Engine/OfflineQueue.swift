@@ -65,7 +65,7 @@ public final class OfflineQueue: Sendable {
         }
         let store = try QueueStore(
             path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability,
-            readOnly: configuration.readOnly, boot: configuration.clock.now().boot
+            readOnly: configuration.readOnly, boot: configuration.clock.now().boot, inlineBodyLimit: configuration.inlineBodyLimit
         )
         self.init(storage: store, configuration: configuration, client: client, monitor: monitor)
     }

@@ -14,6 +14,7 @@ final class QueueActivity: Sendable {
         case settle
         case renewLeases = "lease renewal"
         case ownership = "taking ownership"
+        case reserve = "holding the disk reserve"
         case wakeWaiters = "waking network waiters"
         case counts
         case retention

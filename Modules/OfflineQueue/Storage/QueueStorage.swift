@@ -90,6 +90,20 @@ package protocol QueueStorage: Sendable {
     /// Records `settlements` alone. One whose claim ``owner`` no longer holds changes nothing;
     /// those ids are returned.
     func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID>
+    /// Sets aside the space that lets a drain record what it sent when the disk fills
+    /// (``settleOnFullDisk(_:now:)``), unless it is set aside already: on SQLite a preallocated
+    /// file beside the queue. A store whose disk is not the caller's (PostgreSQL) keeps none.
+    ///
+    /// - Throws: ``QueueError/diskFull(path:)`` when the disk has no room for it: the drain
+    ///   then sends nothing, since it could not be sure to record what it sent.
+    func holdReserve() async throws(QueueError)
+    /// Records `settlements` after a commit of the drain failed with a full disk, in the space
+    /// ``holdReserve()`` set aside, which it gives back first. Returns, as ``settle(_:now:)``
+    /// does, the ids whose claim ``owner`` no longer holds.
+    ///
+    /// Settlements are written in order, each as soon as it can be, so those before a failure
+    /// stay recorded when it throws.
+    func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID>
     /// Makes the entries that wait only for the network due now. Returns how many.
     func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int
     /// Extends ``owner``'s leases on `ids` to `lease` from `now`; entries it lost are left alone.

@@ -218,6 +218,53 @@ extension QueueStore {
         return lost
     }
 
+    func holdReserve() async throws(QueueError) {
+        if readOnly { throw Self.readOnlyRefusal(path) }
+        let reserve = self.reserve
+        // On the writer's queue: off the cooperative threads, and after the commits before it.
+        do {
+            _ = try await pool.writeWithoutTransaction { _ in try reserve.hold() }
+        } catch {
+            throw Self.map(error, path: path, opening: false)
+        }
+    }
+
+    /// Gives the reserve back, then writes one settlement per transaction, the outcomes of
+    /// sends first as the drain orders them, each followed by a checkpoint: once the log is
+    /// copied back whole, the next transaction writes it from its start again, over blocks it
+    /// already holds, so the space needed at once is one settlement's, whatever their number
+    /// (``DiskReserve/size(inlineBodyLimit:)``).
+    func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+        if readOnly { throw Self.readOnlyRefusal(path) }
+        let owner = self.owner
+        let reserve = self.reserve
+        do {
+            return try await pool.writeWithoutTransaction { db in
+                reserve.release()
+                Self.restartLog(db)
+                var lost: Set<EntryID> = []
+                for settlement in settlements {
+                    try db.inTransaction(.immediate) {
+                        lost.formUnion(try Self.settle(db, [settlement], owner: owner, now: now))
+                        return .commit
+                    }
+                    Self.restartLog(db)
+                }
+                return lost
+            }
+        } catch {
+            throw Self.map(error, path: path, opening: false)
+        }
+    }
+
+    /// Copies the log back into the file without waiting for readers, so that the next
+    /// transaction starts the log over. Best effort: on a full disk the copy may need pages the
+    /// file cannot grow by, and a reader in another process may still use the log; the log
+    /// then grows into the reserve instead.
+    private static func restartLog(_ db: Database) {
+        _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)")
+    }
+
     /// Entries waiting only for the network become due now. Returns how many.
     @discardableResult
     func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int {

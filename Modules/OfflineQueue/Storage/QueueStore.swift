@@ -27,6 +27,8 @@ final class QueueStore: QueueStorage {
     let ownerLock: OwnerLock
     /// Whether the file was opened read-only: every write is refused before SQLite sees it.
     let readOnly: Bool
+    /// The space a drain gives back to record what it sent when the disk is full.
+    let reserve: DiskReserve
 
     /// A `DatabasePool` when writing; one read-only `DatabaseQueue` when reading only, since a
     /// pool would set up WAL, which a reader without write access cannot do.
@@ -70,10 +72,14 @@ final class QueueStore: QueueStorage {
     ///
     /// A missing file is created with mode 0600. A file that is not a queue database, or was
     /// written by a newer schema, is refused before anything is written to it, and so is a body
-    /// folder that is a symbolic link or open to other users.
-    init(path: String, create: Bool, durability: QueueDurability, readOnly: Bool = false, boot: String) throws(QueueError) {
+    /// folder that is a symbolic link or open to other users. A writer sets its reserve
+    /// (``DiskReserve``) aside when there is room for it: a drain needs it, an enqueue does not.
+    init(
+        path: String, create: Bool, durability: QueueDurability, readOnly: Bool = false, boot: String, inlineBodyLimit: Int
+    ) throws(QueueError) {
         self.path = path
         self.readOnly = readOnly
+        self.reserve = DiskReserve(databasePath: path, inlineBodyLimit: inlineBodyLimit)
         self.ownerLock = OwnerLock(databasePath: path, boot: boot)
         self.bodies = BodyStore(databasePath: path, readOnly: readOnly)
         self.wakeFile = WakeFile(databasePath: path)
@@ -132,6 +138,9 @@ final class QueueStore: QueueStorage {
         } catch {
             throw Self.map(error, path: path, opening: true)
         }
+        // Before this process's first enqueue, so the space comes back to the reserve first;
+        // a disk already full leaves none, and the next drain refuses to start without it.
+        _ = try? reserve.hold()
     }
 
     /// Makes the file give freed pages back (see `applyRetention`), before the migrations

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,6 +16,24 @@ public struct Tmpfs: Sendable {
             throw TestServerError("mount tmpfs at \(path) failed (these tests need root): \(String(cString: strerror(errno)))")
         }
         self.path = path
+    }
+
+    /// Mounts a tmpfs of `size` at a new folder `name` in `parent`.
+    public init(under parent: URL, named name: String = "small", size: String) throws {
+        let path = parent.appendingPathComponent(name).path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try self.init(at: path, size: size)
+    }
+
+    /// Writes to the file `name` (after what it holds already) until no block is left.
+    public func fill(_ name: String = "filler") throws {
+        let file = path + "/" + name
+        if !FileManager.default.fileExists(atPath: file) { _ = FileManager.default.createFile(atPath: file, contents: nil) }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+        defer { try? handle.close() }
+        try handle.seekToEnd()
+        let block = Data(count: 4096)
+        while (try? handle.write(contentsOf: block)) != nil {}
     }
 
     /// Unmounts it (lazily, so an open file does not keep it).

@@ -15,7 +15,9 @@ struct Drain: AsyncParsableCommand {
             otherwise: the network is gone, entries back off after a failure (it says when the \
             next one is due), or another live drainer (a `sync run`, say) is sending some (it \
             says how many, and which process). Entries of a drainer that died are taken back \
-            at once and sent. Ctrl-C stops: sends in flight are cancelled and their entries given back.
+            at once and sent. Ctrl-C stops: sends in flight are cancelled and their entries given back. \
+            A full disk stops it with 74 (EX_IOERR): it sends nothing more, and records the \
+            outcome of what it sent in space kept aside for this, so nothing is sent twice.
 
             Examples:
               sync drain
@@ -65,7 +67,18 @@ struct Drain: AsyncParsableCommand {
                 let drain = Task { try await queue.drain(once ? .once : .untilIdle) }
                 let interrupts = Interrupts { drain.cancel() }
                 defer { interrupts.cancel() }
-                let summary = try await drain.value
+                let summary: DrainSummary
+                do {
+                    summary = try await drain.value
+                } catch QueueError.diskFull(let path) {
+                    // Not the enqueue's "nothing was stored": what was sent is recorded.
+                    complain("""
+                        the disk holding \(path) is full: the drain stopped sending, and the outcome \
+                        of every request it sent is recorded; the entries it did not send stay \
+                        pending (free space, then drain again)
+                        """)
+                    throw SysExit.ioError
+                }
                 watcher.cancel()
                 await watcher.value
                 progress?.finish()
