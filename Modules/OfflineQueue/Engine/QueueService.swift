@@ -203,14 +203,14 @@ public struct QueueService: Service {
                 let now = clock.now()
                 let wait = max(nextDue.remaining(at: now), didWork ? .zero : .milliseconds(100))
                 if wait == .zero {
-                    heartbeat.beat()
+                    turned()
                     continue
                 }
                 let until = now.uptime + wait.seconds
                 deadline = { await clock.sleep(until) }
             }
             await wake.wait(after: mark, timeout: pollInterval, deadline: deadline)
-            heartbeat.beat()
+            turned()
         }
         logger.info("queue service stopped")
     }
