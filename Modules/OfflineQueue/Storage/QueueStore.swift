@@ -291,9 +291,28 @@ final class QueueStore: QueueStorage {
             if try pool.read({ try migrator.hasBeenSuperseded($0) }) {
                 throw QueueError.newerSchema(path: path, found: version, supported: Schema.version)
             }
-            if version < Schema.version { try migrator.migrate(pool) }
+            if version < Schema.version { try migrate(with: migrator) }
         } catch {
             throw Self.map(error, path: path, opening: true)
+        }
+    }
+
+    /// Runs the migrations, beside any other process opening the same new or older file at the
+    /// same moment. GRDB reads which migrations are applied before each one's transaction, so
+    /// two processes can both start one; the second then fails (`table entry already exists`)
+    /// once the first commits. It then tries again: each try waits for the other's transaction
+    /// (the busy timeout) and finds more of the work done, until none is left.
+    private func migrate(with migrator: DatabaseMigrator) throws {
+        let tries = 4 * Schema.version
+        for attempt in 1...tries {
+            do {
+                try migrator.migrate(pool)
+                return
+            } catch let error as DatabaseError where attempt < tries {
+                if error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB { throw error }
+                let version = try pool.read { try Int.fetchOne($0, sql: "PRAGMA user_version") ?? 0 }
+                if version >= Schema.version { return }
+            }
         }
     }
 
