@@ -54,7 +54,7 @@ struct FileSafetyTests {
         _ = try makeQueue(path: folder.databasePath, server: server)
         let header = try await header(folder.databasePath)
         #expect(header.application == Self.applicationID)
-        #expect(header.version == 6)
+        #expect(header.version == 7)
         await server.shutdown()
     }
 
@@ -72,13 +72,13 @@ struct FileSafetyTests {
             PRAGMA application_id = 0; PRAGMA user_version = 2;
             DROP VIEW entry_view; DROP TABLE lease; ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
             CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
-            DELETE FROM grdb_migrations WHERE identifier IN ('v3-application-id', 'v4-dead-reason', 'v5-pauses', 'v6-leases')
+            DELETE FROM grdb_migrations WHERE identifier IN ('v3-application-id', 'v4-dead-reason', 'v5-pauses', 'v6-leases', 'v7-due-in-view')
             """)
         let older = try await header(folder.databasePath)
         #expect(older.application == 0 && older.version == 2)
         let queue = try makeQueue(path: folder.databasePath, server: server)
         let stamped = try await header(folder.databasePath)
-        #expect(stamped.application == Self.applicationID && stamped.version == 6)
+        #expect(stamped.application == Self.applicationID && stamped.version == 7)
         #expect(try await queue.counts().pending == 1)
         await server.shutdown()
     }
@@ -100,14 +100,14 @@ struct FileSafetyTests {
             DROP VIEW entry_view; DROP TABLE lease;
             CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
             UPDATE entry SET state = 'inflight', lease_owner = '\(owner)', lease_uptime = 1, lease_expires_at = 1, last_attempt_at = 1, attempt_uptime = 1;
-            DELETE FROM grdb_migrations WHERE identifier = 'v6-leases';
+            DELETE FROM grdb_migrations WHERE identifier IN ('v6-leases', 'v7-due-in-view');
             PRAGMA user_version = 5
             """)
         let reader = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = true }
         #expect(try await reader.entry(id)?.state == .inflight, "a read-only queue reads schema 5 as it is")
         #expect(try await reader.counts().inflight == 1)
         let queue = try makeQueue(path: folder.databasePath, server: server)
-        #expect(try await header(folder.databasePath).version == 6)
+        #expect(try await header(folder.databasePath).version == 7)
         let moved = try #require(try await queue.entry(id))
         #expect(moved.state == .inflight && moved.leaseOwner == owner)
         let counts = try await queue.counts()
@@ -162,7 +162,7 @@ struct FileSafetyTests {
             UPDATE entry SET last_error = dead_reason || ': ' || last_error;
             DROP VIEW entry_view; DROP TABLE lease; ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
             CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
-            DELETE FROM grdb_migrations WHERE identifier IN ('v4-dead-reason', 'v5-pauses', 'v6-leases');
+            DELETE FROM grdb_migrations WHERE identifier IN ('v4-dead-reason', 'v5-pauses', 'v6-leases', 'v7-due-in-view');
             PRAGMA user_version = 3
             """)
         let reader = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = true }
@@ -175,7 +175,7 @@ struct FileSafetyTests {
         let entry = try #require(try await migrated.entry(id))
         #expect(entry.deadReason == .rejected)
         #expect(entry.lastError == "HTTP 410")
-        #expect(try await header(folder.databasePath).version == 6)
+        #expect(try await header(folder.databasePath).version == 7)
         await server.shutdown()
     }
 

@@ -112,7 +112,7 @@ final class QueueStore: QueueStorage {
         // checkpoints: one beside its writer would only compete with every commit's `fsync`.
         let checkpointer = durability == .normal ? Checkpointer(path: path) : nil
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
+            pool = try Self.openPool(path, configuration: configuration)
             // GRDB sets NORMAL when it turns WAL on, after `prepareDatabase`: set it again on
             // the writer, the only connection that commits. Its log is checkpointed off it.
             try pool.writeWithoutTransaction { db in
@@ -294,6 +294,24 @@ final class QueueStore: QueueStorage {
             if version < Schema.version { try migrate(with: migrator) }
         } catch {
             throw Self.map(error, path: path, opening: true)
+        }
+    }
+
+    /// A pool on `path`, opened beside any other process opening the same file at the same
+    /// moment. Opening sets the WAL journal mode, and SQLite answers a second process that
+    /// sets it meanwhile with "database is locked" at once, without its busy handler; so a
+    /// burst of first openings of a new file (`sync enqueue` from several scripts) tries again
+    /// for up to two seconds. This is the synchronous opening path, which waits on SQLite's
+    /// busy timeout anyway; the short pauses here are only ever taken under that contention.
+    private static func openPool(_ path: String, configuration: Configuration) throws -> DatabasePool {
+        var tries = 0
+        while true {
+            do {
+                return try DatabasePool(path: path, configuration: configuration)
+            } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_BUSY && tries < 200 {
+                tries += 1
+                usleep(UInt32.random(in: 2_000...10_000))
+            }
         }
     }
 
