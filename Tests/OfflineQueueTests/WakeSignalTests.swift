@@ -122,18 +122,23 @@ struct WakeSignalTests {
             let logger = Logger(label: "test")
             // Polls of an hour: only wake-ups can make either service drain or stop.
             let services = [queue.service(pollInterval: .seconds(3600), logger: logger), queue.service(pollInterval: .seconds(3600), logger: logger)]
-            let finished = await finishes(within: .seconds(30)) {
+            let step = LockedBox("starting")
+            // A limit for a hang, not for speed: a loaded machine may take seconds per step.
+            let finished = await finishes(within: .seconds(120)) {
                 await withTaskGroup(of: Void.self) { group in
                     for service in services { group.addTask { try? await service.run() } }
                     // Both idle in their wait, then one enqueue wakes both.
-                    _ = await eventually(.seconds(10)) { queue.enqueued.waiting >= 2 }
+                    step.withLock { $0 = "both services parked in their wait" }
+                    #expect(await eventually(.seconds(60)) { queue.enqueued.waiting >= 2 })
+                    step.withLock { $0 = "delivering" }
                     let tickets = (try? await queue.enqueue([QueuedRequest(method: "POST", url: url), QueuedRequest(method: "POST", url: url)])) ?? []
                     #expect(tickets.count == 2)
-                    _ = await eventually(.seconds(10)) { (try? await queue.counts().open) == 0 }
+                    #expect(await eventually(.seconds(60)) { (try? await queue.counts().open) == 0 })
+                    step.withLock { $0 = "stopping" }
                     for service in services { service.shutDown() }
                 }
             }
-            #expect(finished, "round \(round): both services delivered and stopped")
+            #expect(finished, "round \(round): both services delivered and stopped (stuck: \(step.current))")
             if !finished { break }
         }
         let counts = try await queue.counts()

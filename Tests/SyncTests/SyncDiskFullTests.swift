@@ -120,9 +120,16 @@ struct SyncDiskFullTests {
         #expect(stillFull.status == 74, "\(stillFull.stdout)\(stillFull.stderr)")
         #expect(lab.keys.current.count == sentFirst.count, "nothing sent on a disk still full")
 
-        // Space is back: the rest goes, and nothing sent before goes again.
+        // Space is back: the rest goes, and nothing sent before goes again. On a disk this small
+        // the log of a drain of 64 KiB rows can fill it once more (more so when a loaded machine
+        // lets more outcomes gather in one commit): such a drain stops the same way, with what
+        // it sent recorded, and the next one goes on.
         try FileManager.default.removeItem(atPath: lab.filler)
-        let last = try await lab.sync("drain", "--no-reachability", "--concurrency", "4", limit: .seconds(120))
+        var last = try await lab.sync("drain", "--no-reachability", "--concurrency", "4", limit: .seconds(120))
+        for _ in 0..<5 where last.status == 74 {
+            #expect(last.stderr.contains("recorded"), "\(last.stderr)")
+            last = try await lab.sync("drain", "--no-reachability", "--concurrency", "4", limit: .seconds(120))
+        }
         #expect(last.status == 0, "\(last.stdout)\(last.stderr)")
         let received = lab.keys.current
         #expect(received.sorted() == enqueued.sorted(), "every key exactly once: \(received.count) received for \(count) enqueued")

@@ -26,8 +26,9 @@ struct SyncWatchdogTests {
         var sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
         #expect(try await sync("enqueue", "POST", server.url("/never").absoluteString).status == 0)
         sync.environment = ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "2000000"]
-        let (process, _, _) = try sync.start(["run", "--no-reachability", "--timeout", "\(timeout)", "--log-format", "json"])
+        let (process, _, errors) = try sync.start(["run", "--no-reachability", "--timeout", "\(timeout)", "--log-format", "json"])
         defer { kill(process.processIdentifier, SIGKILL) }
+        let log = readToEnd(errors.fileHandleForReading)
         #expect(await socket.receive(containing: "READY=1").last?.contains("READY=1") == true)
         #expect(await eventually(.seconds(20)) { arrivals.current >= 1 }, "the send reached the server")
         // Six seconds of a send that hangs: longer than WatchdogSec, and than either timeout.
@@ -41,7 +42,10 @@ struct SyncWatchdogTests {
         #expect(!messages.contains { $0.contains("stuck") }, "\(messages)")
         // The send ended by its timeout and the entry waits for its next attempt.
         kill(process.processIdentifier, SIGTERM)
-        try await SyncRunner.wait(for: process, limit: .seconds(30))
+        let exited = await process.exited(limit: .seconds(60))
+        if !exited { kill(process.processIdentifier, SIGKILL) }
+        let text = String(decoding: await log.value, as: UTF8.self)
+        #expect(exited, "sync run stopped within a minute of SIGTERM: \(text)")
         let listed = try #require(try await sync("--json", "list").json() as? [[String: Any]])
         let attempts = listed.first?["attempts"] as? Int ?? 0
         #expect(attempts >= 1, "the hung send timed out and counted: \(listed)")

@@ -214,10 +214,19 @@ extension OfflineQueue {
     /// `_oldest_pending_age_seconds`): the queue's state as the store holds it, whichever
     /// process did the work. A drain does this when it ends, and ``QueueService`` every
     /// ``QueueMetricsOptions/gaugeInterval``; call it yourself when you drain by hand and want
-    /// the gauges fresh in between. The counts are shared with the process's other readers
-    /// (``recentCounts(maxAge:)``): at most one store query a second.
+    /// the gauges fresh in between. The counts it reads are kept for the process's other
+    /// readers (``recentCounts(maxAge:)``).
     public func updateMetrics() async throws(QueueError) {
         guard metrics.isRecording else { return }
-        metrics.update(try await recentCounts(), now: configuration.clock.now().wall)
+        let counts = try await counts()
+        countsCache.offer(counts)
+        metrics.update(counts, now: configuration.clock.now().wall)
+    }
+
+    /// The gauges from counts no older than `maxAge`, shared with the process's other readers
+    /// (a status line, a console): the service's refresh, at most one store query per `maxAge`.
+    func refreshGauges(maxAge: Duration) async throws(QueueError) {
+        guard metrics.isRecording else { return }
+        metrics.update(try await recentCounts(maxAge: maxAge), now: configuration.clock.now().wall)
     }
 }

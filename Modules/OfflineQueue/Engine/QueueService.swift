@@ -139,7 +139,7 @@ public struct QueueService: Service {
                 // a backend is there when the service starts: otherwise the service stays quiet.
                 group.addTask { [queue] in
                     while !Task.isCancelled {
-                        try? await queue.updateMetrics()
+                        try? await queue.refreshGauges(maxAge: .seconds(1))
                         await BootClock.sleep(for: queue.metrics.options.gaugeInterval)
                     }
                 }
