@@ -11,8 +11,7 @@ import Glibc
 struct SyncRunTests {
     @Test("SIGTERM mid-drain: sends past the grace period are cut short, exit 0, no lease left, nothing lost")
     func sigtermMidDrain() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-run-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeTemporaryFolder("sync-run")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try await TestHTTPServer.start()
         let arrived = LockedBox(0)
@@ -51,8 +50,7 @@ struct SyncRunTests {
 
     @Test("with NOTIFY_SOCKET: READY=1, watchdog pings, then STOPPING=1 on SIGTERM")
     func notifySocket() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-notify-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeTemporaryFolder("sync-notify")
         defer { try? FileManager.default.removeItem(at: folder) }
         let socket = try NotifySocket()
         var sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
@@ -75,8 +73,7 @@ struct SyncRunTests {
 
     @Test("STATUS= carries the live counts; no watchdog pings unasked; EXTEND_TIMEOUT_USEC= when sends need the grace")
     func statusCounts() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-status-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeTemporaryFolder("sync-status")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try await TestHTTPServer.start()
         let held = LockedBox(false)
@@ -121,8 +118,7 @@ struct SyncRunTests {
     }
     @Test("STATUS= speaks for the queue: two sync run processes on one file each count both sends in flight, one of them here")
     func statusForTheQueue() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-status2-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeTemporaryFolder("sync-status2")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try await TestHTTPServer.start()
         let held = LockedBox(0)

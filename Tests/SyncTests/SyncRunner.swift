@@ -4,6 +4,13 @@ import TestSupport
 import Glibc
 #endif
 
+/// A fresh folder under the temporary directory, named `prefix-` and eight random characters.
+func makeTemporaryFolder(_ prefix: String) throws -> URL {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    return folder
+}
+
 /// Runs the built `sync` binary as a user would, and collects what it printed.
 struct SyncRunner {
     struct Result {

@@ -14,8 +14,7 @@ import Glibc
 struct SyncSoakTests {
     @Test("other processes enqueue ten a second for 15 s while sync run serves: every entry delivered exactly once", arguments: [false, true])
     func enqueuersBesideService(postgres: Bool) async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-soak-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeTemporaryFolder("sync-soak")
         defer { try? FileManager.default.removeItem(at: folder) }
         let database = postgres ? try SyncCommandTests.Fixture.postgresSchema() : folder.appendingPathComponent("queue.db").path
         let server = try await TestHTTPServer.start()

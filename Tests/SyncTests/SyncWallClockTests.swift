@@ -25,8 +25,7 @@ struct SyncWallClockTests {
         Case(storer: nil, server: "-3d"), Case(storer: nil, server: "+3d"), Case(storer: "+3d", server: nil), Case(storer: "-3d", server: "+3d"),
     ])
     func backoffAcrossWallClocks(_ step: Case) async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-wall-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeTemporaryFolder("sync-wall")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try await TestHTTPServer.start()
         // The first attempt of each entry is refused for 6 seconds; later ones are accepted,
@@ -85,8 +84,7 @@ struct SyncWallClockTests {
 
     @Test("sync list shows a backoff stored by a process whose wall clock was 3 days ahead as due in seconds, not in 3 days")
     func listingByTheBootClock() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-wall-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeTemporaryFolder("sync-wall")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try await TestHTTPServer.start()
         server.route("/busy") { _, writer in

@@ -13,7 +13,7 @@ import Glibc
 struct SyncWatchdogTests {
     @Test("a server that accepts and never answers: pings go on through each send, its --timeout longer (4 s) or shorter (1 s) than WatchdogSec (2 s), and the send times out and is retried", arguments: [4, 1])
     func hungServer(timeout: Int) async throws {
-        let folder = try Self.folder("watchdog-send")
+        let folder = try makeTemporaryFolder("watchdog-send")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try await TestHTTPServer.start()
         let arrivals = LockedBox(0)
@@ -54,7 +54,7 @@ struct SyncWatchdogTests {
 
     @Test("a database call that blocks past --store-timeout stops the pings and says why in STATUS=; they resume once it returns")
     func blockedStore() async throws {
-        let folder = try Self.folder("watchdog-store")
+        let folder = try makeTemporaryFolder("watchdog-store")
         defer { try? FileManager.default.removeItem(at: folder) }
         let socket = try NotifySocket()
         var sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
@@ -84,12 +84,6 @@ struct SyncWatchdogTests {
         kill(process.processIdentifier, SIGTERM)
         try await SyncRunner.wait(for: process, limit: .seconds(30))
         #expect(process.terminationStatus == 0)
-    }
-
-    static func folder(_ name: String) throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return folder
     }
 }
 
