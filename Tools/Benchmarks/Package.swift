@@ -3,7 +3,9 @@ import PackageDescription
 
 /// Courier's benchmarks: a separate package so the root package's users never build them.
 /// `courier-bench` measures Courier against raw AsyncHTTPClient; `bench-server` is the
-/// loopback server it starts as a child process.
+/// loopback server it starts as a child process. `CourierBenchmarks` (package-benchmark,
+/// `swift package benchmark`) counts allocations and system calls per operation, each Courier
+/// scenario beside its raw twin, against the thresholds committed in `Thresholds/`.
 let package = Package(
     name: "courier-benchmarks",
     platforms: [.macOS(.v14)],
@@ -16,11 +18,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // The malloc interposer counts allocations with no system package (jemalloc is the
+        // backend only before Swift 6.3).
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         .executableTarget(
             name: "courier-bench",
             dependencies: [
+                "BenchSupport",
                 .product(name: "HTTPCore", package: "courier"),
                 .product(name: "AsyncHTTPClientTransport", package: "courier"),
                 .product(name: "Plugins", package: "courier"),
@@ -45,6 +51,40 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Sources/bench-server"
+        ),
+        // What both benchmarks share: the page model, the request bodies, the server process.
+        .target(
+            name: "BenchSupport",
+            dependencies: [
+                .product(name: "HTTPCore", package: "courier"),
+                .product(name: "Plugins", package: "courier"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/BenchSupport"
+        ),
+        // Counts this process's system calls (all threads) with a perf tracepoint counter.
+        .target(name: "CSyscallCount", path: "Sources/CSyscallCount"),
+        // package-benchmark looks for benchmark targets under `Benchmarks/`.
+        .executableTarget(
+            name: "CourierBenchmarks",
+            dependencies: [
+                "BenchSupport",
+                "CSyscallCount",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "HTTPCore", package: "courier"),
+                .product(name: "AsyncHTTPClientTransport", package: "courier"),
+                .product(name: "Plugins", package: "courier"),
+                .product(name: "OfflineQueue", package: "courier"),
+                .product(name: "OfflineQueuePostgres", package: "courier"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Benchmarks/CourierBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -13,6 +13,7 @@
 // dropped at the end. See Docs/Benchmarks.md, "PostgreSQL".
 import AsyncHTTPClient
 import AsyncHTTPClientTransport
+import BenchSupport
 import Foundation
 import HTTPCore
 import Logging

@@ -9,6 +9,7 @@
 //     (`courier-bench --queue-memory N`).
 import AsyncHTTPClient
 import AsyncHTTPClientTransport
+import BenchSupport
 import Foundation
 import GRDBSQLite
 import HTTPCore
@@ -20,11 +21,9 @@ import Glibc
 #endif
 
 enum QueueBench {
-    static let headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("X-Client", "courier-bench")]
+    static let headers = QueuePayload.headers
 
-    static func body(_ index: Int) -> Data {
-        Data(#"{"event":"click","n":\#(index),"at":"2026-11-23T00:00:00Z","payload":"\#(String(repeating: "x", count: 64))"}"#.utf8)
-    }
+    static func body(_ index: Int) -> Data { QueuePayload.body(index) }
 
     static func run(arguments: [String]) async throws {
         let option = { (name: String, fallback: Int) -> Int in
