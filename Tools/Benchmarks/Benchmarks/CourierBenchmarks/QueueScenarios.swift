@@ -95,8 +95,9 @@ enum QueueScenarios {
 }
 
 /// A minimal raw SQLite insert: the 20 columns an enqueue writes, in a table with its rowid and
-/// no other index, WAL and `synchronous = FULL` (as ``QueueDurability/full``), one
-/// transaction per row.
+/// the one index an idempotency key needs (unique, as the enqueue's `ON CONFLICT … DO NOTHING`
+/// relies on), WAL and `synchronous = FULL` (as ``QueueDurability/full``), one transaction
+/// per row.
 final class MinimalTable: @unchecked Sendable {
     // One benchmark at a time uses it, from one task: no two calls ever overlap.
     private let db: OpaquePointer
@@ -114,7 +115,7 @@ final class MinimalTable: @unchecked Sendable {
         try exec("PRAGMA journal_mode = WAL")
         try exec("PRAGMA synchronous = FULL")
         try exec("""
-            CREATE TABLE entry (id INTEGER PRIMARY KEY, idempotency_key TEXT NOT NULL, method TEXT NOT NULL, url TEXT NOT NULL,
+            CREATE TABLE entry (id INTEGER PRIMARY KEY, idempotency_key TEXT NOT NULL UNIQUE, method TEXT NOT NULL, url TEXT NOT NULL,
                 headers TEXT NOT NULL, body BLOB, body_file TEXT, body_length INTEGER, scopes TEXT NOT NULL, name TEXT NOT NULL,
                 group_key TEXT, priority INTEGER NOT NULL, timeout_ms INTEGER, state TEXT NOT NULL, attempts INTEGER NOT NULL,
                 created_at REAL NOT NULL, budget_from REAL NOT NULL, next_attempt_at REAL NOT NULL, clock_boot TEXT,
@@ -125,6 +126,7 @@ final class MinimalTable: @unchecked Sendable {
             INSERT INTO entry (idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
                 priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, clock_boot, budget_uptime, due_uptime)
             VALUES (?, 'POST', ?, ?, ?, NULL, ?, '', 'POST /events', NULL, 0, NULL, 'pending', 0, ?, ?, ?, NULL, ?, ?)
+            ON CONFLICT (idempotency_key) DO NOTHING
             """
         guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw BenchError("prepare: \(String(cString: sqlite3_errmsg(db)))") }
         self.statement = statement
