@@ -6,6 +6,24 @@ import PackageDescription
 /// loopback server it starts as a child process. `CourierBenchmarks` (package-benchmark,
 /// `swift package benchmark`) counts allocations and system calls per operation, each Courier
 /// scenario beside its raw twin, against the thresholds committed in `Thresholds/`.
+/// What both benchmarks measure: Courier's client and queue modules, and the raw libraries
+/// they are compared with.
+let scenarioDependencies: [Target.Dependency] = [
+    "BenchSupport",
+    .product(name: "HTTPCore", package: "courier"),
+    .product(name: "AsyncHTTPClientTransport", package: "courier"),
+    .product(name: "Plugins", package: "courier"),
+    .product(name: "OfflineQueue", package: "courier"),
+    .product(name: "OfflineQueuePostgres", package: "courier"),
+    .product(name: "PostgresNIO", package: "postgres-nio"),
+    .product(name: "GRDBSQLite", package: "GRDB.swift"),
+    .product(name: "Logging", package: "swift-log"),
+    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOFoundationCompat", package: "swift-nio"),
+    .product(name: "HTTPTypes", package: "swift-http-types"),
+]
+
 let package = Package(
     name: "courier-benchmarks",
     platforms: [.macOS(.v14)],
@@ -25,22 +43,7 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "courier-bench",
-            dependencies: [
-                "BenchSupport",
-                .product(name: "HTTPCore", package: "courier"),
-                .product(name: "AsyncHTTPClientTransport", package: "courier"),
-                .product(name: "Plugins", package: "courier"),
-                .product(name: "Multipart", package: "courier"),
-                .product(name: "OfflineQueue", package: "courier"),
-                .product(name: "OfflineQueuePostgres", package: "courier"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-            ],
+            dependencies: scenarioDependencies + [.product(name: "Multipart", package: "courier")],
             path: "Sources/courier-bench"
         ),
         .executableTarget(
@@ -52,13 +55,17 @@ let package = Package(
             ],
             path: "Sources/bench-server"
         ),
-        // What both benchmarks share: the page model, the request bodies, the server process.
+        // What both benchmarks share: the page model, the queue's request and its raw POST, the
+        // plugins pair's stack, the server process, concurrent callers.
         .target(
             name: "BenchSupport",
             dependencies: [
                 .product(name: "HTTPCore", package: "courier"),
                 .product(name: "Plugins", package: "courier"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ],
             path: "Sources/BenchSupport"
         ),
@@ -67,21 +74,9 @@ let package = Package(
         // package-benchmark looks for benchmark targets under `Benchmarks/`.
         .executableTarget(
             name: "CourierBenchmarks",
-            dependencies: [
-                "BenchSupport",
+            dependencies: scenarioDependencies + [
                 "CSyscallCount",
                 .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "HTTPCore", package: "courier"),
-                .product(name: "AsyncHTTPClientTransport", package: "courier"),
-                .product(name: "Plugins", package: "courier"),
-                .product(name: "OfflineQueue", package: "courier"),
-                .product(name: "OfflineQueuePostgres", package: "courier"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Benchmarks/CourierBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -40,7 +40,7 @@ enum QueueScenarios {
         Benchmark("drain.raw-POSTs") { benchmark in
             let url = Loopback.baseURL.appendingPathComponent("events").absoluteString
             try await Measure.run(benchmark) {
-                try await posting(Measure.count) { index in try await rawPOST(index, url: url) }
+                try await concurrently(Measure.count) { index in try await QueuePayload.rawPOST(index, url: url, client: Loopback.httpClient) }
             }
         }
         Benchmark("drain-SQLite.Courier") { benchmark, queue in
@@ -65,31 +65,6 @@ enum QueueScenarios {
         try await Measure.run(benchmark) {
             let summary = try await queue.drain()
             guard summary.delivered == Measure.count else { throw BenchError("drained \(summary.delivered) of \(Measure.count): \(summary)") }
-        }
-    }
-
-    /// The drain's request through raw AsyncHTTPClient: its headers, an idempotency key, the body.
-    static func rawPOST(_ index: Int, url: String) async throws {
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        for header in QueuePayload.headers { request.headers.add(name: header.name, value: header.value) }
-        request.headers.add(name: "Idempotency-Key", value: UUID().uuidString.lowercased())
-        request.body = .bytes(ByteBuffer(data: QueuePayload.body(index)))
-        let response = try await Loopback.httpClient.execute(request, timeout: .seconds(30))
-        guard response.status == .ok else { throw BenchError("status \(response.status)") }
-        _ = try await response.body.collect(upTo: 1 << 20)
-    }
-
-    /// Calls `post` for indexes `0..<count` from 16 tasks, as a drain at concurrency 16 sends.
-    static func posting(_ count: Int, _ post: @escaping @Sendable (Int) async throws -> Void) async throws {
-        let next = IndexDispenser()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<16 {
-                group.addTask {
-                    while let index = next.take(below: count) { try await post(index) }
-                }
-            }
-            try await group.waitForAll()
         }
     }
 }
@@ -176,20 +151,5 @@ final class Folder: Sendable {
     func remove(_ name: String) {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
         for file in files where file.hasPrefix(name) { try? FileManager.default.removeItem(atPath: path(file)) }
-    }
-}
-
-/// Hands out indexes to workers.
-final class IndexDispenser: @unchecked Sendable {
-    // Every access holds the lock.
-    private let lock = NSLock()
-    private var next = 0
-
-    func take(below limit: Int) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard next < limit else { return nil }
-        next += 1
-        return next - 1
     }
 }

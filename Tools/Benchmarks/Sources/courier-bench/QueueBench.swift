@@ -186,18 +186,9 @@ enum QueueBench {
 
     // MARK: - Drain
 
-    /// `count` POSTs of the same bodies, 16 at a time, through raw AsyncHTTPClient.
+    /// `count` POSTs of the drain's requests, 16 at a time, through raw AsyncHTTPClient.
     static func rawPosts(count: Int, url: String, client: HTTPClient) async throws -> Double {
-        try await posting(count) { index in
-            var request = HTTPClientRequest(url: url)
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "Idempotency-Key", value: UUID().uuidString.lowercased())
-            request.body = .bytes(ByteBuffer(data: body(index)))
-            let response = try await client.execute(request, timeout: .seconds(30))
-            guard response.status == .ok else { throw BenchError("status \(response.status)") }
-            _ = try await response.body.collect(upTo: 1 << 20)
-        }
+        try await posting(count) { index in try await QueuePayload.rawPOST(index, url: url, client: client) }
     }
 
     /// The drain's POSTs (its headers, an idempotency key, the same bodies) through
@@ -239,16 +230,8 @@ enum QueueBench {
 
     /// Calls `post` for indexes `0..<count` from 16 tasks; returns calls per second.
     private static func posting(_ count: Int, _ post: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
-        let next = Counter()
         let start = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<16 {
-                group.addTask {
-                    while let index = next.take(below: count) { try await post(index) }
-                }
-            }
-            try await group.waitForAll()
-        }
+        try await concurrently(count, post)
         return Bench.rate(count, ContinuousClock.now - start)
     }
 
@@ -330,20 +313,6 @@ enum QueueBench {
             return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
         }
         return 0
-    }
-}
-
-/// Hands out indexes to workers.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var next = 0
-
-    func take(below limit: Int) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard next < limit else { return nil }
-        next += 1
-        return next - 1
     }
 }
 
