@@ -2,7 +2,9 @@
 // calls from /proc/self/io but no total. This counts every system call of the process with a
 // counter on the raw_syscalls:sys_enter tracepoint, opened by a constructor before the process
 // has a second thread: `inherit` then carries it to every thread made later (the event loops,
-// the Swift concurrency pool, Dispatch's workers), and a read sums them all.
+// the Swift concurrency pool, Dispatch's workers), and a read sums them all. `remove_on_exec`
+// keeps it out of the programs this process starts (the benchmark's server): a child that
+// execs drops it.
 #include "CSyscallCount.h"
 
 #if defined(__linux__)
@@ -39,6 +41,7 @@ __attribute__((constructor)) static void open_counter(void) {
     attributes.size = sizeof(attributes);
     attributes.config = (unsigned long long)id;
     attributes.inherit = 1;
+    attributes.remove_on_exec = 1;
     attributes.exclude_hv = 1;
     counter = (int)syscall(SYS_perf_event_open, &attributes, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
