@@ -3,7 +3,27 @@ import PackageDescription
 
 /// Courier's benchmarks: a separate package so the root package's users never build them.
 /// `courier-bench` measures Courier against raw AsyncHTTPClient; `bench-server` is the
-/// loopback server it starts as a child process.
+/// loopback server it starts as a child process. `CourierBenchmarks` (package-benchmark,
+/// `swift package benchmark`) counts allocations and system calls per operation, each Courier
+/// scenario beside its raw twin, against the thresholds committed in `Thresholds/`.
+/// What both benchmarks measure: Courier's client and queue modules, and the raw libraries
+/// they are compared with.
+let scenarioDependencies: [Target.Dependency] = [
+    "BenchSupport",
+    .product(name: "HTTPCore", package: "courier"),
+    .product(name: "AsyncHTTPClientTransport", package: "courier"),
+    .product(name: "Plugins", package: "courier"),
+    .product(name: "OfflineQueue", package: "courier"),
+    .product(name: "OfflineQueuePostgres", package: "courier"),
+    .product(name: "PostgresNIO", package: "postgres-nio"),
+    .product(name: "GRDBSQLite", package: "GRDB.swift"),
+    .product(name: "Logging", package: "swift-log"),
+    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOFoundationCompat", package: "swift-nio"),
+    .product(name: "HTTPTypes", package: "swift-http-types"),
+]
+
 let package = Package(
     name: "courier-benchmarks",
     platforms: [.macOS(.v14)],
@@ -16,25 +36,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // The malloc interposer counts allocations with no system package (jemalloc is the
+        // backend only before Swift 6.3).
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         .executableTarget(
             name: "courier-bench",
-            dependencies: [
-                .product(name: "HTTPCore", package: "courier"),
-                .product(name: "AsyncHTTPClientTransport", package: "courier"),
-                .product(name: "Plugins", package: "courier"),
-                .product(name: "Multipart", package: "courier"),
-                .product(name: "OfflineQueue", package: "courier"),
-                .product(name: "OfflineQueuePostgres", package: "courier"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-            ],
+            dependencies: scenarioDependencies + [.product(name: "Multipart", package: "courier")],
             path: "Sources/courier-bench"
         ),
         .executableTarget(
@@ -45,6 +54,32 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Sources/bench-server"
+        ),
+        // What both benchmarks share: the page model, the queue's request and its raw POST, the
+        // plugins pair's stack, the server process, concurrent callers.
+        .target(
+            name: "BenchSupport",
+            dependencies: [
+                .product(name: "HTTPCore", package: "courier"),
+                .product(name: "Plugins", package: "courier"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            path: "Sources/BenchSupport"
+        ),
+        // Counts this process's system calls (all threads) with a perf tracepoint counter.
+        .target(name: "CSyscallCount", path: "Sources/CSyscallCount"),
+        // package-benchmark looks for benchmark targets under `Benchmarks/`.
+        .executableTarget(
+            name: "CourierBenchmarks",
+            dependencies: scenarioDependencies + [
+                "CSyscallCount",
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/CourierBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -2,6 +2,7 @@
 // made directly, against one loopback server, in one run. See Docs/Benchmarks.md.
 import AsyncHTTPClient
 import AsyncHTTPClientTransport
+import BenchSupport
 import Foundation
 import HTTPCore
 import HTTPTypes
@@ -128,20 +129,7 @@ enum Bench {
         }
 
         // MARK: Plugins: five plugins and two interceptors versus none (issue "Plugins")
-        var quietLogger = Logger(label: "bench")
-        quietLogger.logLevel = .warning
-        var pluggedConfiguration = courier.configuration
-        pluggedConfiguration.plugins = [
-            HeadersPlugin([.accept: "application/json"]),
-            UserAgentPlugin(),
-            RequestIDPlugin(),
-            LoggingPlugin(logger: quietLogger),
-            MetricsPlugin(),
-        ]
-        pluggedConfiguration.interceptors = [
-            AuthenticationInterceptor(authenticator: BearerAuthenticator { $0 }, credential: BearerCredential(accessToken: "token")),
-            TracingInterceptor(),
-        ]
+        let pluggedConfiguration = PluginsPair.plugged(courier.configuration)
         let plugged = APIClient(configuration: pluggedConfiguration, transport: courier.transport)
         let courierPlugged = Variant(name: "APIClient + 5 plugins + 2 interceptors") {
             let page = try await plugged.model(pageRequest, as: Page.self)

@@ -2,6 +2,7 @@
 // raw baseline measured in the same run, printed as one table with the goals.
 import AsyncHTTPClient
 import AsyncHTTPClientTransport
+import BenchSupport
 import Foundation
 import HTTPCore
 import OfflineQueue

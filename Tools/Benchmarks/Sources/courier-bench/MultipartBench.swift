@@ -3,6 +3,7 @@
 // AsyncHTTPClient, against the loopback bench server; throughput and peak resident memory.
 import AsyncHTTPClient
 import AsyncHTTPClientTransport
+import BenchSupport
 import Foundation
 import HTTPCore
 import Multipart

@@ -1,3 +1,4 @@
+import BenchSupport
 import Foundation
 import HTTPCore
 import HTTPTypes
@@ -17,14 +18,7 @@ enum Overhead {
     static func run(body: Data, iterations: Int) async throws {
         let client = APIClient(baseURL: URL(string: "http://127.0.0.1:1")!, transport: Canned(body: body))
         // The plugins pair's five plugins and two interceptors, over the instant transport.
-        var quiet = Logger(label: "bench")
-        quiet.logLevel = .warning
-        var plugged = client.configuration
-        plugged.plugins = [HeadersPlugin([.accept: "application/json"]), UserAgentPlugin(), RequestIDPlugin(), LoggingPlugin(logger: quiet), MetricsPlugin()]
-        plugged.interceptors = [
-            AuthenticationInterceptor(authenticator: BearerAuthenticator { $0 }, credential: BearerCredential(accessToken: "token")),
-            TracingInterceptor(),
-        ]
+        let plugged = PluginsPair.plugged(client.configuration)
         let pluggedClient = APIClient(configuration: plugged, transport: client.transport)
         let voidCall = Request<Void>.get("/page")
         // OVERHEAD_EACH=1: each plugin and interceptor of the stack alone, µs per call above none.

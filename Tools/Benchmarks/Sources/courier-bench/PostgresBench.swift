@@ -13,6 +13,7 @@
 // dropped at the end. See Docs/Benchmarks.md, "PostgreSQL".
 import AsyncHTTPClient
 import AsyncHTTPClientTransport
+import BenchSupport
 import Foundation
 import HTTPCore
 import Logging
@@ -278,7 +279,7 @@ enum PostgresBench {
             """
         let channel = schema + ".enqueued"
         let headerText = QueueBench.headers.map { "\($0.name): \($0.value)\n" }.joined()
-        let next = Counter()
+        let next = IndexDispenser()
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<concurrency {
@@ -318,7 +319,7 @@ enum PostgresBench {
 
     /// `count` calls of `queue.enqueue(method:url:headers:body:)`, `concurrency` at a time.
     static func queueEnqueues(count: Int, concurrency: Int, queue: OfflineQueue) async throws -> Double {
-        let next = Counter()
+        let next = IndexDispenser()
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<concurrency {

@@ -2,6 +2,7 @@
 // children, started and timed by `PostgresBench.scaleOut`. See PostgresBench.swift.
 import AsyncHTTPClient
 import AsyncHTTPClientTransport
+import BenchSupport
 import Foundation
 import HTTPCore
 import Logging

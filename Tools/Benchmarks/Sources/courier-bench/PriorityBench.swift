@@ -3,6 +3,7 @@
 // delivery is recorded. The claim-ahead of the drain (entries claimed before they are sent)
 // is what it waits behind. Sends go to a transport that answers 200 after SEND_MS
 // milliseconds (default 100), 16 at a time, so the wait reads in rounds of sends.
+import BenchSupport
 import Foundation
 import HTTPCore
 import HTTPTypes

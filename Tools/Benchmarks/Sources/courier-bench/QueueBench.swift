@@ -9,6 +9,7 @@
 //     (`courier-bench --queue-memory N`).
 import AsyncHTTPClient
 import AsyncHTTPClientTransport
+import BenchSupport
 import Foundation
 import GRDBSQLite
 import HTTPCore
@@ -20,11 +21,9 @@ import Glibc
 #endif
 
 enum QueueBench {
-    static let headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("X-Client", "courier-bench")]
+    static let headers = QueuePayload.headers
 
-    static func body(_ index: Int) -> Data {
-        Data(#"{"event":"click","n":\#(index),"at":"2026-11-23T00:00:00Z","payload":"\#(String(repeating: "x", count: 64))"}"#.utf8)
-    }
+    static func body(_ index: Int) -> Data { QueuePayload.body(index) }
 
     static func run(arguments: [String]) async throws {
         let option = { (name: String, fallback: Int) -> Int in
@@ -187,18 +186,9 @@ enum QueueBench {
 
     // MARK: - Drain
 
-    /// `count` POSTs of the same bodies, 16 at a time, through raw AsyncHTTPClient.
+    /// `count` POSTs of the drain's requests, 16 at a time, through raw AsyncHTTPClient.
     static func rawPosts(count: Int, url: String, client: HTTPClient) async throws -> Double {
-        try await posting(count) { index in
-            var request = HTTPClientRequest(url: url)
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "Idempotency-Key", value: UUID().uuidString.lowercased())
-            request.body = .bytes(ByteBuffer(data: body(index)))
-            let response = try await client.execute(request, timeout: .seconds(30))
-            guard response.status == .ok else { throw BenchError("status \(response.status)") }
-            _ = try await response.body.collect(upTo: 1 << 20)
-        }
+        try await posting(count) { index in try await QueuePayload.rawPOST(index, url: url, client: client) }
     }
 
     /// The drain's POSTs (its headers, an idempotency key, the same bodies) through
@@ -240,16 +230,8 @@ enum QueueBench {
 
     /// Calls `post` for indexes `0..<count` from 16 tasks; returns calls per second.
     private static func posting(_ count: Int, _ post: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
-        let next = Counter()
         let start = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<16 {
-                group.addTask {
-                    while let index = next.take(below: count) { try await post(index) }
-                }
-            }
-            try await group.waitForAll()
-        }
+        try await concurrently(count, post)
         return Bench.rate(count, ContinuousClock.now - start)
     }
 
@@ -331,20 +313,6 @@ enum QueueBench {
             return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
         }
         return 0
-    }
-}
-
-/// Hands out indexes to workers.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var next = 0
-
-    func take(below limit: Int) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard next < limit else { return nil }
-        next += 1
-        return next - 1
     }
 }
 

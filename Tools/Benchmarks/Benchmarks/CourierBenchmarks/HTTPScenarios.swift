@@ -1,0 +1,115 @@
+import AsyncHTTPClient
+import AsyncHTTPClientTransport
+import BenchSupport
+import Benchmark
+import Foundation
+import HTTPCore
+import NIOCore
+import NIOFoundationCompat
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The loopback server and the HTTP client every network scenario shares, made once.
+enum Loopback {
+    /// `bench-server`, built next to this executable, as a child process: its allocations and
+    /// system calls are not this process's.
+    static let server: ServerProcess = {
+        do {
+            return try ServerProcess.start()
+        } catch {
+            fatalError("\(error)")
+        }
+    }()
+
+    static var baseURL: URL { URL(string: "http://127.0.0.1:\(server.port)")! }
+
+    /// One `HTTPClient` for the raw and the Courier side of a pair: the same pool and event
+    /// loops, so only what each side does per call differs.
+    static let httpClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
+    /// Courier over ``httpClient``.
+    static let client = APIClient(
+        configuration: ClientConfiguration(baseURL: baseURL, timeout: .seconds(30)),
+        transport: AsyncHTTPClientTransport(client: httpClient)
+    )
+}
+
+/// Model GETs of the server's ~1 KB page, one after another: through Courier over
+/// AsyncHTTPClient (bare, and with the plugins pair's five plugins and two interceptors), and
+/// over URLSession, each beside the raw call.
+enum HTTPScenarios {
+    static let pageRequest = Request<Page>.get("/page")
+
+    static func register() {
+        Benchmark("model-GET.raw-AsyncHTTPClient") { benchmark in
+            let url = Loopback.baseURL.appendingPathComponent("page").absoluteString
+            try await Measure.run(benchmark) {
+                for _ in benchmark.scaledIterations { try await rawGET(url) }
+            }
+        }
+        Benchmark("model-GET.Courier") { benchmark in
+            let client = Loopback.client
+            try await Measure.run(benchmark) {
+                for _ in benchmark.scaledIterations {
+                    let page = try await client.model(pageRequest, as: Page.self)
+                    precondition(page.items.count == 8)
+                }
+            }
+        }
+        Benchmark("model-GET.Courier-5-plugins-2-interceptors") { benchmark in
+            let client = plugged
+            try await Measure.run(benchmark) {
+                for _ in benchmark.scaledIterations {
+                    let page = try await client.model(pageRequest, as: Page.self)
+                    precondition(page.items.count == 8)
+                }
+            }
+        }
+        Benchmark("URLSession-GET.raw-URLSession") { benchmark in
+            let session = URLSession(configuration: URLSessionTransport.defaultConfiguration())
+            let url = Loopback.baseURL.appendingPathComponent("page")
+            try await Measure.run(benchmark) {
+                for _ in benchmark.scaledIterations {
+                    let (body, response) = try await session.data(for: URLRequest(url: url))
+                    guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchError("status") }
+                    let page = try JSONDecoder().decode(Page.self, from: body)
+                    precondition(page.items.count == 8)
+                }
+            }
+        }
+        // FoundationNetworking wakes its threads with writes to an eventfd: from 5 to 10 write
+        // system calls per call, depending on the load; the budget only catches a blow-up.
+        Benchmark("URLSession-GET.Courier", configuration: Measure.configuration(writeSyscallsPerOperation: 10)) { benchmark in
+            let client = APIClient(
+                configuration: ClientConfiguration(baseURL: Loopback.baseURL, timeout: .seconds(30)),
+                transport: URLSessionTransport()
+            )
+            try await Measure.run(benchmark) {
+                for _ in benchmark.scaledIterations {
+                    let page = try await client.model(pageRequest, as: Page.self)
+                    precondition(page.items.count == 8)
+                }
+            }
+        }
+    }
+
+    /// Raw AsyncHTTPClient: execute, collect the body, decode (as courier-bench's raw side).
+    static func rawGET(_ url: String) async throws {
+        let decoder = JSONDecoder()
+        var request = HTTPClientRequest(url: url)
+        request.method = .GET
+        let response = try await Loopback.httpClient.execute(request, timeout: .seconds(30))
+        guard response.status == .ok else { throw BenchError("status \(response.status)") }
+        let body = try await response.body.collect(upTo: 1 << 20)
+        let page = try decoder.decode(Page.self, from: body)
+        precondition(page.items.count == 8)
+    }
+
+    /// ``Loopback/client`` with the plugins pair's five plugins and two interceptors.
+    static let plugged = APIClient(configuration: PluginsPair.plugged(Loopback.client.configuration), transport: Loopback.client.transport)
+}
