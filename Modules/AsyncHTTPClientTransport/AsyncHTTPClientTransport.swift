@@ -119,7 +119,7 @@ public final class AsyncHTTPClientTransport: Transport {
             }
             return TransportResponse(
                 head: HTTPResponse(response),
-                body: ByteStream(ResponseBodySequence(response.body, deadline: deadline, owner: self))
+                body: ByteStream(source: ResponseBodyReader(response.body, deadline: deadline, owner: self))
             )
         } catch {
             throw TransportErrorMapping.map(error)

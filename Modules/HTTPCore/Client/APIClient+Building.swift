@@ -25,9 +25,9 @@ extension APIClient {
         if let base = baseHead, Self.isPlainPath(path), endpoint.baseURL == nil {
             // The common case: no `URL` is made for the base and path, which the head below
             // does without (a `URL` parse was about a tenth of a call's own cost).
-            let separator = path.hasPrefix("/") ? "" : "/"
-            draft = RequestDraft(method: endpoint.method, urlString: base.urlPrefix + separator + path, headers: withDefaults(endpoint.headers))
-            targetPath = base.path + separator + path
+            let rooted = path.hasPrefix("/") ? path : "/" + path
+            draft = RequestDraft(method: endpoint.method, urlPrefix: base.urlPrefix, rest: rooted, headers: withDefaults(endpoint.headers))
+            targetPath = base.path.isEmpty ? rooted : base.path + rooted
         } else {
             let target = try target(for: endpoint)
             draft = RequestDraft(method: endpoint.method, url: target.url, headers: withDefaults(endpoint.headers))

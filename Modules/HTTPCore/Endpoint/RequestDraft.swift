@@ -10,7 +10,7 @@ public struct RequestDraft: Sendable {
     public var method: HTTPRequest.Method
     /// The URL without the query that ``queryItems`` adds.
     public var url: URL {
-        get { storedURL ?? URL(string: deferredURL)! }
+        get { storedURL ?? URL(string: deferredURL.prefix + deferredURL.rest)! }
         set {
             storedURL = newValue
             urlReplaced = true
@@ -18,9 +18,10 @@ public struct RequestDraft: Sendable {
     }
     /// The URL when it was given as one (or set since).
     private var storedURL: URL?
-    /// The URL as a string known to parse, for a draft the client made from its base URL and a
-    /// simple path: most requests never need the `URL`, so it is parsed only when read.
-    private var deferredURL = ""
+    /// The URL as two strings that, joined, are known to parse, for a draft the client made from
+    /// its base URL and a simple path: most requests never need the `URL`, so it is neither
+    /// joined nor parsed until read.
+    private var deferredURL: (prefix: String, rest: String) = ("", "")
     /// Whether ``url`` was set after the draft was made (by a ``RequestContent``).
     private(set) var urlReplaced = false
     /// Query pairs, already percent-encoded, appended in order after any query in ``url``.
@@ -41,10 +42,11 @@ public struct RequestDraft: Sendable {
         self.body = body
     }
 
-    /// A draft whose URL is `urlString`, which must parse as a URL; parsed only when read.
-    init(method: HTTPRequest.Method, urlString: String, headers: HTTPFields) {
+    /// A draft whose URL is `prefix` followed by `rest`, which must parse as a URL; joined and
+    /// parsed only when read.
+    init(method: HTTPRequest.Method, urlPrefix prefix: String, rest: String, headers: HTTPFields) {
         self.method = method
-        self.deferredURL = urlString
+        self.deferredURL = (prefix, rest)
         self.percentEncodedQueryItems = []
         self.headers = headers
         self.body = nil

@@ -14,26 +14,44 @@ public struct ByteStream: AsyncSequence, Sendable {
     public typealias Element = Data
     public typealias Failure = any Error
 
-    private let makeIterator: @Sendable () -> AsyncIterator
+    private let storage: Storage
+
+    /// Where the iterator comes from: a closure that makes one, or a transport's reader, which
+    /// is its own iterator (nothing to allocate around it).
+    private enum Storage: Sendable {
+        case make(@Sendable () -> AsyncIterator)
+        case source(any ByteChunkSource)
+    }
+
+    private init(makeIterator: @escaping @Sendable () -> AsyncIterator) {
+        storage = .make(makeIterator)
+    }
+
+    /// A stream whose chunks `source` yields: the cheapest way for a transport to hand over a
+    /// body it reads chunk by chunk. A stream made this way is single-pass, as every
+    /// `ByteStream` is: iterators made from it share the one source.
+    package init(source: any ByteChunkSource) {
+        storage = .source(source)
+    }
 
     /// A stream that yields `data` as one chunk (or nothing when it is empty).
     public init(data: Data) {
-        makeIterator = { AsyncIterator(single: data) }
+        self.init(makeIterator: { AsyncIterator(single: data) })
     }
 
     /// A stream over any sendable async sequence of `Data` chunks.
     public init<Base: AsyncSequence & Sendable>(_ base: Base) where Base.Element == Data {
-        makeIterator = {
+        self.init(makeIterator: {
             let box = IteratorBox(base.makeAsyncIterator())
             return AsyncIterator { try await box.next() }
-        }
+        })
     }
 
     /// A stream whose chunks come from `next`, which returns `nil` at the end.
     ///
     /// `next` is called serially by one consumer; it is the building block for transports.
     public init(next: @escaping @Sendable () async throws -> Data?) {
-        makeIterator = { AsyncIterator(next: next) }
+        self.init(makeIterator: { AsyncIterator(next: next) })
     }
 
     /// A stream that reads the file at `url` in chunks of `chunkSize` bytes.
@@ -41,13 +59,18 @@ public struct ByteStream: AsyncSequence, Sendable {
     /// The file is opened when iteration starts, so the same `ByteStream` value describes the
     /// file's current contents each time it is iterated.
     public init(contentsOf url: URL, chunkSize: Int = 64 * 1024) {
-        makeIterator = {
+        self.init(makeIterator: {
             let reader = FileChunkReader(url: url, chunkSize: chunkSize)
             return AsyncIterator { try reader.next() }
-        }
+        })
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { makeIterator() }
+    public func makeAsyncIterator() -> AsyncIterator {
+        switch storage {
+        case .make(let make): make()
+        case .source(let source): AsyncIterator(source: source)
+        }
+    }
 
     /// Reads the whole stream into memory, failing with ``NetworkError/bodyTooLarge(limit:)``
     /// as soon as more than `maxBytes` arrive, so a huge or endless body never exhausts memory.
@@ -135,23 +158,41 @@ public struct ByteStream: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         private var single: Data?
         private let nextChunk: (() async throws -> Data?)?
+        private let source: (any ByteChunkSource)?
 
         fileprivate init(single: Data) {
             self.single = single.isEmpty ? nil : single
             self.nextChunk = nil
+            self.source = nil
         }
 
         fileprivate init(next: @escaping () async throws -> Data?) {
             self.single = nil
             self.nextChunk = next
+            self.source = nil
+        }
+
+        fileprivate init(source: any ByteChunkSource) {
+            self.single = nil
+            self.nextChunk = nil
+            self.source = source
         }
 
         public mutating func next() async throws -> Data? {
+            if let source { return try await source.next() }
             if let nextChunk { return try await nextChunk() }
             defer { single = nil }
             return single
         }
     }
+}
+
+/// A body's chunks, read by one consumer at a time (a transport's response body), handed to a
+/// ``ByteStream`` with ``ByteStream/init(source:)``: the reader is the iterator, so a stream of
+/// it costs no allocation beyond the reader itself.
+package protocol ByteChunkSource: AnyObject, Sendable {
+    /// The next chunk, or `nil` at the end.
+    func next() async throws -> Data?
 }
 
 /// The rest of a stream whose start ``ByteStream/buffered(upTo:)`` read.
