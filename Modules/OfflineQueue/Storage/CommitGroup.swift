@@ -58,11 +58,11 @@ final class CommitGroup: Sendable {
         var results: [Result<[Ticket], QueueError>] = []
         results.reserveCapacity(batch.count)
         do {
-            try db.inTransaction(.immediate) {
+            try db.inImmediateTransaction {
                 if batch.count == 1 {
                     // Alone: no savepoint needed, a failure rolls the transaction back.
                     results.append(.success(try QueueStore.insert(db, batch[0].entries, now: batch[0].now)))
-                    return .commit
+                    return
                 }
                 for waiter in batch {
                     do {
@@ -74,7 +74,6 @@ final class CommitGroup: Sendable {
                         results.append(.failure(QueueStore.map(error, path: path, opening: false)))
                     }
                 }
-                return .commit
             }
         } catch {
             // The transaction did not commit: nobody's rows are stored.

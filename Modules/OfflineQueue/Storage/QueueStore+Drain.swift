@@ -244,9 +244,8 @@ extension QueueStore {
                 Self.restartLog(db)
                 var lost: Set<EntryID> = []
                 for settlement in settlements {
-                    try db.inTransaction(.immediate) {
+                    try db.inImmediateTransaction {
                         lost.formUnion(try Self.settle(db, [settlement], owner: owner, now: now))
-                        return .commit
                     }
                     Self.restartLog(db)
                 }

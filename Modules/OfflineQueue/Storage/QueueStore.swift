@@ -341,12 +341,7 @@ final class QueueStore: QueueStorage {
         if readOnly { throw Self.readOnlyRefusal(path) }
         do {
             return try await pool.writeWithoutTransaction { db in
-                var result: T?
-                try db.inTransaction(.immediate) {
-                    result = try body(db)
-                    return .commit
-                }
-                return result!
+                try db.inImmediateTransaction { try body(db) }
             }
         } catch {
             throw Self.map(error, path: path, opening: false)
