@@ -280,7 +280,21 @@ final class PostgresQueueStore: QueueStorage {
     }
 
     /// `SQL` with the schema's name put in for every `§`.
-    func sql(_ text: String) -> String { text.replacingOccurrences(of: "§", with: schema) }
+    ///
+    /// In Swift rather than with Foundation's `replacingOccurrences`, which on Linux goes through
+    /// CFString and folds every character: every statement of a drain's commits passes here.
+    func sql(_ text: String) -> String {
+        var result = ""
+        result.reserveCapacity(text.utf8.count + 4 * schema.utf8.count)
+        var rest = Substring(text)
+        while let mark = rest.firstIndex(of: "§") {
+            result += rest[..<mark]
+            result += schema
+            rest = rest[rest.index(after: mark)...]
+        }
+        result += rest
+        return result
+    }
 }
 
 /// A drainer's own connection: it holds the advisory lock that says the drainer lives, and
