@@ -100,14 +100,19 @@ extension QueueStore {
             """)
         let until = now.uptime + lease.seconds, untilWall = now.wall.timeIntervalSince1970 + lease.seconds
         let wall = now.wall.timeIntervalSince1970
-        var arguments: StatementArguments = ["owner": owner, "untilWall": untilWall, "wall": wall, "uptime": now.uptime, "limit": limit]
+        var arguments: StatementArguments = ["untilWall": untilWall, "wall": wall, "uptime": now.uptime, "limit": limit]
         if let attemptedSince { _ = arguments.append(contentsOf: ["since": attemptedSince]) }
         // Each row decoded straight from the statement, not copied into a `Row` first; the
         // statement walks the claim order, so the entries come in it.
         var claimed: [QueueEntry] = []
         claimed.reserveCapacity(limit)
         let rows = try Row.fetchCursor(statement, arguments: arguments)
-        while let row = try rows.next() { claimed.append(QueueEntry(row: row)) }
+        while let row = try rows.next() {
+            var entry = QueueEntry(row: row)
+            // The owner's one string, shared by every claimed entry, rather than a copy a row.
+            entry.leaseOwner = owner
+            claimed.append(entry)
+        }
         guard !claimed.isEmpty else { return [] }
         try db.cachedStatement(sql: """
             INSERT INTO lease (entry_id, owner, boot, until_uptime, until_wall, attempt_wall, attempt_uptime)
@@ -119,14 +124,14 @@ extension QueueStore {
         return claimed
     }
 
-    /// ``Schema/entryColumns`` of a row being claimed, as the claim leaves it (`:owner`,
-    /// `:untilWall` and `:wall` are the statement's).
+    /// ``Schema/entryColumns`` of a row being claimed, as the claim leaves it (`:untilWall` and
+    /// `:wall` are the statement's; the owner is set on each entry afterwards).
     static let claimedColumns: String = Schema.entryColumns
         .split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
         .map { column -> String in
             switch column {
             case "state": "'inflight' AS state"
-            case "lease_owner": ":owner AS lease_owner"
+            case "lease_owner": "NULL AS lease_owner"
             case "lease_expires_at": ":untilWall AS lease_expires_at"
             case "last_attempt_at": ":wall AS last_attempt_at"
             case "due_uptime", "clock_boot": "NULL AS " + column
