@@ -48,6 +48,14 @@ enum RatioScenario: String, CaseIterable, Sendable {
         }
     }
 
+    var operations: String {
+        switch self {
+        case .bodies: "bodies"
+        case .drainSQLite, .drainPostgres: "entries"
+        default: operation + "s"
+        }
+    }
+
     /// Operations per side and round, and in the warm-up each side runs first.
     func counts(_ options: Options) -> (round: Int, warmup: Int) {
         switch self {

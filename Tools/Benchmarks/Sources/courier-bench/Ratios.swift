@@ -29,8 +29,14 @@ enum Ratios {
         let cpu: (raw: Double, courier: Double)?
         /// The A/A ratio and its interval, when the row has one.
         let control: (ratio: Double, interval: ClosedRange<Double>)?
+        /// Why the scenario has no figures: it failed (the run goes on with the others).
+        var failure: String? = nil
 
         var discarded: Bool { control.map { !Ratios.control.contains($0.ratio) } ?? false }
+
+        static func failed(_ scenario: String, goal: String, _ error: any Error) -> Row {
+            Row(scenario: scenario, goal: goal, ratio: 0, interval: 0...0, met: false, cpu: nil, control: nil, failure: "\(error)")
+        }
     }
 
     static func run(options: Options) async throws {
@@ -65,10 +71,20 @@ enum Ratios {
                 skipped.append(scenario.rawValue)
                 continue
             }
-            rows.append(try await measure(scenario, context: context, options: options))
+            do {
+                rows.append(try await measure(scenario, context: context, options: options))
+            } catch {
+                print("  failed: \(error)")
+                rows.append(.failed(scenario.figure, goal: String(format: "≥ %.2f", scenario.goal), error))
+            }
         }
         if let database, picked?.contains("curve") ?? true {
-            rows.append(try await curve(database: database, context: context, rounds: options.rounds))
+            do {
+                rows.append(try await curve(database: database, context: context, rounds: options.rounds))
+            } catch {
+                print("  failed: \(error)")
+                rows.append(.failed(curveFigure, goal: "> 1.00", error))
+            }
         } else if database == nil {
             skipped.append("curve")
         }
@@ -83,27 +99,27 @@ enum Ratios {
         print("load average: \(startLoad) at the start, \(Measured.loadAverage()) at the end")
     }
 
-    /// One scenario: a warm-up of each side, then `rounds` rounds of raw, Courier and the raw
-    /// side in the child, in the order A B A′ and A′ B A in turn (so Courier follows the raw
-    /// side in one round and precedes it in the next, as does the child).
+    /// One scenario, its ratio and A/A control: its sides built, its child started, its
+    /// ``rounds(_:count:warmup:rounds:)`` (Courier follows the raw side in one round and
+    /// precedes it in the next, as does the child), everything closed.
     static func measure(_ scenario: RatioScenario, context: RatioScenario.Context, options: Options) async throws -> Row {
         let (count, warmup) = scenario.counts(options)
-        print("\n\(scenario.figure): \(count) \(scenario.operation)s per side and round; load average \(Measured.loadAverage())")
+        print("\n\(scenario.figure): \(count) \(scenario.operations) per side and round; load average \(Measured.loadAverage())")
         let sides = scenario.sides(context)
-        let twin = try await RawTwin(scenario, port: context.port, concurrency: options.concurrency)
-        // Raw, Courier, and the raw side in the child: A, B and A′.
-        let all = [sides.raw, sides.courier, twin.side]
-        for side in all { _ = try await side.measure(0, warmup) }
-        var samples: [[Measured]] = [[], [], []]
-        for round in 1...options.rounds {
-            for index in round.isMultiple(of: 2) ? [2, 1, 0] : [0, 1, 2] {
-                samples[index].append(try await all[index].measure(round, count))
+        let samples: [[Measured]]
+        do {
+            let twin = try await RawTwin(scenario, port: context.port, concurrency: options.concurrency)
+            do {
+                samples = try await rounds([sides.raw, sides.courier, twin.side], count: count, warmup: warmup, rounds: options.rounds)
+            } catch {
+                twin.abandon()
+                throw error
             }
-            print("  round \(round): " + all.indices.map { index in
-                "\(all[index].name) \(Bench.format(samples[index].last!.rate))/s, \(String(format: "%.1f", samples[index].last!.cpu)) µs CPU"
-            }.joined(separator: "; "))
+            try await twin.finish()
+        } catch {
+            try? await sides.close()
+            throw error
         }
-        try await twin.finish()
         try await sides.close()
 
         let a = samples[0], b = samples[1], twinSamples = samples[2]
@@ -116,6 +132,27 @@ enum Ratios {
             met: interval.lowerBound >= scenario.goal, cpu: cpu, control: (Bootstrap.geometricMean(controls), Bootstrap.interval(controls))
         )
     }
+
+    /// A warm-up of each side, then `rounds` rounds of `all` (raw, Courier, the raw side in
+    /// the child: A, B, A′) in the order A B A′ and A′ B A in turn; each side's samples.
+    static func rounds(_ all: [RatioScenario.Side], count: Int, warmup: Int, rounds: Int) async throws -> [[Measured]] {
+        for side in all { _ = try await side.measure(0, warmup) }
+        var samples: [[Measured]] = all.map { _ in [] }
+        for round in 1...rounds {
+            for index in round.isMultiple(of: 2) ? Array(all.indices.reversed()) : Array(all.indices) {
+                samples[index].append(try await all[index].measure(round, count))
+            }
+            print("  round \(round): " + all.indices.map { index in
+                "\(all[index].name) \(Bench.format(samples[index].last!.rate))/s, \(String(format: "%.1f", samples[index].last!.cpu)) µs CPU"
+            }.joined(separator: "; "))
+            // Written out now, in order with the children's lines and any error, when a pipe
+            // or a file takes them.
+            fflush(nil)
+        }
+        return samples
+    }
+
+    static let curveFigure = "PostgreSQL claims/s, 4 drainer processes vs 1 (rising)"
 
     /// The scale-out goal: claims per second of 4 drainer processes against 1 (and 2, shown),
     /// every point in every round, the order up and down the curve in turn.
@@ -134,7 +171,7 @@ enum Ratios {
         let ratios = zip(rates[4]!, rates[1]!).map(/)
         let interval = Bootstrap.interval(ratios)
         return Row(
-            scenario: "PostgreSQL claims/s, 4 drainer processes vs 1 (rising)", goal: "> 1.00", ratio: Bootstrap.geometricMean(ratios),
+            scenario: curveFigure, goal: "> 1.00", ratio: Bootstrap.geometricMean(ratios),
             interval: interval, met: interval.lowerBound > 1, cpu: nil, control: nil
         )
     }
@@ -143,6 +180,10 @@ enum Ratios {
         print("\n| scenario | goal | ratio | 95 % interval | verdict | CPU µs/op raw / Courier | A/A ratio (95 % interval) |")
         print("|---|---|---:|---|---|---:|---|")
         for row in rows {
+            if let failure = row.failure {
+                print("| \(row.scenario) | \(row.goal) | – | – | **failed**: \(failure) | – | – |")
+                continue
+            }
             let verdict = row.discarded ? "discarded (A/A)" : row.met ? "met" : "**not met**"
             let cpu = row.cpu.map { String(format: "%.1f / %.1f", $0.raw, $0.courier) } ?? "–"
             let control = row.control.map { String(format: "%.3f (%.3f–%.3f)", $0.ratio, $0.interval.lowerBound, $0.interval.upperBound) + (row.discarded ? " **out**" : "") } ?? "–"

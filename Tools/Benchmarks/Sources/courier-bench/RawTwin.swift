@@ -32,6 +32,11 @@ final class RawTwin: Sendable {
         guard status == 0 else { throw BenchError("the A/A child exited with \(status)") }
     }
 
+    /// Ends the child after a failed round.
+    func abandon() {
+        child.kill()
+    }
+
     /// The child's next protocol line, split into fields; anything else it prints is passed on.
     private func reply() async throws -> [String] {
         while let line = await child.line() {
