@@ -22,6 +22,8 @@ struct HTTPCalls: Sendable {
     /// Raw `URLSession.data(for:)` and Courier over `URLSessionTransport`, each its own session.
     let rawURLSession: Variant
     let courierURLSession: Variant
+    /// The raw side's session (Courier's closes with its transport).
+    let session: URLSession
     /// The server's 10 MiB body, collected into memory.
     let rawBig: Variant
     let courierBig: Variant
@@ -54,6 +56,7 @@ struct HTTPCalls: Sendable {
         }
 
         let session = URLSession(configuration: URLSessionTransport.defaultConfiguration())
+        self.session = session
         rawURLSession = Variant(name: "raw URLSession") { try await RawCalls.modelGET(URL(string: pageURL)!, session: session) }
         let courierSession = APIClient(
             configuration: ClientConfiguration(baseURL: URL(string: base)!, timeout: .seconds(30)),
@@ -77,6 +80,7 @@ struct HTTPCalls: Sendable {
     }
 
     func shutdown() async throws {
+        session.invalidateAndCancel()
         try await httpClient.shutdown()
     }
 }

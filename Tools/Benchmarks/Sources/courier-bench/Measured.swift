@@ -26,6 +26,16 @@ struct Measured: Sendable {
         return (fields[3] + fields[4], fields.reduce(0, +))   // idle + iowait, all
     }
 
+    /// The share of one core this process uses while it waits `duration` doing nothing: work
+    /// left running in the background (an unclosed queue, a session) that every figure
+    /// measured next would pay for.
+    static func idleCPU(over duration: Duration = .milliseconds(500)) async throws -> Double {
+        let cpu = Variant.processCPUTime(), start = ContinuousClock.now
+        try await Task.sleep(for: duration)
+        let elapsed = ContinuousClock.now - start
+        return Bench.micros(Variant.processCPUTime() - cpu, 1) / Bench.micros(elapsed, 1)
+    }
+
     /// The machine's load averages over 1, 5 and 15 minutes (`/proc/loadavg`), as `uptime` prints them.
     static func loadAverage() -> String {
         let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""

@@ -185,7 +185,7 @@ enum QueueBench {
             configuration: QueueConfiguration(path: path, durability: durability),
             client: APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: AsyncHTTPClientTransport())
         )
-        return try await Measured.of(count: count) {
+        let measured = try await Measured.of(count: count) {
             let start = ContinuousClock.now
             if batch == 1 {
                 for index in 0..<count {
@@ -200,6 +200,10 @@ enum QueueBench {
             }
             return Bench.rate(count, ContinuousClock.now - start)
         }
+        // Closed, or its checkpointer and wake-file watcher go on in the background and cost
+        // whatever this process measures next.
+        await queue.close()
+        return measured
     }
 
     /// `count` inserts into a ``MinimalTable`` at `path`, one transaction each; making the table
@@ -250,12 +254,14 @@ enum QueueBench {
         if ProcessInfo.processInfo.environment["BENCH_NO_METRICS"] == "1" { configuration.metrics.isEnabled = false }
         let queue = try OfflineQueue(configuration: configuration, client: client)
         try await fill(queue, count: count, url: url)
-        return try await Measured.of(count: count) {
+        let measured = try await Measured.of(count: count) {
             let start = ContinuousClock.now
             let summary = try await queue.drain()
             guard summary.delivered == count else { throw BenchError("drained \(summary.delivered) of \(count): \(summary)") }
             return Bench.rate(count, ContinuousClock.now - start)
         }
+        await queue.close()
+        return measured
     }
 
     static func fill(_ queue: OfflineQueue, count: Int, url: String) async throws {

@@ -104,7 +104,8 @@ enum Ratios {
     /// precedes it in the next, as does the child), everything closed.
     static func measure(_ scenario: RatioScenario, context: RatioScenario.Context, options: Options) async throws -> Row {
         let (count, warmup) = scenario.counts(options)
-        print("\n\(scenario.figure): \(count) \(scenario.operations) per side and round; load average \(Measured.loadAverage())")
+        let idle = try await Measured.idleCPU()
+        print("\n\(scenario.figure): \(count) \(scenario.operations) per side and round; load average \(Measured.loadAverage()); this process idle at \(String(format: "%.1f", idle * 100)) % of a core")
         let sides = scenario.sides(context)
         let samples: [[Measured]]
         do {
