@@ -55,8 +55,9 @@ let package = Package(
             ],
             path: "Sources/bench-server"
         ),
-        // What both benchmarks share: the page model, the queue's request and its raw POST, the
-        // plugins pair's stack, the server process, concurrent callers.
+        // What both benchmarks share: the page model and the raw calls, the queue's request and
+        // its raw POST, the minimal raw SQLite insert, the plugins pair's stack, the server
+        // process, concurrent callers.
         .target(
             name: "BenchSupport",
             dependencies: [
@@ -66,6 +67,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             path: "Sources/BenchSupport"
         ),

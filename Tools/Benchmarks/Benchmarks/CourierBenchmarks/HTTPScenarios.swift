@@ -74,12 +74,7 @@ enum HTTPScenarios {
             let session = URLSession(configuration: URLSessionTransport.defaultConfiguration())
             let url = Loopback.baseURL.appendingPathComponent("page")
             try await Measure.run(benchmark) {
-                for _ in benchmark.scaledIterations {
-                    let (body, response) = try await session.data(for: URLRequest(url: url))
-                    guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchError("status") }
-                    let page = try JSONDecoder().decode(Page.self, from: body)
-                    precondition(page.items.count == 8)
-                }
+                for _ in benchmark.scaledIterations { try await RawCalls.modelGET(url, session: session) }
             }
         }
         // FoundationNetworking wakes its threads with writes to an eventfd: from 5 to 10 write
@@ -100,14 +95,7 @@ enum HTTPScenarios {
 
     /// Raw AsyncHTTPClient: execute, collect the body, decode (as courier-bench's raw side).
     static func rawGET(_ url: String) async throws {
-        let decoder = JSONDecoder()
-        var request = HTTPClientRequest(url: url)
-        request.method = .GET
-        let response = try await Loopback.httpClient.execute(request, timeout: .seconds(30))
-        guard response.status == .ok else { throw BenchError("status \(response.status)") }
-        let body = try await response.body.collect(upTo: 1 << 20)
-        let page = try decoder.decode(Page.self, from: body)
-        precondition(page.items.count == 8)
+        try await RawCalls.modelGET(url, client: Loopback.httpClient)
     }
 
     /// ``Loopback/client`` with the plugins pair's five plugins and two interceptors.

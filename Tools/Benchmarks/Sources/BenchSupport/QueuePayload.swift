@@ -6,6 +6,9 @@ import NIOFoundationCompat
 /// The request every queue benchmark enqueues, drains or posts raw: its headers and a ~130-byte
 /// JSON body that differs per entry.
 public enum QueuePayload {
+    /// The URL every entry is enqueued for when no server is involved (enqueue figures).
+    public static let url = "http://127.0.0.1:8080/events"
+
     public static let headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("X-Client", "courier-bench")]
 
     public static func body(_ index: Int) -> Data {

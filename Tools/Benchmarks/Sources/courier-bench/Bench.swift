@@ -52,40 +52,22 @@ enum Bench {
             try await QueueBench.memory(count: arguments.first ?? 100_000, port: arguments.dropFirst().first ?? 0)
             return
         }
-        // `--goals` runs every figure of the performance issue in one run and prints them
-        // against their goals; the other options still apply.
-        let goals = CommandLine.arguments.dropFirst().first == "--goals"
-        let options = Options(arguments: goals ? [CommandLine.arguments[0]] + CommandLine.arguments.dropFirst(2) : CommandLine.arguments)
+        // `--goals`: every goal of the performance issue in one run, each ratio with its
+        // bootstrap interval, CPU per call and an A/A control (Ratios.swift).
+        if CommandLine.arguments.dropFirst().first == "--goals" {
+            try await Ratios.run(options: Options(arguments: [CommandLine.arguments[0]] + CommandLine.arguments.dropFirst(2)))
+            return
+        }
+        if CommandLine.arguments.dropFirst().first == "--goals-raw" {
+            try await RawTwin.serve(arguments: Array(CommandLine.arguments.dropFirst(2)))
+            return
+        }
+        let options = Options(arguments: CommandLine.arguments)
         let server = try ServerProcess.start()
+        let calls = HTTPCalls(port: server.port, concurrency: options.concurrency)
+        let httpClient = calls.httpClient, courier = calls.courier
         let url = "http://127.0.0.1:\(server.port)/page"
-
-        // One HTTPClient for both sides of the AsyncHTTPClient pair: same pool, same event loops.
-        var clientConfiguration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: options.concurrency)
-        let httpClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
-        let courier = APIClient(
-            configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: .seconds(30)),
-            transport: AsyncHTTPClientTransport(client: httpClient)
-        )
-        let pageRequest = Request<Page>.get("/page")
-
-        /// Raw AsyncHTTPClient: execute, collect the body, decode.
-        let rawAHC = Variant(name: "raw AsyncHTTPClient") {
-            let decoder = JSONDecoder()
-            var request = HTTPClientRequest(url: url)
-            request.method = .GET
-            let response = try await httpClient.execute(request, timeout: .seconds(30))
-            guard response.status == .ok else { throw BenchError("status \(response.status)") }
-            let body = try await response.body.collect(upTo: 1 << 20)
-            let page = try decoder.decode(Page.self, from: body)
-            precondition(page.items.count == 8)
-        }
-
-        /// The same model call through Courier.
-        let courierAHC = Variant(name: "APIClient + AsyncHTTPClientTransport") {
-            let page = try await courier.model(pageRequest, as: Page.self)
-            precondition(page.items.count == 8)
-        }
+        let rawAHC = calls.rawModelGET, courierAHC = calls.courierModelGET
 
         /// The transport alone, without APIClient: separates transport cost from client cost.
         let transport = courier.transport
@@ -107,66 +89,20 @@ enum Bench {
             precondition(page.items.count == 8)
         }
 
-        // MARK: URLSession pair
-        let session = URLSession(configuration: URLSessionTransport.defaultConfiguration())
-        let pageURL = URL(string: url)!
-        let rawURLSession = Variant(name: "raw URLSession") {
-            let (body, response) = try await session.data(for: URLRequest(url: pageURL))
-            guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchError("status") }
-            let page = try JSONDecoder().decode(Page.self, from: body)
-            precondition(page.items.count == 8)
-        }
-        let courierSession = APIClient(
-            configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: .seconds(30)),
-            // BENCH_URLSESSION_WHOLE=1: the opt-in completion-handler path for collected calls.
-            transport: ProcessInfo.processInfo.environment["BENCH_URLSESSION_WHOLE"] == "1"
-                ? URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration(), streamsCollectedBodies: false)
-                : URLSessionTransport()
-        )
-        let courierURLSession = Variant(name: "APIClient + URLSessionTransport") {
-            let page = try await courierSession.model(pageRequest, as: Page.self)
-            precondition(page.items.count == 8)
-        }
-
-        // MARK: Plugins: five plugins and two interceptors versus none (issue "Plugins")
-        let pluggedConfiguration = PluginsPair.plugged(courier.configuration)
-        let plugged = APIClient(configuration: pluggedConfiguration, transport: courier.transport)
-        let courierPlugged = Variant(name: "APIClient + 5 plugins + 2 interceptors") {
-            let page = try await plugged.model(pageRequest, as: Page.self)
-            precondition(page.items.count == 8)
-        }
-
-        // MARK: Large bodies: 10 MiB read into memory, 4 at a time
-        let bigURL = "http://127.0.0.1:\(server.port)/big"
-        let rawBig = Variant(name: "raw AsyncHTTPClient collect, 10 MiB") {
-            var request = HTTPClientRequest(url: bigURL)
-            request.method = .GET
-            let response = try await httpClient.execute(request, timeout: .seconds(30))
-            guard response.status == .ok else { throw BenchError("status \(response.status)") }
-            let body = try await response.body.collect(upTo: 16 << 20)
-            precondition(body.readableBytes == bigBodySize)
-        }
-        let bigRequest = Request<Data>.get("/big")
-        let courierBig = Variant(name: "APIClient.data(Request<Data>), 10 MiB") {
-            let response = try await courier.data(bigRequest)
-            precondition(response.body.count == bigBodySize)
-        }
-
         // BENCH_PAIRS picks pairs by name: ahc, urlsession, plugins (the default), bodies.
-        let defaultPairs = goals ? "ahc,urlsession,plugins,bodies" : "ahc,urlsession,plugins"
-        let wanted = Set((ProcessInfo.processInfo.environment["BENCH_PAIRS"] ?? defaultPairs).split(separator: ",").map(String.init))
+        let wanted = Set((ProcessInfo.processInfo.environment["BENCH_PAIRS"] ?? "ahc,urlsession,plugins").split(separator: ",").map(String.init))
         var pairs: [Pair] = []
-        if wanted.contains("ahc") { pairs.append(Pair(rawAHC, courierAHC, figure: "APIClient + AsyncHTTPClientTransport vs raw AsyncHTTPClient (model GET)", goal: 0.97)) }
-        if wanted.contains("urlsession") { pairs.append(Pair(rawURLSession, courierURLSession, figure: "APIClient + URLSessionTransport vs raw URLSession", goal: 0.95)) }
-        if wanted.contains("plugins") { pairs.append(Pair(courierAHC, courierPlugged, figure: "5 plugins + 2 interceptors vs none", goal: 0.95)) }
+        if wanted.contains("ahc") { pairs.append(Pair(rawAHC, courierAHC)) }
+        if wanted.contains("urlsession") { pairs.append(Pair(calls.rawURLSession, calls.courierURLSession)) }
+        if wanted.contains("plugins") { pairs.append(Pair(courierAHC, calls.pluggedModelGET)) }
         if wanted.contains("bodies") {
             // A 10 MiB body costs about as much as 400 page calls: fewer of them, 4 at a time.
-            pairs.append(Pair(rawBig, courierBig, figure: "10 MiB bodies into memory, 4 at a time", goal: 0.95, scale: 40, concurrency: 4))
+            pairs.append(Pair(calls.rawBig, calls.courierBig, scale: 40, concurrency: 4))
         }
         // BENCH_TRANSPORT=1 also compares the transport alone with raw AsyncHTTPClient.
         if ProcessInfo.processInfo.environment["BENCH_TRANSPORT"] == "1" {
-            pairs.append(Pair(rawAHC, transportOnly, figure: "transport alone", goal: nil))
-            pairs.append(Pair(rawAHC, courierData, figure: "APIClient.data", goal: nil))
+            pairs.append(Pair(rawAHC, transportOnly))
+            pairs.append(Pair(rawAHC, courierData))
         }
 
         // BENCH_LAYERS=1: the model call layer by layer (raw, transport, APIClient.data,
@@ -177,12 +113,7 @@ enum Bench {
             // task, to calibrate what a given cost measured in isolation does to these figures.
             if let spin = ProcessInfo.processInfo.environment["BENCH_SPIN_US"].flatMap({ Double($0) }) {
                 layers.append(Variant(name: "raw AsyncHTTPClient + \(spin) µs of CPU") {
-                    var request = HTTPClientRequest(url: url)
-                    request.method = .GET
-                    let response = try await httpClient.execute(request, timeout: .seconds(30))
-                    let body = try await response.body.collect(upTo: 1 << 20)
-                    let page = try JSONDecoder().decode(Page.self, from: body)
-                    precondition(page.items.count == 8)
+                    try await RawCalls.modelGET(url, client: httpClient)
                     let until = ContinuousClock.now + .microseconds(spin)
                     while ContinuousClock.now < until {}
                 })
@@ -206,7 +137,6 @@ enum Bench {
             return
         }
         print("courier-bench: \(options.requests) requests x \(options.rounds) rounds per variant, \(options.concurrency) concurrent callers, server pid \(server.process.processIdentifier) on port \(server.port)")
-        var results: [Goals.Result] = []
         for pair in pairs {
             let requests = max(1, options.requests / pair.scale)
             let concurrency = pair.concurrency ?? options.concurrency
@@ -241,47 +171,24 @@ enum Bench {
                 ? (paired[paired.count / 2 - 1] + paired[paired.count / 2]) / 2
                 : paired[paired.count / 2]
             print("ratio \(pair.courier.name) / \(pair.baseline.name): \(String(format: "%.3f", courierRate / baselineRate)) (all requests), \(String(format: "%.3f", median)) (median of per-round ratios), \(String(format: "%.3f", baselineCPU / courierCPU)) (client CPU per request, inverted)")
-            results.append(Goals.Result(figure: pair.figure, baseline: baselineRate, courier: courierRate, unit: pair.scale > 1 ? "MiB/s" : "req/s", ratio: median, goal: pair.goal, perUnit: pair.scale > 1 ? Double(bigBodySize) / 1_048_576 : 1))
         }
 
         try await httpClient.shutdown()
-        if goals {
-            results += try await Goals.queue(server: server, rounds: options.rounds)
-            // The PostgreSQL figures need a server given by the caller (none is started here).
-            var curve: [(processes: Int, rates: [Double])] = []
-            if let database = try PostgresBench.configuredServer() {
-                let figures = try await PostgresBench.figures(database: database, server: server, rounds: options.rounds)
-                results += figures.ratios
-                curve = figures.curve
-            } else {
-                print(PostgresBench.skipped)
-            }
-            Goals.table(results)
-            PostgresBench.curve(curve, entries: 8_000)
-        }
         server.stop()
     }
-
-    /// The size of the bench server's `/big` body.
-    static let bigBodySize = 10 << 20
 
     /// A baseline and the Courier call it is compared with.
     struct Pair {
         let baseline: Variant
         let courier: Variant
-        /// The figure's name in the `--goals` table.
-        let figure: String
-        let goal: Double?
         /// Requests per round are `--requests` divided by this (heavier calls run fewer times).
         let scale: Int
         /// Concurrent callers, when not `--concurrency`.
         let concurrency: Int?
 
-        init(_ baseline: Variant, _ courier: Variant, figure: String, goal: Double?, scale: Int = 1, concurrency: Int? = nil) {
+        init(_ baseline: Variant, _ courier: Variant, scale: Int = 1, concurrency: Int? = nil) {
             self.baseline = baseline
             self.courier = courier
-            self.figure = figure
-            self.goal = goal
             self.scale = scale
             self.concurrency = concurrency
         }

@@ -153,15 +153,8 @@ enum PostgresBench {
     ) async throws -> Figures {
         var figures = Figures()
         let offline = APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: AsyncHTTPClientTransport())
-        func open(_ schema: String, client: APIClient, durability: QueueDurability = .full) async throws -> OfflineQueue {
-            // Recorded once made: a failed open changed nothing (and the raw pool, which cannot
-            // connect either then, would wait for ever to drop it).
-            let queue = try await OfflineQueue.open(
-                configuration: QueueConfiguration(path: database.queueURL(schema: schema), durability: durability, concurrency: concurrency),
-                client: client, logger: quiet
-            )
-            made.add(schema)
-            return queue
+        func open(_ schema: String, client: APIClient) async throws -> OfflineQueue {
+            try await PostgresBench.open(database, schema: schema, client: client, made: made)
         }
 
         // MARK: Enqueue, one at a time and 16 at once
@@ -199,15 +192,7 @@ enum PostgresBench {
         var baseline: [Double] = [], courier: [Double] = []
         for round in 1...rounds {
             let drain = { () async throws -> Double in
-                // `.normal`, as the SQLite drain figure: settlements commit asynchronously.
-                let queue = try await open("\(tag)_drain_\(round)", client: client, durability: .normal)
-                try await QueueBench.fill(queue, count: drainCount, url: url)
-                let start = ContinuousClock.now
-                let summary = try await queue.drain()
-                let elapsed = ContinuousClock.now - start
-                await queue.close()
-                guard summary.delivered == drainCount else { throw BenchError("drained \(summary.delivered) of \(drainCount): \(summary)") }
-                return Bench.rate(drainCount, elapsed)
+                try await measuredDrain(database: database, schema: "\(tag)_drain_\(round)", count: drainCount, url: url, client: client, made: made).rate
             }
             if round.isMultiple(of: 2) {
                 courier.append(try await drain())
@@ -229,17 +214,51 @@ enum PostgresBench {
         var rates: [Int: [Double]] = [:]
         for round in 1...max(1, rounds / 2) {
             for count in round.isMultiple(of: 2) ? processes.reversed() : processes {
-                let schema = "\(tag)_scale_\(count)_\(round)"
-                let queue = try await open(schema, client: offline)
-                try await QueueBench.fill(queue, count: scaleCount, url: url)
-                await queue.close()
-                let rate = try await scaleOut(processes: count, url: database.queueURL(schema: schema), port: server.port, expected: scaleCount)
+                let rate = try await curvePoint(database: database, schema: "\(tag)_scale_\(count)_\(round)", processes: count, entries: scaleCount, port: server.port, made: made)
                 rates[count, default: []].append(rate)
                 print("  round \(round) \(count) drainer process\(count == 1 ? "" : "es"): \(Bench.format(rate)) claims/s")
             }
         }
         figures.curve = processes.map { ($0, rates[$0] ?? []) }
         return figures
+    }
+
+    /// A new queue in `schema`, recorded in `made` (to drop at the end) once made: a failed
+    /// open changed nothing.
+    static func open(_ database: Server, schema: String, client: APIClient, durability: QueueDurability = .full, made: LockedSamples) async throws -> OfflineQueue {
+        let queue = try await OfflineQueue.open(
+            configuration: QueueConfiguration(path: database.queueURL(schema: schema), durability: durability, concurrency: concurrency),
+            client: client, logger: quiet
+        )
+        made.add(schema)
+        return queue
+    }
+
+    /// A new queue in `schema` filled with `count` POSTs to `url` (not measured), then one drain
+    /// at concurrency 16, measured, and the queue closed.
+    static func measuredDrain(database: Server, schema: String, count: Int, url: String, client: APIClient, made: LockedSamples) async throws -> Measured {
+        // `.normal`, as the SQLite drain figure: settlements commit asynchronously.
+        let queue = try await open(database, schema: schema, client: client, durability: .normal, made: made)
+        try await QueueBench.fill(queue, count: count, url: url)
+        let measured = try await Measured.of(count: count) {
+            let start = ContinuousClock.now
+            let summary = try await queue.drain()
+            let elapsed = ContinuousClock.now - start
+            guard summary.delivered == count else { throw BenchError("drained \(summary.delivered) of \(count): \(summary)") }
+            return Bench.rate(count, elapsed)
+        }
+        await queue.close()
+        return measured
+    }
+
+    /// One point of the scale-out curve: `entries` POSTs to the bench server on `port` put in
+    /// `schema`, then drained by `processes` drainer processes at once; claims per second.
+    static func curvePoint(database: Server, schema: String, processes: Int, entries: Int, port: Int, made: LockedSamples) async throws -> Double {
+        let offline = APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: AsyncHTTPClientTransport())
+        let queue = try await open(database, schema: schema, client: offline, made: made)
+        try await QueueBench.fill(queue, count: entries, url: "http://127.0.0.1:\(port)/events")
+        await queue.close()
+        return try await scaleOut(processes: processes, url: database.queueURL(schema: schema), port: port, expected: entries)
     }
 
     /// The curve as a table: processes, median claims per second, and the rate against one process.

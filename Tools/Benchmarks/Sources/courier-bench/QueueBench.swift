@@ -46,12 +46,26 @@ enum QueueBench {
             var queued: [Double] = []
             for round in 1...rounds {
                 let rawRate = try rawInserts(count: count, batch: 1, path: folder.appendingPathComponent("raw-\(durability)-\(round).db").path, durability: durability)
-                let queueRate = try await queueEnqueues(count: count, batch: 1, path: folder.appendingPathComponent("queue-\(durability)-\(round).db").path, durability: durability)
+                let queueRate = try await queueEnqueues(count: count, batch: 1, path: folder.appendingPathComponent("queue-\(durability)-\(round).db").path, durability: durability).rate
                 raw.append(rawRate)
                 queued.append(queueRate)
                 print("  round \(round) single enqueue (\(durability)): raw SQLite \(Bench.format(rawRate))/s, OfflineQueue \(Bench.format(queueRate))/s")
             }
             report("single enqueue, synchronous=\(durability == .full ? "FULL" : "NORMAL")", raw: raw, courier: queued, unit: "entries/s")
+            // 16 callers enqueueing at once (a group commit shares their syncs) against the same
+            // raw inserts, one at a time: what the group commit buys.
+            var concurrent: [Double] = []
+            for round in 1...rounds {
+                let queue = try OfflineQueue(
+                    configuration: QueueConfiguration(path: folder.appendingPathComponent("concurrent-\(durability)-\(round).db").path, durability: durability),
+                    client: APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: AsyncHTTPClientTransport())
+                )
+                let enqueue = Variant(name: "16 concurrent enqueuers") {
+                    _ = try await queue.enqueue(method: "POST", url: QueuePayload.url, headers: headers, body: .data(body(1)))
+                }
+                concurrent.append(Bench.rate(count, try await enqueue.run(requests: count, concurrency: 16).wall))
+            }
+            report("16 concurrent enqueuers vs one raw insert at a time, synchronous=\(durability == .full ? "FULL" : "NORMAL")", raw: raw, courier: concurrent, unit: "entries/s")
         }
 
         for batch in [100, 1_000] {
@@ -60,7 +74,7 @@ enum QueueBench {
             var queued: [Double] = []
             for round in 1...rounds {
                 raw.append(try rawInserts(count: count, batch: batch, path: folder.appendingPathComponent("rawb-\(batch)-\(round).db").path, durability: .full))
-                queued.append(try await queueEnqueues(count: count, batch: batch, path: folder.appendingPathComponent("queueb-\(batch)-\(round).db").path, durability: .full))
+                queued.append(try await queueEnqueues(count: count, batch: batch, path: folder.appendingPathComponent("queueb-\(batch)-\(round).db").path, durability: .full).rate)
             }
             report("batched enqueue, \(batch) per transaction, synchronous=FULL", raw: raw, courier: queued, unit: "entries/s")
         }
@@ -164,24 +178,43 @@ enum QueueBench {
         return Bench.rate(count, ContinuousClock.now - start)
     }
 
-    static func queueEnqueues(count: Int, batch: Int, path: String, durability: QueueDurability) async throws -> Double {
+    /// `count` enqueues into a new queue at `path`, `batch` per transaction; the queue's opening
+    /// is not measured.
+    static func queueEnqueues(count: Int, batch: Int, path: String, durability: QueueDurability) async throws -> Measured {
         let queue = try OfflineQueue(
             configuration: QueueConfiguration(path: path, durability: durability),
             client: APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: AsyncHTTPClientTransport())
         )
-        let start = ContinuousClock.now
-        if batch == 1 {
-            for index in 0..<count {
-                _ = try await queue.enqueue(method: "POST", url: "http://127.0.0.1:8080/events", headers: headers, body: .data(body(index)))
+        let measured = try await Measured.of(count: count) {
+            let start = ContinuousClock.now
+            if batch == 1 {
+                for index in 0..<count {
+                    _ = try await queue.enqueue(method: "POST", url: QueuePayload.url, headers: headers, body: .data(body(index)))
+                }
+            } else {
+                for first in stride(from: 0, to: count, by: batch) {
+                    _ = try await queue.enqueue((first..<min(count, first + batch)).map {
+                        QueuedRequest(method: "POST", url: QueuePayload.url, headers: headers, body: .data(body($0)))
+                    })
+                }
             }
-        } else {
-            for first in stride(from: 0, to: count, by: batch) {
-                _ = try await queue.enqueue((first..<min(count, first + batch)).map {
-                    QueuedRequest(method: "POST", url: "http://127.0.0.1:8080/events", headers: headers, body: .data(body($0)))
-                })
-            }
+            return Bench.rate(count, ContinuousClock.now - start)
         }
-        return Bench.rate(count, ContinuousClock.now - start)
+        // Closed, or its checkpointer and wake-file watcher go on in the background and cost
+        // whatever this process measures next.
+        await queue.close()
+        return measured
+    }
+
+    /// `count` inserts into a ``MinimalTable`` at `path`, one transaction each; making the table
+    /// is not measured.
+    static func minimalInserts(count: Int, path: String) async throws -> Measured {
+        let table = try MinimalTable(path: path)
+        return try await Measured.of(count: count) {
+            let start = ContinuousClock.now
+            for index in 0..<count { try table.insert(index) }
+            return Bench.rate(count, ContinuousClock.now - start)
+        }
     }
 
     // MARK: - Drain
@@ -203,31 +236,6 @@ enum QueueBench {
         }
     }
 
-    /// Calls per second, this process's CPU per call, and the share of the machine's CPU time
-    /// that was idle meanwhile (every process's, from `/proc/stat`).
-    struct Measured {
-        var rate: Double
-        var cpu: Double
-        var idle: Double
-    }
-
-    /// The machine's idle and total CPU time so far, in ticks (`/proc/stat`'s first line).
-    static func machineTicks() -> (idle: Double, total: Double) {
-        guard let line = try? String(contentsOfFile: "/proc/stat", encoding: .utf8).split(separator: "\n").first else { return (0, 0) }
-        let fields = line.split(separator: " ").dropFirst().compactMap { Double($0) }
-        guard fields.count >= 5 else { return (0, 0) }
-        return (fields[3] + fields[4], fields.reduce(0, +))   // idle + iowait, all
-    }
-
-    /// `work` (`count` calls, returning calls per second), measured.
-    static func measured(count: Int = 10_000, _ work: () async throws -> Double) async throws -> Measured {
-        let cpu = Variant.processCPUTime(), ticks = machineTicks()
-        let rate = try await work()
-        let after = machineTicks()
-        let idle = after.total > ticks.total ? (after.idle - ticks.idle) / (after.total - ticks.total) : 0
-        return Measured(rate: rate, cpu: Bench.micros(Variant.processCPUTime() - cpu, count), idle: idle)
-    }
-
     /// Calls `post` for indexes `0..<count` from 16 tasks; returns calls per second.
     private static func posting(_ count: Int, _ post: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
         let start = ContinuousClock.now
@@ -246,12 +254,14 @@ enum QueueBench {
         if ProcessInfo.processInfo.environment["BENCH_NO_METRICS"] == "1" { configuration.metrics.isEnabled = false }
         let queue = try OfflineQueue(configuration: configuration, client: client)
         try await fill(queue, count: count, url: url)
-        return try await measured(count: count) {
+        let measured = try await Measured.of(count: count) {
             let start = ContinuousClock.now
             let summary = try await queue.drain()
             guard summary.delivered == count else { throw BenchError("drained \(summary.delivered) of \(count): \(summary)") }
             return Bench.rate(count, ContinuousClock.now - start)
         }
+        await queue.close()
+        return measured
     }
 
     static func fill(_ queue: OfflineQueue, count: Int, url: String) async throws {
@@ -267,7 +277,7 @@ enum QueueBench {
     /// Runs `courier-bench --queue-memory COUNT PORT` and prints its report.
     static func memoryChild(count: Int, port: Int) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        process.executableURL = Child.courierBench
         process.arguments = ["--queue-memory", String(count), String(port)]
         try process.run()
         process.waitUntilExit()

@@ -1,0 +1,68 @@
+import BenchSupport
+import Foundation
+
+/// The A/A control's second raw side: the scenario's raw side in a child process
+/// (`courier-bench --goals-raw SCENARIO PORT CONCURRENCY`) with clients of its own, made by the
+/// same code as the parent's. The parent says `run ROUND COUNT`; the child runs that round and
+/// answers `sample RATE CPU IDLE` (CPU in µs per operation, its own `getrusage`); at `quit` or
+/// the end of its input it closes its clients and exits.
+final class RawTwin: Sendable {
+    private let child: Child
+
+    /// Starts the child and waits until its raw side is built.
+    init(_ scenario: RatioScenario, port: Int, concurrency: Int) async throws {
+        child = try Child(executable: Child.courierBench, arguments: ["--goals-raw", scenario.rawValue, String(port), String(concurrency)])
+        guard try await reply() == ["ready"] else { throw BenchError("the A/A child of \(scenario.rawValue) did not start") }
+    }
+
+    var side: RatioScenario.Side {
+        RatioScenario.Side(name: "raw, in the A/A child") { [self] round, count in
+            child.send("run \(round) \(count)\n")
+            let fields = try await reply()
+            guard fields.count == 4, fields[0] == "sample", let rate = Double(fields[1]), let cpu = Double(fields[2]), let idle = Double(fields[3]) else {
+                throw BenchError("the A/A child answered \(fields.joined(separator: " "))")
+            }
+            return Measured(rate: rate, cpu: cpu, idle: idle)
+        }
+    }
+
+    func finish() async throws {
+        child.send("quit\n")
+        let status = await child.exit()
+        guard status == 0 else { throw BenchError("the A/A child exited with \(status)") }
+    }
+
+    /// Ends the child after a failed round.
+    func abandon() {
+        child.kill()
+    }
+
+    /// The child's next protocol line, split into fields; anything else it prints is passed on.
+    private func reply() async throws -> [String] {
+        while let line = await child.line() {
+            let fields = line.split(separator: " ").map(String.init)
+            if fields.first == "ready" || fields.first == "sample" { return fields }
+            print("    [A/A child] \(line)")
+        }
+        throw BenchError("the A/A child ended (see its error above)")
+    }
+
+    /// In the child: builds the raw side of `arguments[0]` and serves the parent's rounds.
+    static func serve(arguments: [String]) async throws {
+        guard arguments.count == 3, let scenario = RatioScenario(rawValue: arguments[0]), let port = Int(arguments[1]), let concurrency = Int(arguments[2]) else {
+            throw BenchError("usage: courier-bench --goals-raw SCENARIO PORT CONCURRENCY")
+        }
+        let context = try RatioScenario.Context(port: port, concurrency: concurrency, database: nil)
+        defer { try? FileManager.default.removeItem(at: context.folder) }
+        let sides = scenario.sides(context)
+        // Protocol lines go straight to the pipe: `print` would hold them in its buffer.
+        FileHandle.standardOutput.write(Data("ready\n".utf8))
+        while let line = await Child.readLine(from: FileHandle.standardInput), line != "quit" {
+            let fields = line.split(separator: " ")
+            guard fields.count == 3, fields[0] == "run", let round = Int(fields[1]), let count = Int(fields[2]) else { throw BenchError("the A/A child got \(line)") }
+            let sample = try await sides.raw.measure(round, count)
+            FileHandle.standardOutput.write(Data("sample \(sample.rate) \(sample.cpu) \(sample.idle)\n".utf8))
+        }
+        try await sides.close()
+    }
+}
