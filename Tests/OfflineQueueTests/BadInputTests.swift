@@ -118,7 +118,7 @@ struct BadInputTests {
         }
         try await DatabaseQueue(path: folder.databasePath).write { try $0.execute(sql: "PRAGMA user_version = 99") }
         let before = FileManager.default.contents(atPath: folder.databasePath)
-        #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 99, supported: 7)) {
+        #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 99, supported: 8)) {
             _ = try open(folder.databasePath, server: server)
         }
         #expect(FileManager.default.contents(atPath: folder.databasePath) == before, "not a byte changed")

@@ -54,7 +54,7 @@ struct FileSafetyTests {
         _ = try makeQueue(path: folder.databasePath, server: server)
         let header = try await header(folder.databasePath)
         #expect(header.application == Self.applicationID)
-        #expect(header.version == 7)
+        #expect(header.version == 8)
         await server.shutdown()
     }
 
@@ -162,7 +162,8 @@ struct FileSafetyTests {
             UPDATE entry SET last_error = dead_reason || ': ' || last_error;
             DROP VIEW entry_view; DROP TABLE lease; ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
             CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
-            DELETE FROM grdb_migrations WHERE identifier IN ('v4-dead-reason', 'v5-pauses', 'v6-leases', 'v7-due-in-view');
+            DROP TRIGGER entry_id_floor; DROP TABLE queue_meta;
+            DELETE FROM grdb_migrations WHERE identifier IN ('v4-dead-reason', 'v5-pauses', 'v6-leases', 'v7-due-in-view', 'v8-lean-insert');
             PRAGMA user_version = 3
             """)
         let reader = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = true }
@@ -175,7 +176,7 @@ struct FileSafetyTests {
         let entry = try #require(try await migrated.entry(id))
         #expect(entry.deadReason == .rejected)
         #expect(entry.lastError == "HTTP 410")
-        #expect(try await header(folder.databasePath).version == 7)
+        #expect(try await header(folder.databasePath).version == 8)
         await server.shutdown()
     }
 

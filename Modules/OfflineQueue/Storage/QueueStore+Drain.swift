@@ -20,8 +20,10 @@ extension QueueStore {
         return try await write { db in
             var result = ClaimResult()
             result.lost = try Self.settle(db, settlements, owner: owner, now: now)
-            if chores.carryOver { try Self.carryOver(db, now: now, maxDelay: chores.maxDelay) }
-            try Self.rebaseUntrustedReadings(db, now: now)
+            if chores.carryOver {
+                try Self.carryOver(db, now: now, maxDelay: chores.maxDelay)
+                try Self.rebaseUntrustedReadings(db, now: now)
+            }
             if chores.reclaimOrphans { result.reclaimed = try Self.reclaimOrphans(db, owner: owner, now: now, databasePath: path) }
             if claimLimit > 0 {
                 result.claimed = try Self.claim(db, limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince)
@@ -34,25 +36,36 @@ extension QueueStore {
     /// this boot: the age they had by the wall clock (never below zero), and what was left of
     /// their wait by the wall clock (never below zero, never above `maxDelay`, so a clock that
     /// was far ahead cannot stall them). Their claims died with that boot.
+    ///
+    /// `queue_meta.clock_boot` names the boot every open row is on, when they all are on one:
+    /// when it is this one, there is nothing to carry over and no row is read.
     static func carryOver(_ db: Database, now: QueueTime, maxDelay: Duration) throws {
         // A lease's readings are on the clock of the boot that took it.
         try db.cachedStatement(sql: "DELETE FROM lease WHERE boot IS NOT ?").execute(arguments: [now.boot])
+        let mark = try Row.fetchOne(db.cachedStatement(sql: "SELECT clock_boot FROM queue_meta"))
+        if let mark, mark[0] as String? == now.boot { return }
         try db.cachedStatement(sql: """
-            UPDATE entry SET
+            UPDATE entry INDEXED BY entry_pending SET
                 budget_uptime = :uptime - MAX(0, :wall - budget_from),
                 due_uptime = :uptime + MIN(MAX(0, next_attempt_at - :wall), :maxDelay),
                 attempt_uptime = NULL, clock_boot = :boot
             WHERE state = 'pending' AND (clock_boot IS NULL OR clock_boot <> :boot)
             """).execute(arguments: ["uptime": now.uptime, "wall": now.wall.timeIntervalSince1970, "maxDelay": maxDelay.seconds, "boot": now.boot])
+        try db.cachedStatement(sql: "UPDATE queue_meta SET clock_boot = ?").execute(arguments: [now.boot])
     }
 
     /// A row whose budget starts in the future of this boot's clock was written by a process
     /// whose clock could not be trusted (its boot clock was faked, say): its age counts from
     /// now, and it keeps only the wait it was given relative to its own reading.
+    ///
+    /// At a drain's start, through the claim order's index (schema 8 keeps no index on the
+    /// budget, which every insert paid a page write for): such a row is not due before it is
+    /// rebased, so a drain that started before it was written ends without it, and the next
+    /// one, at most a poll later, rebases and sends it.
     static func rebaseUntrustedReadings(_ db: Database, now: QueueTime) throws {
         try db.cachedStatement(sql: """
-            UPDATE entry INDEXED BY entry_budget SET due_uptime = :uptime + MAX(0, due_uptime - budget_uptime), budget_uptime = :uptime
-            WHERE state IN ('pending', 'inflight') AND budget_uptime > :uptime
+            UPDATE entry INDEXED BY entry_pending SET due_uptime = :uptime + MAX(0, due_uptime - budget_uptime), budget_uptime = :uptime
+            WHERE state = 'pending' AND budget_uptime > :uptime
             """).execute(arguments: ["uptime": now.uptime])
     }
 

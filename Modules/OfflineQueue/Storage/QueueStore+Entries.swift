@@ -20,11 +20,16 @@ extension QueueStore {
     static func insert(_ db: Database, _ entries: [NewEntry], now: QueueTime) throws -> [Ticket] {
         var tickets: [Ticket] = []
         tickets.reserveCapacity(entries.count)
+        try markBoot(db, now.boot)
+        // One more than the largest id there is or was (schema 8 has no AUTOINCREMENT, whose
+        // sequence row cost a page write per insert).
         let insert = try db.cachedStatement(sql: """
-            INSERT INTO entry (idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
+            INSERT INTO entry (id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
                 group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at,
                 clock_boot, budget_uptime, due_uptime)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?)
+            VALUES (
+                max((SELECT COALESCE(max(id), 0) FROM entry), (SELECT id_floor FROM queue_meta)) + 1,
+                ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (idempotency_key) DO NOTHING
             """)
         for entry in entries {
@@ -53,17 +58,25 @@ extension QueueStore {
         return tickets
     }
 
+    /// Records that a row of `boot` is written: when the open rows were all on another boot,
+    /// they no longer are (`queue_meta.clock_boot` cleared, so the next drain carries over).
+    /// Writes nothing when they were on `boot`, the common case.
+    static func markBoot(_ db: Database, _ boot: String) throws {
+        try db.cachedStatement(sql: "UPDATE queue_meta SET clock_boot = NULL WHERE clock_boot <> ?").execute(arguments: [boot])
+    }
+
     /// Dead or pending entries become due now with a fresh budget. `nil` ids means every
     /// dead entry. Returns the ids changed.
     func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
         let changed = try await write { db in
+            try Self.markBoot(db, now.boot)
             let stamp: [String: (any DatabaseValueConvertible)?] = ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime]
             let set = """
                 SET state = 'pending', attempts = 0, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
                     finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime
                 """
             guard let ids else {
-                let changed = try EntryID.fetchAll(db, sql: "SELECT id FROM entry WHERE state = 'dead' ORDER BY id")
+                let changed = try EntryID.fetchAll(db, sql: "SELECT id FROM entry WHERE state = 'dead' AND state <> 'pending' ORDER BY id")
                 try db.execute(sql: "UPDATE entry \(set) WHERE state = 'dead'", arguments: StatementArguments(stamp))
                 return changed
             }
@@ -177,32 +190,44 @@ extension QueueStore {
         let notLeased = leases ? "AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)" : ""
         return try await read { db in
             var counts = QueueCounts()
-            for row in try Row.fetchAll(db, sql: "SELECT state, count(*) FROM entry INDEXED BY entry_state GROUP BY state") {
+            counts.pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry INDEXED BY entry_pending WHERE state = 'pending'") ?? 0
+            for row in try Row.fetchAll(db, sql: "SELECT state, count(*) FROM entry WHERE state <> 'pending' GROUP BY state") {
                 let state: String = row[0]
                 let count: Int = row[1]
                 switch EntryState(rawValue: state) {
-                case .pending: counts.pending = count
+                case .pending: counts.pending += count
                 case .inflight: counts.inflight = count
                 case .delivered: counts.delivered = count
                 case .dead: counts.dead = count
                 case nil: break
                 }
             }
-            counts.oldestPendingCreatedAt = try Double.fetchOne(db, sql: """
-                SELECT created_at FROM entry INDEXED BY entry_state WHERE state = 'pending' \(notLeased) ORDER BY id LIMIT 1
-                """).map(Date.init(timeIntervalSince1970:))
+            counts.oldestPendingCreatedAt = try Self.oldestPending(db, notLeased: notLeased).map(Date.init(timeIntervalSince1970:))
             // Rows of this boot are due by the boot clock, shown as wall time; rows not yet carried
             // over from another boot by their stored wall time.
+            let lean = self.schemaVersion >= Schema.firstLeanInsertVersion
+            // Schema 8: rows of other boots only when `queue_meta` does not say all are on this one.
+            let otherBoots = try !lean || Row.fetchOne(db, sql: "SELECT clock_boot FROM queue_meta").map { $0[0] as String? != now.boot } ?? true
             // Entries a pause holds back are not due: the index is walked in due order up to
-            // the first entry no pause holds.
-            let due = try Double.fetchOne(db, sql: """
-                SELECT due_uptime FROM entry INDEXED BY entry_due WHERE state = 'pending' AND clock_boot = ? AND \(self.notPaused("entry"))
+            // the first entry no pause holds. Of schema 8 on, it holds the entries given a wait;
+            // one that was not is due from its start, and the claim order's index finds one.
+            let waited = lean ? "AND due_uptime > budget_uptime" : ""
+            var due = try Double.fetchOne(db, sql: """
+                SELECT due_uptime FROM entry WHERE state = 'pending' \(waited) AND clock_boot = ? AND \(self.notPaused("entry"))
                 \(notLeased) ORDER BY due_uptime LIMIT 1
                 """, arguments: [now.boot])
-            let carried = try Double.fetchOne(db, sql: """
+            var fresh: Double?
+            if lean {
+                fresh = try Double.fetchOne(db, sql: """
+                    SELECT due_uptime FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND due_uptime <= budget_uptime
+                    AND clock_boot = ? AND \(self.notPaused("entry")) \(notLeased) LIMIT 1
+                    """, arguments: [now.boot])
+                due = [due, fresh].compactMap { $0 }.min()
+            }
+            let carried = otherBoots ? try Double.fetchOne(db, sql: """
                 SELECT min(next_attempt_at) FROM entry WHERE state = 'pending' AND (clock_boot IS NULL OR clock_boot <> ?) AND \(self.notPaused("entry"))
                 \(notLeased)
-                """, arguments: [now.boot])
+                """, arguments: [now.boot]) : nil
             // A row of another boot waits what its wall time says is left (as the drain that
             // carries it over will decide), counted from this reading.
             let carriedUptime = carried.map { now.uptime + max(0, $0 - now.wall.timeIntervalSince1970) }
@@ -210,12 +235,19 @@ extension QueueStore {
                 counts.nextDue = DueTime(boot: now.boot, uptime: next)
                 counts.nextAttemptAt = now.wallTime(atUptime: next)
             }
-            // Walks the due part of the index only.
+            // Walks the due part of the index only (and of schema 8, the claim order's index
+            // for the entries due from their start).
             if due.map({ $0 <= now.uptime }) ?? false {
                 counts.due = try Int.fetchOne(db, sql: """
-                    SELECT count(*) FROM entry INDEXED BY entry_due WHERE state = 'pending' AND due_uptime <= ? AND clock_boot = ?
+                    SELECT count(*) FROM entry WHERE state = 'pending' \(waited) AND due_uptime <= ? AND clock_boot = ?
                     AND \(self.notPaused("entry")) \(notLeased)
                     """, arguments: [now.uptime, now.boot]) ?? 0
+                if fresh != nil {
+                    counts.due += try Int.fetchOne(db, sql: """
+                        SELECT count(*) FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND due_uptime <= budget_uptime
+                        AND due_uptime <= ? AND clock_boot = ? AND \(self.notPaused("entry")) \(notLeased)
+                        """, arguments: [now.uptime, now.boot]) ?? 0
+                }
             }
             if carriedUptime.map({ $0 <= now.uptime }) ?? false {
                 counts.due += try Int.fetchOne(db, sql: """
@@ -225,7 +257,7 @@ extension QueueStore {
             }
             // The newest delivered entries hold the last delivery, unless delivered far out of order.
             counts.lastDeliveredAt = try Double.fetchOne(db, sql: """
-                SELECT max(finished_at) FROM (SELECT finished_at FROM entry INDEXED BY entry_state WHERE state = 'delivered' ORDER BY id DESC LIMIT 64)
+                SELECT max(finished_at) FROM (SELECT finished_at FROM entry INDEXED BY entry_state WHERE state = 'delivered' AND state <> 'pending' ORDER BY id DESC LIMIT 64)
                 """).map(Date.init(timeIntervalSince1970:))
             let owners = leases
                 ? "SELECT owner, count(*) FROM lease JOIN entry ON entry.id = lease.entry_id AND entry.state = 'pending' GROUP BY owner"
@@ -247,6 +279,30 @@ extension QueueStore {
                 }
             }
             return counts
+        }
+    }
+
+    /// When the oldest pending entry not in flight was made: the first of each priority's run
+    /// in the claim order's index, one short walk per priority there is (the index is ordered
+    /// by priority first; schema 8 keeps no index of pending entries by id alone).
+    static func oldestPending(_ db: Database, notLeased: String) throws -> Double? {
+        var oldest: (id: EntryID, created: Double)?
+        var below: Int?
+        // Bounded: one turn per distinct priority of a pending entry.
+        while true {
+            let priority = try Int.fetchOne(db.cachedStatement(sql: below == nil
+                ? "SELECT priority FROM entry INDEXED BY entry_pending WHERE state = 'pending' ORDER BY priority DESC LIMIT 1"
+                : "SELECT priority FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND priority < ? ORDER BY priority DESC LIMIT 1"),
+                arguments: below.map { [$0] } ?? [])
+            guard let priority else { return oldest?.created }
+            if let row = try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT id, created_at FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND priority = ? \(notLeased)
+                ORDER BY priority DESC, id LIMIT 1
+                """), arguments: [priority]) {
+                let id: EntryID = row[0]
+                if id < oldest?.id ?? .max { oldest = (id, row[1]) }
+            }
+            below = priority
         }
     }
 

@@ -52,7 +52,7 @@ extension QueueStore {
                 .map { QueuePause(group: $0[0], pausedAt: Date(timeIntervalSince1970: $0[1])) }
             guard !pauses.isEmpty else { return PauseStatus() }
             let held = try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM entry AS e INDEXED BY entry_state WHERE e.state = 'pending' AND NOT \(Self.notPaused("e")) \(notLeased)
+                SELECT count(*) FROM entry AS e INDEXED BY entry_pending WHERE e.state = 'pending' AND NOT \(Self.notPaused("e")) \(notLeased)
                 """) ?? 0
             return PauseStatus(pauses: pauses, pendingHeld: held)
         }
@@ -117,6 +117,7 @@ extension QueueStore {
             if dryRun {
                 change.entries = try entries(db, ids: ids)
             } else if !ids.isEmpty {
+                try Self.markBoot(db, now.boot)
                 try db.execute(sql: """
                     UPDATE entry SET state = 'pending', attempts = 0, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
                         finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime

@@ -39,7 +39,7 @@ extension QueueStore {
                 try String?.fetchAll(db, sql: """
                     DELETE FROM entry WHERE id IN (
                         SELECT id FROM entry INDEXED BY entry_state
-                        WHERE state = 'delivered' AND finished_at < ? ORDER BY id LIMIT ?)
+                        WHERE state = 'delivered' AND state <> 'pending' AND finished_at < ? ORDER BY id LIMIT ?)
                     RETURNING body_file
                     """, arguments: [cutoff.timeIntervalSince1970, batch])
             }

@@ -45,7 +45,8 @@ final class QueueStore: QueueStorage {
 
     /// A condition on `states` for rows of ``entrySource`` (aliased `alias`), and its arguments.
     /// Of schema 6 on, `state` is computed (in flight is a pending row with a lease): the
-    /// condition also names the stored state, `row_state`, so the `(state, id)` index serves it.
+    /// condition also names the stored state, `row_state`, so the `(state, id)` index of finished
+    /// rows serves it (pending rows are walked in id order).
     func stateCondition(_ states: Set<EntryState>, alias: String? = nil) -> (String, StatementArguments) {
         let prefix = alias.map { $0 + "." } ?? ""
         let names = states.map(\.rawValue).sorted()
@@ -55,6 +56,8 @@ final class QueueStore: QueueStorage {
             let stored = Set(states.map { $0 == .inflight ? EntryState.pending.rawValue : $0.rawValue }).sorted()
             condition += " AND \(prefix)row_state IN (\(databaseQuestionMarks(count: stored.count)))"
             _ = arguments.append(contentsOf: StatementArguments(stored))
+            // The words of the finished rows' partial index (schema 8), so the planner can use it.
+            if !stored.contains(EntryState.pending.rawValue) { condition += " AND \(prefix)row_state <> 'pending'" }
         }
         return (condition, arguments)
     }

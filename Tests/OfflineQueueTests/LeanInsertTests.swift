@@ -1,0 +1,154 @@
+import Foundation
+import GRDB
+import HTTPCore
+import OfflineQueue
+import Testing
+import TestSupport
+
+/// Schema 8: an insert enters only the row, its idempotency key and the claim order. What the
+/// indexes it no longer has did is done otherwise: ids never given twice without
+/// AUTOINCREMENT, rows of another boot carried over by `queue_meta`'s mark, rows whose readings
+/// lie in this boot's future rebased at a drain's start, finished rows counted and listed.
+@Suite("Lean inserts: ids, boots and readings without the indexes an insert paid for")
+struct LeanInsertTests {
+    func execute(_ path: String, _ sql: String) async throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        try await DatabaseQueue(path: path, configuration: configuration).write { try $0.execute(sql: sql) }
+    }
+
+    func scalar(_ path: String, _ sql: String) async throws -> Int? {
+        try await DatabaseQueue(path: path).read { try Int.fetchOne($0, sql: sql) }
+    }
+
+    @Test("an id is never given twice: not after the newest entry is purged, not after every entry is")
+    func idsNeverReused() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let url = server.url("/echo").absoluteString
+        let first = try await (0..<3).asyncMap { _ in try await queue.enqueue(method: "POST", url: url).id }
+        #expect(try await queue.purge(.ids([first[2]])) == 1)
+        let fourth = try await queue.enqueue(method: "POST", url: url).id
+        #expect(fourth == first[2] + 1, "the purged newest id is not given again")
+        #expect(try await queue.drain().delivered == 3)
+        #expect(try await queue.purge(.states([.delivered, .pending, .dead], finishedBefore: nil)) == 3)
+        let fifth = try await queue.enqueue(method: "POST", url: url).id
+        #expect(fifth == fourth + 1, "an empty table does not start over")
+        // A retention pass deletes the newest delivered entry too.
+        #expect(try await queue.drain().delivered == 1)
+        _ = try await queue.purge(.states([.delivered], finishedBefore: Date().addingTimeInterval(60)))
+        #expect(try await queue.enqueue(method: "POST", url: url).id == fifth + 1)
+        await server.shutdown()
+    }
+
+    @Test("a schema 7 file migrates: its rows and ids kept, its sequence continued past ids it had deleted")
+    func fromSchema7() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let url = server.url("/echo").absoluteString
+        var kept: [EntryID] = []
+        do {
+            let queue = try makeQueue(path: folder.databasePath, server: server)
+            kept = try await (0..<3).asyncMap { _ in try await queue.enqueue(method: "POST", url: url).id }
+        }
+        // What schema 7 kept beside its rows: AUTOINCREMENT's sequence, here past ids 4...40
+        // that it gave and deleted; no `queue_meta`, no trigger.
+        try await execute(folder.databasePath, """
+            DROP TRIGGER entry_id_floor; DROP TABLE queue_meta;
+            CREATE TABLE sequence_maker (id INTEGER PRIMARY KEY AUTOINCREMENT); DROP TABLE sequence_maker;
+            INSERT INTO sqlite_sequence (name, seq) VALUES ('entry', 40);
+            DELETE FROM grdb_migrations WHERE identifier = 'v8-lean-insert';
+            PRAGMA user_version = 7
+            """)
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        #expect(try await queue.entries(EntryFilter(limit: 10)).map(\.id) == kept)
+        #expect(try await queue.enqueue(method: "POST", url: url).id == 41)
+        #expect(try await queue.drain().delivered == 4)
+        #expect(try await scalar(folder.databasePath, "PRAGMA user_version") == 8)
+        #expect(try await scalar(folder.databasePath, "SELECT count(*) FROM sqlite_sequence WHERE name = 'entry'") == 0, "no AUTOINCREMENT left")
+        await server.shutdown()
+    }
+
+    @Test("a row a process of another boot writes after this boot's drain is carried over: it waits what its wall time says")
+    func otherBootAfterCarryOver() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let url = server.url("/echo").absoluteString
+        let clock = ManualQueueClock()
+        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.clock = clock.queueClock }
+        _ = try await queue.enqueue(method: "POST", url: url)
+        #expect(try await queue.drain().delivered == 1)   // this boot's mark is set
+        // Another boot's process (its boot clock near zero) schedules an entry a minute out.
+        let now = clock.queueClock.now()
+        let other = ManualQueueClock(start: QueueTime(wall: now.wall, boot: "another-boot", uptime: 10))
+        let writer = try makeQueue(path: folder.databasePath, server: server) { $0.clock = other.queueClock }
+        _ = try await writer.enqueue(method: "POST", url: url, options: EnqueueOptions(notBefore: now.wall.addingTimeInterval(60)))
+        // Read on its own boot clock, its due time (10 + 60) is long past here; carried over by
+        // its wall time, it is a minute away.
+        #expect(try await queue.drain().delivered == 0, "not sent before the time it was given")
+        let counts = try await queue.counts()
+        let wait = try #require(counts.nextAttemptAt).timeIntervalSince(clock.queueClock.now().wall)
+        #expect((55...61).contains(wait))
+        clock.advance(by: .seconds(61))
+        #expect(try await queue.drain().delivered == 1)
+        await server.shutdown()
+    }
+
+    @Test("a row whose readings lie in this boot's future (a faked boot clock) is sent by the next drain, its age counted from then")
+    func readingsAhead() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let url = server.url("/echo").absoluteString
+        let clock = ManualQueueClock()
+        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.clock = clock.queueClock }
+        _ = try await queue.enqueue(method: "POST", url: url)
+        #expect(try await queue.drain().delivered == 1)
+        let now = clock.queueClock.now()
+        let ahead = ManualQueueClock(start: QueueTime(wall: now.wall, boot: now.boot, uptime: now.uptime + 3 * 86400))
+        let writer = try makeQueue(path: folder.databasePath, server: server) { $0.clock = ahead.queueClock }
+        let ticket = try await writer.enqueue(method: "POST", url: url)
+        #expect(try await queue.drain().delivered == 1)
+        #expect(try await queue.entry(ticket.id)?.state == .delivered)
+        await server.shutdown()
+    }
+
+    @Test("counts, the oldest pending entry and listings by state without an index of every row's state")
+    func countsAndListings() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let clock = ManualQueueClock()
+        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.clock = clock.queueClock }
+        let ok = server.url("/echo").absoluteString, gone = server.url("/status/410").absoluteString
+        let delivered = try await queue.enqueue(method: "POST", url: ok)
+        let dead = try await queue.enqueue(method: "POST", url: gone)
+        #expect(try await queue.drain().delivered == 1)
+        clock.advance(by: .seconds(5))
+        // Pending entries of three priorities; the oldest is of the lowest one.
+        let low = try await queue.enqueue(method: "POST", url: ok, options: EnqueueOptions(priority: -1))
+        clock.advance(by: .seconds(1))
+        _ = try await queue.enqueue(method: "POST", url: ok, options: EnqueueOptions(priority: 5))
+        _ = try await queue.enqueue(method: "POST", url: ok)
+        _ = try await queue.enqueue(method: "POST", url: ok, options: EnqueueOptions(notBefore: clock.queueClock.now().wall.addingTimeInterval(30)))
+        let counts = try await queue.counts()
+        #expect(counts.pending == 4 && counts.delivered == 1 && counts.dead == 1 && counts.inflight == 0)
+        #expect(counts.due == 3)
+        #expect(counts.oldestPendingCreatedAt == (try await queue.entry(low.id))?.createdAt)
+        #expect(counts.nextAttemptAt.map { $0 <= clock.queueClock.now().wall } == true)
+        #expect(try await queue.entries(EntryFilter(states: [.dead])).map(\.id) == [dead.id])
+        #expect(try await queue.entries(EntryFilter(states: [.delivered, .dead])).map(\.id) == [delivered.id, dead.id])
+        #expect(try await queue.entries(EntryFilter(states: [.pending])).count == 4)
+        // Only the scheduled one left: the next due time is its own.
+        _ = try await queue.drain()
+        let later = try await queue.counts()
+        #expect(later.pending == 1 && later.due == 0)
+        let wait = try #require(later.nextAttemptAt).timeIntervalSince(clock.queueClock.now().wall)
+        #expect((29...31).contains(wait))
+        await server.shutdown()
+    }
+}
