@@ -76,11 +76,15 @@ public final class AsyncHTTPClientTransport: Transport {
     /// `zstd`, …): reading such a body as it is would only fail later as a confusing
     /// decoding error.
     static func unsupportedEncoding(_ values: [String]) -> String? {
-        let decoded: Set<String> = ["gzip", "x-gzip", "deflate", "identity"]
+        // Most responses have no Content-Encoding: nothing to build or look up for them.
+        guard !values.isEmpty else { return nil }
         return values.flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            .first { !$0.isEmpty && !decoded.contains($0) }
+            .first { !$0.isEmpty && !decodedEncodings.contains($0) }
     }
+
+    /// The content codings AsyncHTTPClient decodes.
+    static let decodedEncodings: Set<String> = ["gzip", "x-gzip", "deflate", "identity"]
 
     /// Whether a request that failed with `error` before any part of its response arrived is
     /// sent once more: when the connection was lost (the server closed a kept-alive

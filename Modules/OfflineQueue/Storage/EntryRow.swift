@@ -17,8 +17,15 @@ package enum LineCoding {
 
     /// Scans bytes, not characters: a claim decodes every claimed row's headers.
     package static func decodeHeaders(_ text: String) -> [StoredHeader] {
+        let bytes = text.utf8, newline = UInt8(ascii: "\n")
         var headers: [StoredHeader] = []
-        for line in text.utf8.split(separator: UInt8(ascii: "\n")) {
+        // One allocation for the array (not one per doubling), none for a list of lines.
+        headers.reserveCapacity(bytes.reduce(0) { $1 == newline ? $0 + 1 : $0 } + 1)
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: newline) ?? bytes.endIndex
+            let line = bytes[start..<end]
+            start = end == bytes.endIndex ? end : bytes.index(after: end)
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
             var value = line[line.index(after: colon)...]
             if value.first == UInt8(ascii: " ") { value = value.dropFirst() }
