@@ -39,9 +39,10 @@ let package = Package(
         .library(name: "OpenAPITransport", targets: ["OpenAPITransport"]),
         .library(name: "OpenAPIOfflineQueue", targets: ["OpenAPIOfflineQueue"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
+        // The one tool a user installs. `tour`, `reachability-bench` and `queue-agent` are
+        // executable targets of this package only: `swift run tour` runs one, and a package
+        // that depends on Courier sees none of them.
         .executable(name: "sync", targets: ["sync"]),
-        .executable(name: "tour", targets: ["tour"]),
-        .executable(name: "reachability-bench", targets: ["reachability-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
