@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "OfflineQueue", targets: ["OfflineQueue"]),
         .library(name: "OfflineQueuePostgres", targets: ["OfflineQueuePostgres"]),
+        .library(name: "QueueSystemd", targets: ["QueueSystemd"]),
         .library(name: "CombineAdapters", targets: ["CombineAdapters"]),
         .library(name: "OpenAPITransport", targets: ["OpenAPITransport"]),
         .library(name: "OpenAPIOfflineQueue", targets: ["OpenAPIOfflineQueue"]),
@@ -107,6 +108,13 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
+        // systemd's notify protocol and watchdog for a QueueService under swift-service-lifecycle:
+        // `sync run` and any service that embeds the queue.
+        module("QueueSystemd", [
+            "OfflineQueue", "HTTPCore",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // A ClientTransport for swift-openapi-generator's clients over APIClient; the queue part
         // is a module of its own, so a user of OpenAPITransport alone builds no GRDB.
         module("OpenAPITransport", ["HTTPCore", httpTypes, openAPIRuntime]),
@@ -124,7 +132,8 @@ let package = Package(
         .executableTarget(
             name: "sync",
             dependencies: [
-                "OfflineQueue", "OfflineQueuePostgres", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins", "CourierTesting", httpTypes,
+                "OfflineQueue", "OfflineQueuePostgres", "QueueSystemd", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins",
+                "CourierTesting", httpTypes,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -217,7 +226,7 @@ let package = Package(
         // compiled here against the products a user depends on; never run.
         tests("DocSnippetsTests", [
             "HTTPCore", "AsyncHTTPClientTransport", "Encoding", "ErrorMapping", "Plugins", "Multipart", "Reachability",
-            "OfflineQueue", "CombineAdapters", "CourierTesting", "OpenAPITransport", "OpenAPIOfflineQueue", httpTypes, openAPIRuntime,
+            "OfflineQueue", "QueueSystemd", "CombineAdapters", "CourierTesting", "OpenAPITransport", "OpenAPIOfflineQueue", httpTypes, openAPIRuntime,
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -230,7 +239,7 @@ let package = Package(
         ], exclude: ["openapi.yaml", "openapi-generator-config.yaml"]),
         tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
-            "OfflineQueue", "OfflineQueuePostgres", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
+            "OfflineQueue", "OfflineQueuePostgres", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import OfflineQueue
 import Prometheus
+import QueueSystemd
 import Reachability
 import ServiceLifecycle
 import UnixSignals
@@ -117,7 +118,7 @@ struct Run: AsyncParsableCommand {
                 var services: [any Service] = [service]
                 if let endpoint { services.append(endpoint) }
                 if let notifier {
-                    services.append(NotifierService(notifier: notifier, service: service, shutdownGrace: grace, logger: logger))
+                    services.append(SystemdQueueService(notifier: notifier, service: service, shutdownGrace: grace, logger: logger))
                 }
                 let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
                 logger.info("sync run starting", metadata: [

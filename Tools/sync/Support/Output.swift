@@ -1,4 +1,5 @@
 import Foundation
+import QueueSystemd
 import HTTPTypes
 import OfflineQueue
 import Plugins
@@ -30,17 +31,7 @@ enum Output {
         return seconds > 0 ? "in \(text)" : "\(text) ago"
     }
 
-    static func duration(_ seconds: Double) -> String {
-        // A stored time can be anything: keep the conversions below in range.
-        guard seconds.isFinite else { return "?" }
-        let seconds = min(seconds, 1e12)
-        return switch seconds {
-        case ..<60: "\(Int(seconds))s"
-        case ..<3600: "\(Int(seconds / 60))m"
-        case ..<86400: "\(Int(seconds / 3600))h"
-        default: "\(Int(seconds / 86400))d"
-        }
-    }
+    static func duration(_ seconds: Double) -> String { AgeText.format(seconds) }
 
     /// Header values with secrets replaced, unless `reveal`.
     static func headers(_ entry: QueueEntry, reveal: Bool) -> [(String, String)] {

@@ -1,59 +1,10 @@
 import Foundation
 import HTTPCore
-import Logging
-import OfflineQueue
-import ServiceLifecycle
-#if canImport(Glibc)
-import Glibc
-#endif
+public import Logging
+public import OfflineQueue
+public import ServiceLifecycle
 
-/// The sd_notify protocol, spoken directly: datagrams to the unix socket named by
-/// `NOTIFY_SOCKET` (a path, or `@name` for an abstract socket). No libsystemd.
-struct SystemdNotifier: Sendable {
-    let socketPath: String
-    /// `WATCHDOG_USEC`, when systemd asks for watchdog pings: with no ping for this long,
-    /// systemd deems the service hung and restarts it.
-    let watchdogTimeout: Duration?
-
-    /// A notifier when `NOTIFY_SOCKET` is set, `nil` otherwise.
-    init?(environment: [String: String] = ProcessInfo.processInfo.environment) {
-        guard let path = environment["NOTIFY_SOCKET"], !path.isEmpty else { return nil }
-        socketPath = path
-        if let text = environment["WATCHDOG_USEC"], let microseconds = Int64(text), microseconds > 0,
-           environment["WATCHDOG_PID"].map({ $0 == String(getpid()) }) ?? true {
-            watchdogTimeout = .microseconds(microseconds)
-        } else {
-            watchdogTimeout = nil
-        }
-    }
-
-    /// Sends `state` (such as `READY=1`); returns whether it went out.
-    @discardableResult
-    func notify(_ state: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        var bytes = Array(socketPath.utf8)
-        if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }   // abstract namespace
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard bytes.count < capacity else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-        }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (bytes.first == 0 ? 0 : 1))
-        let message = Array(state.utf8)
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                sendto(fd, message, message.count, Int32(MSG_NOSIGNAL), socketAddress, length)
-            }
-        }
-        return sent == message.count
-    }
-}
-
-/// A service that speaks for the queue service to systemd: `READY=1` when it is up, `STATUS=`
+/// A service that speaks for a ``QueueService`` to systemd: `READY=1` when it is up, `STATUS=`
 /// with the queue's state whenever it changes (at most once a second), `WATCHDOG=1` only while
 /// the queue service is demonstrably alive (``QueueService/liveness()``), and `STOPPING=1`
 /// (with `EXTEND_TIMEOUT_USEC=` when sends in flight need the grace period) when a graceful
@@ -62,7 +13,21 @@ struct SystemdNotifier: Sendable {
 /// `STATUS=` speaks for the queue, not this process: its counts are the store's (every
 /// process's work, read at most once a second and shared with the metrics gauges), followed by
 /// this process's own deliveries in the last minute.
-struct NotifierService: Service {
+///
+/// Put it in the same `ServiceGroup` as the queue service, after it (a group stops its
+/// services in reverse order, so systemd hears `STOPPING=1` before the queue winds down):
+///
+/// ```swift
+/// let service = queue.service(shutdownGrace: .seconds(5), logger: logger)
+/// var services: [any Service] = [service]
+/// if let notifier = SystemdNotifier() {
+///     services.append(SystemdQueueService(notifier: notifier, service: service, shutdownGrace: .seconds(5), logger: logger))
+/// }
+/// try await ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm], logger: logger).run()
+/// ```
+///
+/// The unit: `Type=notify`, and `WatchdogSec=` for the watchdog (Docs/Deployment.md).
+public struct SystemdQueueService: Service {
     let notifier: SystemdNotifier
     let service: QueueService
     /// How long the queue service lets sends in flight finish when stopping.
@@ -76,7 +41,10 @@ struct NotifierService: Service {
 
     /// Subscribes to the queue's events at once, before the group starts, so no attempt of
     /// the first drain is missed.
-    init(notifier: SystemdNotifier, service: QueueService, shutdownGrace: Duration, logger: Logger) {
+    ///
+    /// - Parameter shutdownGrace: the grace the queue service gives sends in flight when it
+    ///   stops (its `shutdownGrace`), announced to systemd with `EXTEND_TIMEOUT_USEC=`.
+    public init(notifier: SystemdNotifier, service: QueueService, shutdownGrace: Duration, logger: Logger) {
         self.notifier = notifier
         self.service = service
         self.shutdownGrace = shutdownGrace
@@ -90,7 +58,7 @@ struct NotifierService: Service {
     /// The shortest gap between two `STATUS=` messages.
     static let statusInterval = Duration.seconds(1)
 
-    func run() async throws {
+    public func run() async throws {
         let status = await statusLine()
         notifier.notify("READY=1\nSTATUS=" + (status ?? "started"))
         logger.debug("sent READY=1", metadata: ["socket": "\(notifier.socketPath)"])
@@ -178,7 +146,7 @@ struct NotifierService: Service {
             let counts = try await queue.recentCounts(maxAge: Self.statusInterval)
             let now = Date()
             let delivered = counts.lastDeliveredAt.map { Date.ISO8601FormatStyle().format($0) } ?? "none yet"
-            let oldest = counts.oldestPendingCreatedAt.map { Output.duration(max(0, now.timeIntervalSince($0))) } ?? "-"
+            let oldest = counts.oldestPendingCreatedAt.map { AgeText.format(max(0, now.timeIntervalSince($0))) } ?? "-"
             var line = "pending \(counts.pending) (due \(counts.due)), in flight \(counts.inflight) (\(counts.inflightHere) here), "
                 + "dead \(counts.dead), oldest pending \(oldest), last delivery \(delivered); "
                 + "here: \(activity.deliveredLastMinute) delivered in the last minute"
@@ -237,6 +205,21 @@ private final class SendActivity: Sendable {
                     break
                 }
             }
+        }
+    }
+}
+
+/// A length of time as `sync` and the status line show it: "42s", "5m", "3h", "2d".
+package enum AgeText {
+    package static func format(_ seconds: Double) -> String {
+        // A stored time can be anything: keep the conversions below in range.
+        guard seconds.isFinite else { return "?" }
+        let seconds = min(seconds, 1e12)
+        return switch seconds {
+        case ..<60: "\(Int(seconds))s"
+        case ..<3600: "\(Int(seconds / 60))m"
+        case ..<86400: "\(Int(seconds / 3600))h"
+        default: "\(Int(seconds / 86400))d"
         }
     }
 }
