@@ -151,4 +151,31 @@ struct LeanInsertTests {
         #expect((29...31).contains(wait))
         await server.shutdown()
     }
+
+    @Test("a row whose state or dead reason this version does not know is an error naming the row, never read as another state")
+    func unknownValues() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        let odd = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        let fine = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        // What a newer Courier, or a hand edit past the CHECK constraints, could leave.
+        try await execute(folder.databasePath, """
+            PRAGMA ignore_check_constraints = ON;
+            UPDATE entry SET state = 'parked' WHERE id = \(odd.id)
+            """)
+        let expected = QueueError.corruptDatabase(path: folder.databasePath, reason: "entry \(odd.id) has state 'parked', which this version does not know")
+        await #expect(throws: expected) { _ = try await queue.entry(odd.id) }
+        await #expect(throws: expected) { _ = try await queue.entries() }
+        #expect(try await queue.entry(fine.id)?.state == .pending, "other rows read as they are")
+        try await execute(folder.databasePath, """
+            PRAGMA ignore_check_constraints = ON;
+            UPDATE entry SET state = 'dead', dead_reason = 'bored' WHERE id = \(odd.id)
+            """)
+        await #expect(throws: QueueError.corruptDatabase(path: folder.databasePath, reason: "entry \(odd.id) has dead reason 'bored', which this version does not know")) {
+            _ = try await queue.entry(odd.id)
+        }
+        await server.shutdown()
+    }
 }

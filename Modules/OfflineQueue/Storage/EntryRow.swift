@@ -42,8 +42,11 @@ package enum LineCoding {
 }
 
 extension QueueEntry {
-    /// An entry from a row selected with ``Schema/entryColumns``.
-    init(row: Row) {
+    /// An entry from a row selected with ``Schema/entryColumns``, of the database at `path`.
+    ///
+    /// - Throws: ``QueueError/corruptDatabase(path:reason:)`` naming the row for a state or a
+    ///   dead reason this version does not know: never read as something else.
+    init(row: Row, path: String) throws(QueueError) {
         let bodyFile: String? = row[6]
         let bodyLength: Int? = row[7]
         let inline: Data? = row[5]
@@ -56,7 +59,16 @@ extension QueueEntry {
         }
         let timeoutMilliseconds: Int64? = row[12]
         let stateText: String = row[13]
-        let state = EntryState(rawValue: stateText) ?? .pending
+        guard let state = EntryState(rawValue: stateText) else {
+            throw .corruptDatabase(path: path, reason: "entry \(row[0] as Int64) has state '\(stateText)', which this version does not know")
+        }
+        let deadReasonText: String? = row[27]
+        let deadReason = try deadReasonText.map { text throws(QueueError) in
+            guard let reason = DeadReason(rawValue: text) else {
+                throw .corruptDatabase(path: path, reason: "entry \(row[0] as Int64) has dead reason '\(text)', which this version does not know")
+            }
+            return reason
+        }
         self.init(
             id: row[0],
             idempotencyKey: row[1],
@@ -83,7 +95,7 @@ extension QueueEntry {
             lastError: row[24],
             responseExcerpt: row[25],
             budgetUptime: row[26],
-            deadReason: (row[27] as String?).flatMap(DeadReason.init(rawValue:)) ?? Self.legacyDeadReason(state: stateText, lastError: row[24]),
+            deadReason: deadReason ?? Self.legacyDeadReason(state: stateText, lastError: row[24]),
             // Read only for a pending row: a claim's rows (in flight) skip the text.
             nextDue: state == .pending ? (row[29] as String?).map { DueTime(boot: $0, uptime: row[28]) } : nil
         )

@@ -26,7 +26,9 @@ extension QueueStore {
             }
             if chores.reclaimOrphans { result.reclaimed = try Self.reclaimOrphans(db, owner: owner, now: now, databasePath: path) }
             if claimLimit > 0 {
-                result.claimed = try Self.claim(db, limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince)
+                result.claimed = try Self.claim(
+                    db, limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, databasePath: path
+                )
             }
             return result
         }
@@ -96,7 +98,9 @@ extension QueueStore {
     ///
     /// - Parameter attemptedSince: when set, skips entries attempted at or after this boot-clock
     ///   reading (for a drain that tries each entry once).
-    static func claim(_ db: Database, limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?) throws -> [QueueEntry] {
+    static func claim(
+        _ db: Database, limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, databasePath path: String
+    ) throws -> [QueueEntry] {
         // The lapsed leases of a drainer that lives but hangs (its own are renewed or lost).
         try db.cachedStatement(sql: "DELETE FROM lease WHERE until_uptime < ? AND owner <> ?").execute(arguments: [now.uptime, owner])
         let onceClause = attemptedSince == nil ? "" : "AND (e.attempt_uptime IS NULL OR e.attempt_uptime < :since)"
@@ -121,7 +125,7 @@ extension QueueStore {
         claimed.reserveCapacity(limit)
         let rows = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try rows.next() {
-            var entry = QueueEntry(row: row)
+            var entry = try QueueEntry(row: row, path: path)
             // The owner's one string, shared by every claimed entry, rather than a copy a row.
             entry.leaseOwner = owner
             claimed.append(entry)

@@ -144,13 +144,13 @@ extension QueueStore {
 
     func entry(_ id: EntryID, now: QueueTime) async throws(QueueError) -> QueueEntry? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE id = ?", arguments: [id]).map(QueueEntry.init(row:))
+            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE id = ?", arguments: [id]).map { row in try QueueEntry(row: row, path: self.path) }
         }
     }
 
     func entry(idempotencyKey key: String, now: QueueTime) async throws(QueueError) -> QueueEntry? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE idempotency_key = ?", arguments: [key]).map(QueueEntry.init(row:))
+            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE idempotency_key = ?", arguments: [key]).map { row in try QueueEntry(row: row, path: self.path) }
         }
     }
 
@@ -179,7 +179,7 @@ extension QueueStore {
             let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
             _ = arguments.append(contentsOf: [max(0, filter.limit)])
             return try Row.fetchAll(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) \(whereClause) ORDER BY id LIMIT ?", arguments: arguments)
-                .map(QueueEntry.init(row:))
+                .map { row in try QueueEntry(row: row, path: self.path) }
         }
     }
 

@@ -101,7 +101,7 @@ extension QueueStore {
     /// The rows of `ids` as entries, for a dry run's preview.
     private func entries(_ db: Database, ids: [EntryID]) throws -> [QueueEntry] {
         try Row.fetchAll(db, sql: "SELECT \(entryColumns) FROM \(entrySource) WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id", arguments: [Self.list(ids)])
-            .map(QueueEntry.init(row:))
+            .map { row in try QueueEntry(row: row, path: self.path) }
     }
 
     /// Makes the pending and dead entries `selection` matches due now with a fresh budget, in
