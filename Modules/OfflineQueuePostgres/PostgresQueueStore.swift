@@ -154,7 +154,7 @@ final class PostgresQueueStore: QueueStorage {
 
     func acquireOwnership() async throws(QueueError) {
         if let current = session.current, !current.connection.isClosed { return }
-        if readOnly { throw QueueError.cannotCreate(path: location, reason: "the queue was opened read-only") }
+        if readOnly { throw QueueError.readOnly(path: location) }
         let connection = try await Self.connect(place, logger: logger)
         let number: Int64
         do {
@@ -195,7 +195,7 @@ final class PostgresQueueStore: QueueStorage {
 
     /// Runs `body` in one transaction on a pooled connection.
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(QueueError) -> T {
-        if readOnly { throw QueueError.cannotCreate(path: location, reason: "the queue was opened read-only") }
+        if readOnly { throw QueueError.readOnly(path: location) }
         // BEGIN, COMMIT and ROLLBACK are inside the guard too: a statement sent on a connection
         // that already closed never ends either (PostgresNIO 1.33 drops it with no error).
         do {

@@ -24,8 +24,8 @@ struct BadInputTests {
         #expect {
             _ = try open(folder.databasePath, server: server)
         } throws: { error in
-            guard case .corruptDatabase(let path, _) = error as? QueueError else { return false }
-            return path == folder.databasePath
+            guard let error = error as? QueueError, error.kind == .corruptDatabase else { return false }
+            return error.path == folder.databasePath
         }
         #expect(FileManager.default.contents(atPath: folder.databasePath) == garbage)
         let walSize = (try? FileManager.default.attributesOfItem(atPath: folder.databasePath + "-wal"))?[.size] as? NSNumber
@@ -72,7 +72,7 @@ struct BadInputTests {
         #expect {
             _ = try open(folder.databasePath, server: server)
         } throws: { error in
-            guard case .corruptDatabase(_, let reason) = error as? QueueError else { return false }
+            guard let error = error as? QueueError, error.kind == .corruptDatabase, let reason = error.reason else { return false }
             return reason.contains("users")
         }
         #expect(FileManager.default.contents(atPath: folder.databasePath) == before)
@@ -98,8 +98,8 @@ struct BadInputTests {
             #expect {
                 _ = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = readOnly }
             } throws: { error in
-                guard case .corruptDatabase(let path, let reason) = error as? QueueError else { return false }
-                return path == folder.databasePath && reason.contains("users")
+                guard let error = error as? QueueError, error.kind == .corruptDatabase, let reason = error.reason else { return false }
+                return error.path == folder.databasePath && reason.contains("users")
             }
         }
         #expect(FileManager.default.contents(atPath: folder.databasePath) == before, "not a byte changed, the journal mode neither")
@@ -154,8 +154,8 @@ struct BadInputTests {
         #expect {
             _ = try open(path, server: server)
         } throws: { error in
-            guard case .cannotCreate(let failed, let reason) = error as? QueueError else { return false }
-            return failed == path && reason.lowercased().contains("read-only")
+            guard let error = error as? QueueError, error.kind == .cannotCreate, let reason = error.reason else { return false }
+            return error.path == path && reason.lowercased().contains("read-only")
         }
         await server.shutdown()
     }
@@ -186,8 +186,7 @@ struct BadInputTests {
             await #expect {
                 try await queue.enqueue(method: "POST", url: url, body: .data(Data(repeating: 9, count: size)))
             } throws: { error in
-                if case .diskFull = error as? QueueError { return true }
-                return false
+                (error as? QueueError)?.kind == .diskFull
             }
         }
         let counts = try await queue.counts()

@@ -40,8 +40,13 @@ struct FileSafetyTests {
     }
 
     func isCannotCreate(_ error: any Error, containing text: String) -> Bool {
-        guard case .cannotCreate(_, let reason) = error as? QueueError else { return false }
+        guard let error = error as? QueueError, error.kind == .cannotCreate, let reason = error.reason else { return false }
         return reason.contains(text)
+    }
+
+    func isReadOnly(_ error: any Error) -> Bool {
+        guard let error = error as? QueueError, error.kind == .readOnly else { return false }
+        return error.description.contains("the queue was opened read-only")
     }
 
     // MARK: - application_id
@@ -191,7 +196,7 @@ struct FileSafetyTests {
             #expect {
                 _ = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = readOnly }
             } throws: { error in
-                guard case .corruptDatabase(_, let reason) = error as? QueueError else { return false }
+                guard let error = error as? QueueError, error.kind == .corruptDatabase, let reason = error.reason else { return false }
                 return reason.contains("0x12345678")
             }
         }
@@ -227,14 +232,13 @@ struct FileSafetyTests {
         #expect(try await queue.counts().pending == 2)
         #expect(try await queue.entry(1)?.body?.length == 100)
 
-        let refused = "the queue was opened read-only"
-        await #expect { _ = try await queue.enqueue(method: "POST", url: url) } throws: { isCannotCreate($0, containing: refused) }
+        await #expect { _ = try await queue.enqueue(method: "POST", url: url) } throws: { isReadOnly($0) }
         await #expect { _ = try await queue.enqueue(method: "POST", url: url, body: .data(Data(repeating: 2, count: 100))) } throws: {
-            isCannotCreate($0, containing: refused)
+            isReadOnly($0)
         }
-        await #expect { try await queue.retry([1]) } throws: { isCannotCreate($0, containing: refused) }
-        await #expect { try await queue.purge(.ids([1])) } throws: { isCannotCreate($0, containing: refused) }
-        await #expect { _ = try await queue.drain() } throws: { isCannotCreate($0, containing: refused) }
+        await #expect { try await queue.retry([1]) } throws: { isReadOnly($0) }
+        await #expect { try await queue.purge(.ids([1])) } throws: { isReadOnly($0) }
+        await #expect { _ = try await queue.drain() } throws: { isReadOnly($0) }
         try await queue.sweepOrphanBodies()
 
         #expect(server.requests.isEmpty, "a read-only queue sends nothing")

@@ -200,12 +200,12 @@ struct PostgresFleetTests {
         let error = await #expect(throws: QueueError.self) {
             _ = try await OfflineQueue.open(configuration: configuration, client: client)
         }
-        guard case .unavailable(let location, _)? = error else {
+        guard let error, error.kind == .unavailable, let location = error.path else {
             Issue.record("expected .unavailable, got \(String(describing: error))")
             return
         }
         #expect(location == "postgres://courier@127.0.0.1:\(port)/courier")
-        #expect(error?.description.contains("s3cret-pw") == false)
+        #expect(!error.description.contains("s3cret-pw"))
     }
 
     @Test("a URL is never a file: the SQLite initializer refuses it and creates nothing")
@@ -233,7 +233,7 @@ struct PostgresFleetTests {
         let reader = await #expect(throws: QueueError.self) {
             _ = try await makeQueue(on: store, server: server) { $0.createIfMissing = false }
         }
-        guard case .databaseMissing? = reader else { Issue.record("expected .databaseMissing, got \(String(describing: reader))"); return }
+        guard reader?.kind == .databaseMissing else { Issue.record("expected .databaseMissing, got \(String(describing: reader))"); return }
         let queue = try await makeQueue(on: store, server: server)
         _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
         await queue.close()
@@ -241,7 +241,7 @@ struct PostgresFleetTests {
             try await connection.query(Self.query("INSERT INTO \"\(schema)\".migration (name, version) VALUES ('v99-from-the-future', 99)"), logger: testLogger)
         }
         let refused = await #expect(throws: QueueError.self) { _ = try await makeQueue(on: store, server: server) }
-        guard case .newerSchema(_, let found, let supported)? = refused else { Issue.record("expected .newerSchema, got \(String(describing: refused))"); return }
+        guard let refused, refused.kind == .newerSchema, let found = refused.foundVersion, let supported = refused.supportedVersion else { Issue.record("expected .newerSchema, got \(String(describing: refused))"); return }
         #expect(found > supported)
         let left = try await withPostgres(store.path) { connection in
             try await connection.query(Self.query("SELECT (SELECT count(*) FROM \"\(schema)\".migration) * 100 + (SELECT count(*) FROM \"\(schema)\".entry)"), logger: testLogger)

@@ -188,7 +188,7 @@ struct DrainMachine {
     private mutating func storageFailed(_ error: QueueError) {
         failure = failure ?? error
         guard recording != .nothing else { return }
-        if case .diskFull = error { recording = .onFullDisk } else { recording = .nothing }
+        recording = error.kind == .diskFull ? .onFullDisk : .nothing
     }
 
     /// `settlements` with the outcomes of sends before the entries given back: should the space

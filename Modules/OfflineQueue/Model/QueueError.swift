@@ -3,54 +3,135 @@ public import HTTPCore
 
 /// Why the queue refused an operation. Nothing is half-done when one is thrown: a failed
 /// enqueue leaves no row and no body file behind.
-public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The file exists but is not a Courier queue database (or is damaged). It was not
-    /// modified.
-    ///
-    /// Also thrown for a row naming a body file in a form Courier never writes (such as
-    /// `../queue.db`): that file is neither read nor removed.
-    case corruptDatabase(path: String, reason: String)
-    /// The file was written by a newer Courier, whose schema this one does not know.
-    case newerSchema(path: String, found: Int, supported: Int)
-    /// The database (or its body folder) could not be created or opened for writing.
-    ///
-    /// Also what a queue opened with ``QueueConfiguration/readOnly`` throws for every write
-    /// (reason "the queue was opened read-only"), and what opening throws for a body folder
-    /// that is a symbolic link or open to other users (reason "refusing the body folder: …").
-    case cannotCreate(path: String, reason: String)
-    /// A read-only command was pointed at a database that does not exist.
-    case databaseMissing(path: String)
-    /// The disk is full; the operation was rolled back.
-    case diskFull(path: String)
-    /// Reading or writing failed for another reason.
-    case io(path: String, reason: String)
-    /// The request cannot be stored: an invalid URL, method or header, or an endpoint the
-    /// client cannot build (the reason gives the client's error).
-    case invalidRequest(String)
-    /// A header holds a secret and the queue is set to refuse storing secrets.
-    case secretHeader(name: String)
-    /// No entry has this id.
-    case noSuchEntry(EntryID)
-    /// The entry is in flight under a live lease and cannot be changed now.
-    case entryInFlight(EntryID)
-    /// The database server cannot be reached (refused, timed out, shutting down, or the login
-    /// failed). Nothing was stored or changed; try again once it is back. `location` is the
-    /// database's URL without its password.
-    case unavailable(location: String, reason: String)
+///
+/// A struct over a private code, as AsyncHTTPClient's `HTTPClientError` is, so that a new kind
+/// is an addition, not a break of every exhaustive `switch`. Match a kind with `catch`, or by
+/// switching over ``kind`` (with a `default`), and read the details from the properties:
+///
+/// ```swift
+/// do {
+///     try await queue.enqueue(request)
+/// } catch QueueError.Kind.diskFull {
+///     // free space, then try again
+/// } catch let error as QueueError where error.kind == .secretHeader {
+///     print("refused header", error.headerName ?? "")
+/// }
+/// ```
+///
+/// Errors compare equal when their kind and details are equal, so a test can expect one
+/// value: `#expect(throws: QueueError.noSuchEntry(7)) { … }`.
+public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong: one of the static members. Compare with `==`, or in a `switch` that has
+    /// a `default` (kinds are added in new versions).
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        fileprivate enum Code: String, Sendable, Hashable {
+            case corruptDatabase, newerSchema, cannotCreate, readOnly, databaseMissing, diskFull, io
+            case invalidRequest, secretHeader, noSuchEntry, entryInFlight, unavailable
+        }
+
+        fileprivate let code: Code
+
+        /// The file exists but is not a Courier queue database (or is damaged); it was not
+        /// modified. Also a row naming a body file in a form Courier never writes (such as
+        /// `../queue.db`, neither read nor removed), or a row holding a value this version does
+        /// not know.
+        public static let corruptDatabase = Kind(code: .corruptDatabase)
+        /// The file was written by a newer Courier, whose schema this one does not know.
+        public static let newerSchema = Kind(code: .newerSchema)
+        /// The database (or its body folder) could not be created or opened for writing; also a
+        /// body folder that is a symbolic link or open to other users.
+        public static let cannotCreate = Kind(code: .cannotCreate)
+        /// A write to a queue opened with ``QueueConfiguration/readOnly``.
+        public static let readOnly = Kind(code: .readOnly)
+        /// A read-only command was pointed at a database that does not exist.
+        public static let databaseMissing = Kind(code: .databaseMissing)
+        /// The disk is full; the operation was rolled back.
+        public static let diskFull = Kind(code: .diskFull)
+        /// Reading or writing failed for another reason.
+        public static let io = Kind(code: .io)
+        /// The request cannot be stored: an invalid URL, method or header, or an endpoint the
+        /// client cannot build (the reason gives the client's error).
+        public static let invalidRequest = Kind(code: .invalidRequest)
+        /// A header holds a secret and the queue is set to refuse storing secrets.
+        public static let secretHeader = Kind(code: .secretHeader)
+        /// No entry has this id.
+        public static let noSuchEntry = Kind(code: .noSuchEntry)
+        /// The entry is in flight under a live lease and cannot be changed now.
+        public static let entryInFlight = Kind(code: .entryInFlight)
+        /// The database server cannot be reached (refused, timed out, shutting down, or the
+        /// login failed). Nothing was stored or changed; try again once it is back.
+        public static let unavailable = Kind(code: .unavailable)
+
+        /// The kind's name, such as `diskFull`.
+        public var description: String { code.rawValue }
+
+        /// `catch QueueError.Kind.diskFull`: an error of this kind.
+        public static func ~= (kind: Kind, error: any Error) -> Bool {
+            (error as? QueueError)?.kind == kind
+        }
+    }
+
+    /// What went wrong.
+    public let kind: Kind
+    /// The database's path, or for PostgreSQL its URL without the password, when the error
+    /// concerns the database.
+    public let path: String?
+    /// Why, in words, for the kinds that say: `corruptDatabase`, `cannotCreate`, `io`,
+    /// `invalidRequest`, `unavailable`.
+    public let reason: String?
+    /// The entry, for `noSuchEntry` and `entryInFlight`.
+    public let entryID: EntryID?
+    /// The header refused, for `secretHeader`.
+    public let headerName: String?
+    /// For `newerSchema`: the file's schema version, and the newest this version understands.
+    public let foundVersion: Int?
+    public let supportedVersion: Int?
+
+    private init(
+        _ code: Kind.Code, path: String? = nil, reason: String? = nil, entryID: EntryID? = nil, headerName: String? = nil,
+        found: Int? = nil, supported: Int? = nil
+    ) {
+        kind = Kind(code: code)
+        self.path = path
+        self.reason = reason
+        self.entryID = entryID
+        self.headerName = headerName
+        foundVersion = found
+        supportedVersion = supported
+    }
+
+    public static func corruptDatabase(path: String, reason: String) -> QueueError { QueueError(.corruptDatabase, path: path, reason: reason) }
+    public static func newerSchema(path: String, found: Int, supported: Int) -> QueueError {
+        QueueError(.newerSchema, path: path, found: found, supported: supported)
+    }
+    public static func cannotCreate(path: String, reason: String) -> QueueError { QueueError(.cannotCreate, path: path, reason: reason) }
+    public static func readOnly(path: String) -> QueueError { QueueError(.readOnly, path: path) }
+    public static func databaseMissing(path: String) -> QueueError { QueueError(.databaseMissing, path: path) }
+    public static func diskFull(path: String) -> QueueError { QueueError(.diskFull, path: path) }
+    public static func io(path: String, reason: String) -> QueueError { QueueError(.io, path: path, reason: reason) }
+    public static func invalidRequest(_ reason: String) -> QueueError { QueueError(.invalidRequest, reason: reason) }
+    public static func secretHeader(name: String) -> QueueError { QueueError(.secretHeader, headerName: name) }
+    public static func noSuchEntry(_ id: EntryID) -> QueueError { QueueError(.noSuchEntry, entryID: id) }
+    public static func entryInFlight(_ id: EntryID) -> QueueError { QueueError(.entryInFlight, entryID: id) }
+    /// `location` is the database's URL without its password.
+    public static func unavailable(location: String, reason: String) -> QueueError { QueueError(.unavailable, path: location, reason: reason) }
 
     public var description: String {
-        switch self {
-        case .corruptDatabase(let path, let reason): "\(path) is not a valid queue database (\(reason)); the file was left untouched"
-        case .newerSchema(let path, let found, let supported): "\(path) has schema version \(found), newer than the \(supported) this version understands; upgrade Courier to use it"
-        case .cannotCreate(let path, let reason): "cannot create or open \(path) for writing: \(reason)"
-        case .databaseMissing(let path): "no queue database at \(path)"
-        case .diskFull(let path): "the disk holding \(path) is full; nothing was stored"
-        case .io(let path, let reason): "I/O error on \(path): \(reason)"
-        case .invalidRequest(let reason): "invalid request: \(reason)"
-        case .secretHeader(let name): "header \(name) holds a secret, which is not stored by default"
-        case .noSuchEntry(let id): "no entry with id \(id)"
-        case .entryInFlight(let id): "entry \(id) is being sent by a drainer right now"
-        case .unavailable(let location, let reason): "cannot reach the queue's database at \(location): \(reason); nothing was changed"
+        let path = path ?? "?", reason = reason ?? "", id = entryID.map(String.init) ?? "?"
+        return switch kind.code {
+        case .corruptDatabase: "\(path) is not a valid queue database (\(reason)); the file was left untouched"
+        case .newerSchema:
+            "\(path) has schema version \(foundVersion ?? 0), newer than the \(supportedVersion ?? 0) this version understands; upgrade Courier to use it"
+        case .cannotCreate: "cannot create or open \(path) for writing: \(reason)"
+        case .readOnly: "cannot write to \(path): the queue was opened read-only"
+        case .databaseMissing: "no queue database at \(path)"
+        case .diskFull: "the disk holding \(path) is full; nothing was stored"
+        case .io: "I/O error on \(path): \(reason)"
+        case .invalidRequest: "invalid request: \(reason)"
+        case .secretHeader: "header \(headerName ?? "?") holds a secret, which is not stored by default"
+        case .noSuchEntry: "no entry with id \(id)"
+        case .entryInFlight: "entry \(id) is being sent by a drainer right now"
+        case .unavailable: "cannot reach the queue's database at \(path): \(reason); nothing was changed"
         }
     }
 }

@@ -171,7 +171,7 @@ final class QueueStore: QueueStorage {
             }
         } catch {
             let mapped = Self.map(error, path: path, opening: true)
-            if case .corruptDatabase = mapped { throw mapped }
+            if mapped.kind == .corruptDatabase { throw mapped }
         }
     }
 
@@ -362,7 +362,7 @@ final class QueueStore: QueueStorage {
     /// What a write to a queue opened read-only throws: `cannotCreate`, the error for a file
     /// that cannot be opened for writing, so `sync` exits with 73 as for a file it may not write.
     static func readOnlyRefusal(_ path: String) -> QueueError {
-        .cannotCreate(path: path, reason: "the queue was opened read-only")
+        .readOnly(path: path)
     }
 
     /// Whether the file system holding `path` has no block left for us.

@@ -50,10 +50,10 @@ func docSnippet_OfflineQueue_2() async throws {
     // Unknown ids and entries a live drainer is sending are refused, and then nothing changed.
     do throws(QueueError) {
         try await queue.retry([99])
-    } catch .noSuchEntry(let id) {
-        print("no entry #\(id)")
-    } catch .entryInFlight(let id) {
-        print("#\(id) is being sent right now")
+    } catch QueueError.Kind.noSuchEntry {
+        print("no entry #99")
+    } catch let error where error.kind == .entryInFlight {
+        print("#\(error.entryID ?? 0) is being sent right now")
     } catch {
         print(error)
     }

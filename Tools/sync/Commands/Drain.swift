@@ -70,10 +70,10 @@ struct Drain: AsyncParsableCommand {
                 let summary: DrainSummary
                 do {
                     summary = try await drain.value
-                } catch QueueError.diskFull(let path) {
+                } catch let error as QueueError where error.kind == .diskFull {
                     // Not the enqueue's "nothing was stored": what was sent is recorded.
                     complain("""
-                        the disk holding \(path) is full: the drain stopped sending, and the outcome \
+                        the disk holding \(error.path ?? options.shownPath) is full: the drain stopped sending, and the outcome \
                         of every request it sent is recorded; the entries it did not send stay \
                         pending (free space, then drain again)
                         """)

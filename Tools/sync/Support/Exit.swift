@@ -29,23 +29,23 @@ func complain(_ message: String) {
 
 /// The exit status for a queue error, after saying what went wrong.
 func sysExit(for error: QueueError) -> ExitCode {
-    switch error {
-    case .secretHeader(let name):
+    if error.kind == .secretHeader, let name = error.headerName {
         complain("""
             header \(name) holds a secret and is not stored by default. Either pass --store-secrets \
             (the database then holds the secret), or use a template resolved at send time, such as \
             -H '\(name): Bearer ${env:API_TOKEN}' or -H '\(name): Bearer ${credential:NAME}' \
             (a systemd credential from $CREDENTIALS_DIRECTORY)
             """)
-    default:
+    } else {
         complain(error.description)
     }
-    switch error {
+    switch error.kind {
     case .corruptDatabase, .newerSchema, .invalidRequest, .secretHeader, .noSuchEntry, .entryInFlight: return SysExit.dataError
     case .databaseMissing: return SysExit.noInput
-    case .cannotCreate: return SysExit.cannotCreate
+    case .cannotCreate, .readOnly: return SysExit.cannotCreate
     case .diskFull, .io: return SysExit.ioError
     case .unavailable: return SysExit.unavailable
+    default: return SysExit.dataError
     }
 }
 
