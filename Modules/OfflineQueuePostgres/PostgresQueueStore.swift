@@ -32,6 +32,8 @@ final class PostgresQueueStore: QueueStorage {
     let channel: String
     /// The advisory lock's first key is `hashtext` of this.
     let lockName: String
+    /// A drain's commit: the call of the schema's `settle_and_claim`.
+    let commitCall: String
     /// One per process: every store of the process compares times on the same reading.
     let clock = FleetClock.shared
     private let running: Task<Void, Never>
@@ -68,6 +70,7 @@ final class PostgresQueueStore: QueueStorage {
         schema = "\"\(place.schema)\""
         channel = place.schema + ".enqueued"
         lockName = "courier:" + place.schema
+        commitCall = "SELECT * FROM \"\(place.schema)\".settle_and_claim(" + (1...19).map { "$\($0)" }.joined(separator: ", ") + ")"
         let starting = LockedBox(Start())
         self.starting = starting
         running = Task {
@@ -256,6 +259,12 @@ final class PostgresQueueStore: QueueStorage {
                 }
             }
         }
+    }
+
+    /// Runs `body`, which writes in one statement (its own transaction), on a pooled connection.
+    func writing<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(QueueError) -> T {
+        if readOnly { throw QueueError.cannotCreate(path: location, reason: "the queue was opened read-only") }
+        return try await reading(body)
     }
 
     /// Runs `body` on a pooled connection, outside a transaction (each statement its own).
