@@ -3,7 +3,8 @@ import HTTPCore
 import OfflineQueue
 import PostgresNIO
 
-/// The drain's side: settlements, orphans taken back, lapsed leases, claims.
+/// The drain's side: settlements, orphans taken back, lapsed leases and claims, each commit in
+/// one statement.
 extension PostgresQueueStore {
     /// The columns read into a ``QueueEntry``, in ``entry(_:fleet:at:)``'s order.
     static let entryColumns = """
@@ -11,6 +12,8 @@ extension PostgresQueueStore {
         timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, last_attempt_at, finished_at,
         waiting_network, lease_owner, lease_expires_at, last_status, last_error, response_excerpt, dead_reason
         """
+    /// How many ``entryColumns`` there are: `settle_and_claim`'s rows carry their tag after them.
+    static let entryColumnCount = entryColumns.split(separator: ",").count
 
     /// "The drainer holding `entry.lease_drainer` lives": its advisory lock is held.
     static let drainerLives = """
@@ -30,27 +33,16 @@ extension PostgresQueueStore {
     ) async throws(QueueError) -> ClaimResult {
         guard !settlements.isEmpty || claimLimit > 0 || chores.reclaimOrphans else { return ClaimResult() }
         let fleet = try await fleetTime(now)
-        let mine = heldNumbers
-        let current = currentNumber
         let since = attemptedSince.map { fleet - (now.uptime - $0) }
-        return try await transaction { connection in
-            var result = ClaimResult()
-            result.lost = try await self.settle(settlements, fleet: fleet, mine: mine, on: connection)
-            if chores.reclaimOrphans { result.reclaimed = try await self.reclaimOrphans(current: current, on: connection) }
-            if claimLimit > 0 && current >= 0 {
-                result.claimed = try await self.claim(
-                    limit: claimLimit, number: current, fleet: fleet, now: now, lease: lease, since: since, on: connection
-                )
-            }
-            return result
-        }
+        return try await commit(
+            settlements, fleet: fleet, now: now, reclaim: chores.reclaimOrphans, claimLimit: claimLimit, lease: lease, since: since
+        )
     }
 
     func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
         guard !settlements.isEmpty else { return [] }
         let fleet = try await fleetTime(now)
-        let mine = heldNumbers
-        return try await transaction { connection in try await self.settle(settlements, fleet: fleet, mine: mine, on: connection) }
+        return try await commit(settlements, fleet: fleet, now: now, reclaim: false, claimLimit: 0, lease: .zero, since: nil).lost
     }
 
     /// The server's disk is not this host's to keep a reserve on: none is held.
@@ -64,104 +56,42 @@ extension PostgresQueueStore {
         return lost
     }
 
-    /// Applies `settlements` of entries held under one of `mine`; returns those held by no one
-    /// of them any more.
-    private func settle(_ settlements: [Settlement], fleet: Double, mine: [Int64], on connection: PostgresConnection) async throws -> Set<EntryID> {
-        var lost: Set<EntryID> = []
-        var deliveries: [Int: [EntryID]] = [:]
-        for settlement in settlements {
-            if case .deliver(let status) = settlement.transition { deliveries[status, default: []].append(settlement.id) }
-        }
-        let release = ", lease_owner = NULL, lease_drainer = NULL, lease_expires_at = NULL"
-        for (status, ids) in deliveries {
-            let recorded = try await connection.query(PostgresQuery(unsafeSQL: sql("""
-                UPDATE §.entry SET state = 'delivered', attempts = attempts + 1, finished_at = $1, last_status = $2,
-                    last_error = NULL, waiting_network = false\(release)
-                WHERE id = ANY($3) AND state = 'inflight' AND lease_drainer = ANY($4) RETURNING id
-                """)).with(fleet, Int32(clamping: status), ids, mine), logger: logger).decodeAll(Int64.self)
-            lost.formUnion(Set(ids).subtracting(recorded))
-        }
-        for settlement in settlements {
-            let query: PostgresQuery
-            switch settlement.transition {
-            case .deliver:
-                continue
-            case .retry(let retry):
-                query = try PostgresQuery(unsafeSQL: sql("""
-                    UPDATE §.entry SET state = 'pending', attempts = attempts + $1, next_attempt_at = $2, waiting_network = $3,
-                        last_status = $4, last_error = $5, response_excerpt = $6\(release)
-                    WHERE id = $7 AND state = 'inflight' AND lease_drainer = ANY($8) RETURNING id
-                    """)).with(
-                        Int32(retry.consumesAttempt ? 1 : 0), fleet + retry.after.seconds, retry.waitingForNetwork,
-                        retry.status.map { Int32(clamping: $0) }, retry.error, retry.excerpt, settlement.id, mine
-                    )
-            case .deadLetter(let dead):
-                query = try PostgresQuery(unsafeSQL: sql("""
-                    UPDATE §.entry SET state = 'dead', attempts = attempts + $1, finished_at = $2, last_status = $3,
-                        dead_reason = $4, last_error = $5, response_excerpt = $6, waiting_network = false\(release)
-                    WHERE id = $7 AND state = 'inflight' AND lease_drainer = ANY($8) RETURNING id
-                    """)).with(
-                        Int32(dead.consumesAttempt ? 1 : 0), fleet, dead.status.map { Int32(clamping: $0) }, dead.reason.rawValue,
-                        dead.error, dead.excerpt, settlement.id, mine
-                    )
-            case .release:
-                query = try PostgresQuery(unsafeSQL: sql("""
-                    UPDATE §.entry SET state = 'pending'\(release)
-                    WHERE id = $1 AND state = 'inflight' AND lease_drainer = ANY($2) RETURNING id
-                    """)).with(settlement.id, mine)
+    /// One commit of a drain, in one statement (the schema's `settle_and_claim`): records
+    /// `settlements` of entries held under one of this store's numbers (those held by no one of
+    /// them any more come back as lost); with `reclaim`, takes back the entries of drainers
+    /// that are gone and the lapsed leases (the guard against a drainer that lives but hangs);
+    /// then claims up to `claimLimit` entries under the current number.
+    private func commit(
+        _ settlements: [Settlement], fleet: Double, now: QueueTime, reclaim: Bool, claimLimit: Int, lease: Duration, since: Double?
+    ) async throws(QueueError) -> ClaimResult {
+        let owner = self.owner
+        var query = PostgresQuery(unsafeSQL: commitCall)
+        query.binds.append(heldNumbers)
+        query.binds.append(fleet)
+        SettlementColumns(settlements).bind(into: &query.binds)
+        query.binds.append(reclaim)
+        query.binds.append(lockName)
+        query.binds.append(currentNumber)
+        query.binds.append(Int32(clamping: claimLimit))
+        query.binds.append(owner)
+        query.binds.append(fleet + lease.seconds)
+        query.binds.append(since)
+        return try await writing { [query] connection in
+            var result = ClaimResult()
+            var claimed: [QueueEntry] = []
+            claimed.reserveCapacity(claimLimit)
+            for try await row in try await connection.query(query, logger: self.logger) {
+                let cells = row.makeRandomAccess()
+                switch try cells[Self.entryColumnCount].decode(String.self) {
+                case "claimed": claimed.append(try Self.entry(cells, fleet: fleet, at: now, leaseOwner: owner))
+                case "lost": result.lost.insert(try cells[0].decode(Int64.self))
+                default: result.reclaimed += Int(try cells[0].decode(Int64.self))
+                }
             }
-            if try await connection.query(query, logger: logger).decodeAll(Int64.self).isEmpty { lost.insert(settlement.id) }
+            claimed.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
+            result.claimed = claimed
+            return result
         }
-        return lost
-    }
-
-    /// Entries in flight under drainers whose lock is free go back to pending, nothing counted:
-    /// those of other processes, and this one's own under a number whose connection was cut
-    /// (they are sent again, as a dead drainer's are).
-    private func reclaimOrphans(current: Int64, on connection: PostgresConnection) async throws -> Int {
-        try await connection.query(PostgresQuery(unsafeSQL: sql("""
-            UPDATE §.entry AS e SET state = 'pending', lease_owner = NULL, lease_drainer = NULL, lease_expires_at = NULL,
-                last_error = 'taken back from ' || e.lease_owner || ', a drainer that is gone'
-            WHERE e.state = 'inflight' AND e.lease_drainer <> $2 AND NOT \(Self.drainerLives)
-            RETURNING e.id
-            """)).with(lockName, current), logger: logger).decodeAll(Int64.self).count
-    }
-
-    /// Lapsed leases (a drainer that lives but hangs) back to pending, then the claim itself.
-    private func claim(
-        limit: Int, number: Int64, fleet: Double, now: QueueTime, lease: Duration, since: Double?, on connection: PostgresConnection
-    ) async throws -> [QueueEntry] {
-        try await connection.query(PostgresQuery(unsafeSQL: sql("""
-            UPDATE §.entry SET state = 'pending', lease_owner = NULL, lease_drainer = NULL, lease_expires_at = NULL
-            WHERE state = 'inflight' AND lease_expires_at < $1 AND lease_drainer <> $2
-            """)).with(fleet, number), logger: logger)
-        let once = since == nil ? "" : "AND (c.last_attempt_at IS NULL OR c.last_attempt_at < $6)"
-        var query = try PostgresQuery(unsafeSQL: sql("""
-            UPDATE §.entry AS e SET state = 'inflight', lease_owner = $1, lease_drainer = $2, lease_expires_at = $3,
-                last_attempt_at = $4
-            FROM (
-                SELECT c.id FROM §.entry AS c
-                -- `+ 0` keeps the planner off the due-time index: it misjudges how many rows are
-                -- due and would sort every pending entry to take a few. The claim walks the claim
-                -- order's index and stops at the limit.
-                WHERE c.state = 'pending' AND c.next_attempt_at + 0 <= $4 \(once)
-                AND NOT \(Self.paused("c"))
-                AND (c.group_key IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM §.entry AS p
-                    WHERE p.group_key = c.group_key AND p.id < c.id AND p.state IN ('pending', 'inflight')))
-                ORDER BY c.priority DESC, c.id
-                LIMIT $5
-                FOR UPDATE SKIP LOCKED
-            ) AS picked
-            WHERE e.id = picked.id
-            RETURNING \(Self.entryColumns.split(separator: ",").map { "e." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
-            """)).with(owner, number, fleet + lease.seconds, fleet, Int64(limit))
-        if let since { try query.binds.bind(since) }
-        var claimed: [QueueEntry] = []
-        for try await row in try await connection.query(query, logger: logger) {
-            claimed.append(try Self.entry(row, fleet: fleet, at: now))
-        }
-        return claimed.sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
     }
 
     func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int {
@@ -190,7 +120,13 @@ extension PostgresQueueStore {
     /// this host's clocks said `now`. Its budget's start and its due time are turned into this
     /// host's boot clock, which the lifecycle measures age on and waits and listings show by.
     static func entry(_ row: PostgresRow, fleet: Double, at now: QueueTime) throws -> QueueEntry {
-        let cells = row.makeRandomAccess()
+        try entry(row.makeRandomAccess(), fleet: fleet, at: now)
+    }
+
+    /// An entry from the cells of a row whose first columns are ``entryColumns``; `leaseOwner`,
+    /// when given, is taken for the row's (a claim's entries share the drainer's one string
+    /// rather than a copy a row).
+    static func entry(_ cells: PostgresRandomAccessRow, fleet: Double, at now: QueueTime, leaseOwner: String? = nil) throws -> QueueEntry {
         let inline = try cells[5].decode(Data?.self)
         let reference = try cells[6].decode(String?.self)
         let length = try cells[7].decode(Int64?.self)
@@ -202,10 +138,11 @@ extension PostgresQueueStore {
         let stateText = try cells[13].decode(String.self)
         let budgetFrom = try cells[16].decode(Double.self)
         let next = try cells[17].decode(Double.self)
-        let state = EntryState(rawValue: stateText) ?? .pending
+        let id = try cells[0].decode(Int64.self)
+        let state = try UnknownStoredValue.state(stateText, id: id)
         let date = { (seconds: Double?) in seconds.map(Date.init(timeIntervalSince1970:)) }
         return QueueEntry(
-            id: try cells[0].decode(Int64.self),
+            id: id,
             idempotencyKey: try cells[1].decode(String.self),
             method: try cells[2].decode(String.self),
             url: try cells[3].decode(String.self),
@@ -224,15 +161,95 @@ extension PostgresQueueStore {
             lastAttemptAt: date(try cells[18].decode(Double?.self)),
             finishedAt: date(try cells[19].decode(Double?.self)),
             waitingForNetwork: try cells[20].decode(Bool.self),
-            leaseOwner: try cells[21].decode(String?.self),
+            leaseOwner: try leaseOwner ?? cells[21].decode(String?.self),
             leaseExpiresAt: date(try cells[22].decode(Double?.self)),
             lastStatus: try cells[23].decode(Int32?.self).map(Int.init),
             lastError: try cells[24].decode(String?.self),
             responseExcerpt: try cells[25].decode(String?.self),
             budgetUptime: now.uptime - (fleet - budgetFrom),
-            deadReason: try cells[26].decode(String?.self).flatMap(DeadReason.init(rawValue:)),
+            deadReason: try UnknownStoredValue.deadReason(cells[26].decode(String?.self), id: id),
             nextDue: state == .pending ? DueTime(boot: now.boot, uptime: now.uptime + (next - fleet)) : nil
         )
+    }
+}
+
+/// Settlements as the columns `settle_and_claim` unnests, one array per field: a value that
+/// does not apply to a kind is a placeholder the statement does not read.
+struct SettlementColumns {
+    var ids: [Int64] = []
+    var kinds: [String] = []
+    var attempts: [Int32] = []
+    var next: [Double] = []
+    var waiting: [Bool] = []
+    /// `-1`: no status.
+    var statuses: [Int32] = []
+    var errors: [String] = []
+    var excerpts: [String] = []
+    var hasExcerpt: [Bool] = []
+    var reasons: [String] = []
+
+    init(_ settlements: [Settlement]) {
+        let count = settlements.count
+        ids.reserveCapacity(count)
+        kinds.reserveCapacity(count)
+        attempts.reserveCapacity(count)
+        next.reserveCapacity(count)
+        waiting.reserveCapacity(count)
+        statuses.reserveCapacity(count)
+        errors.reserveCapacity(count)
+        excerpts.reserveCapacity(count)
+        hasExcerpt.reserveCapacity(count)
+        reasons.reserveCapacity(count)
+        for settlement in settlements {
+            ids.append(settlement.id)
+            switch settlement.transition {
+            case .deliver(let status):
+                append("deliver", attempts: 1, status: status)
+            case .retry(let retry):
+                append(
+                    "retry", attempts: retry.consumesAttempt ? 1 : 0, next: retry.after.seconds, waiting: retry.waitingForNetwork,
+                    status: retry.status, error: retry.error, excerpt: retry.excerpt
+                )
+            case .deadLetter(let dead):
+                append(
+                    "dead", attempts: dead.consumesAttempt ? 1 : 0, status: dead.status, error: dead.error, excerpt: dead.excerpt,
+                    reason: dead.reason.rawValue
+                )
+            case .release:
+                append("release", attempts: 0)
+            }
+        }
+    }
+
+    /// `next` is a delay from the commit's time: the statement adds the fleet's time.
+    private mutating func append(
+        _ kind: String, attempts: Int32, next: Double = 0, waiting: Bool = false, status: Int? = nil, error: String = "",
+        excerpt: String? = nil, reason: String = ""
+    ) {
+        kinds.append(kind)
+        self.attempts.append(attempts)
+        self.next.append(next)
+        self.waiting.append(waiting)
+        statuses.append(status.map { Int32(clamping: $0) } ?? -1)
+        errors.append(error)
+        excerpts.append(excerpt ?? "")
+        hasExcerpt.append(excerpt != nil)
+        reasons.append(reason)
+    }
+
+    /// Appends the arrays to `binds`. Each by its concrete type: through an existential, the
+    /// encoding of every element allocates.
+    func bind(into binds: inout PostgresBindings) {
+        binds.append(ids)
+        binds.append(kinds)
+        binds.append(attempts)
+        binds.append(next)
+        binds.append(waiting)
+        binds.append(statuses)
+        binds.append(errors)
+        binds.append(excerpts)
+        binds.append(hasExcerpt)
+        binds.append(reasons)
     }
 }
 

@@ -54,7 +54,7 @@ extension PostgresQueueStore {
     // MARK: - Bodies
 
     func storeBody(_ stream: ByteStream) async throws(QueueError) -> StoredBody {
-        if readOnly { throw QueueError.cannotCreate(path: location, reason: "the queue was opened read-only") }
+        if readOnly { throw QueueError.readOnly(path: location) }
         let reference = RandomUUID.lowercased()
         do {
             // Each chunk commits by itself: a body is never held whole, and one left behind by a
@@ -211,10 +211,12 @@ extension PostgresQueueStore {
     }
 
     func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
-        let states = filter.states.isEmpty ? EntryState.allCases.map(\.rawValue) : filter.states.map(\.rawValue)
+        // No states asked for: every row, so one holding a state this version does not know is
+        // an error rather than left out.
+        let states: [String]? = filter.states.isEmpty ? nil : filter.states.map(\.rawValue)
         return try await entries(
             at: now,
-            where: "state = ANY($1) AND ($2::text IS NULL OR group_key = $2) AND ($3::bigint IS NULL OR id > $3) ORDER BY id LIMIT $4",
+            where: "($1::text[] IS NULL OR state = ANY($1)) AND ($2::text IS NULL OR group_key = $2) AND ($3::bigint IS NULL OR id > $3) ORDER BY id LIMIT $4",
             states, filter.group, filter.after, Int64(max(0, filter.limit))
         )
     }

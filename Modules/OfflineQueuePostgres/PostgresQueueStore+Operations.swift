@@ -75,7 +75,7 @@ extension PostgresQueueStore {
         for value in values { try query.binds.bind(value) }
         var found: [(id: Int64, state: EntryState, held: Bool, body: String?)] = []
         for try await (id, state, held, body) in try await connection.query(query, logger: logger).decode((Int64, String, Bool, String?).self) {
-            found.append((id, EntryState(rawValue: state) ?? .pending, held, body))
+            found.append((id, try UnknownStoredValue.state(state, id: id), held, body))
         }
         return found
     }

@@ -32,6 +32,8 @@ final class PostgresQueueStore: QueueStorage {
     let channel: String
     /// The advisory lock's first key is `hashtext` of this.
     let lockName: String
+    /// A drain's commit: the call of the schema's `settle_and_claim`.
+    let commitCall: String
     /// One per process: every store of the process compares times on the same reading.
     let clock = FleetClock.shared
     private let running: Task<Void, Never>
@@ -45,6 +47,8 @@ final class PostgresQueueStore: QueueStorage {
     /// one (before a reconnect) are still this drainer's.
     private let numbers = LockedBox<[Int64]>([])
     private let wake = LockedBox<(@Sendable () -> Void)?>(nil)
+    /// What waits on a connection, failed when it closes.
+    let closes = CloseWatch()
 
     /// Bodies are kept in chunks of this many bytes.
     static let chunkSize = 256 * 1024
@@ -68,6 +72,7 @@ final class PostgresQueueStore: QueueStorage {
         schema = "\"\(place.schema)\""
         channel = place.schema + ".enqueued"
         lockName = "courier:" + place.schema
+        commitCall = "SELECT * FROM \"\(place.schema)\".settle_and_claim(" + (1...19).map { "$\($0)" }.joined(separator: ", ") + ")"
         let starting = LockedBox(Start())
         self.starting = starting
         running = Task {
@@ -224,38 +229,55 @@ final class PostgresQueueStore: QueueStorage {
     /// failover): PostgresNIO 1.33 closes the connection without failing a row stream that
     /// already delivered rows, and a statement sent after the close is dropped without an
     /// error. Both were seen in the server-restart test, where a drain waited forever (on its
-    /// settle, and on the `ROLLBACK` of a transaction whose connection had closed). The body runs in a task of its own, so a caller
-    /// is never held by one that does not end; a watcher looks at the connection every 200 ms
-    /// while the body runs.
+    /// settle, and on the `ROLLBACK` of a transaction whose connection had closed). The body
+    /// runs in a task of its own, so a caller is never held by one that does not end; the
+    /// connection's `closeFuture` ends the wait (``CloseWatch``).
     func failingOnClose<T: Sendable>(_ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let finished = LockedBox(false)
         let location = self.location
+        let closes = self.closes
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let race = LockedBox(Race())
             let finish: @Sendable (Result<T, any Error>) -> Void = { result in
-                let first = finished.withLock { done in
-                    defer { done = true }
-                    return !done
+                let first = race.withLock { race in
+                    defer { race.done = true }
+                    return !race.done
                 }
                 if first { continuation.resume(with: result) }
             }
+            let watch = closes.onClose(of: connection) {
+                finish(.failure(QueueError.unavailable(location: location, reason: "the server closed the connection during a statement")))
+                race.withLock { $0.work }?.cancel()
+            }
             let work = Task {
+                let result: Result<T, any Error>
                 do {
-                    finish(.success(try await body()))
+                    result = .success(try await body())
                 } catch {
-                    finish(.failure(error))
+                    result = .failure(error)
                 }
+                closes.forget(watch, of: connection)
+                finish(result)
             }
-            Task {
-                while !finished.current {
-                    if connection.isClosed {
-                        finish(.failure(QueueError.unavailable(location: location, reason: "the server closed the connection during a statement")))
-                        work.cancel()
-                        return
-                    }
-                    try? await Task.sleep(for: .milliseconds(200))
-                }
+            // Closed before the task was known to the watch: it is cancelled here instead.
+            let closedAlready = race.withLock { race in
+                race.work = work
+                return race.done
             }
+            if closedAlready { work.cancel() }
         }
+    }
+
+    /// Who ended ``failingOnClose(_:_:)``'s wait first, and the task to cancel when the
+    /// connection did.
+    private struct Race {
+        var done = false
+        var work: Task<Void, Never>?
+    }
+
+    /// Runs `body`, which writes in one statement (its own transaction), on a pooled connection.
+    func writing<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(QueueError) -> T {
+        if readOnly { throw QueueError.readOnly(path: location) }
+        return try await reading(body)
     }
 
     /// Runs `body` on a pooled connection, outside a transaction (each statement its own).
@@ -294,6 +316,48 @@ final class PostgresQueueStore: QueueStorage {
         }
         result += rest
         return result
+    }
+}
+
+/// Calls what waits on a connection when the connection closes: one callback on each
+/// connection's `closeFuture`, registered when the first wait on it begins and kept until it
+/// closes, serves every wait after it (a future's callbacks are never removed, so one per wait
+/// would pile up on a connection the pool keeps).
+final class CloseWatch: Sendable {
+    private struct Watched {
+        let connection: PostgresConnection
+        var actions: [Int: @Sendable () -> Void] = [:]
+    }
+
+    private struct State {
+        var next = 0
+        var watched: [ObjectIdentifier: Watched] = [:]
+    }
+
+    private let state = LockedBox(State())
+
+    /// Calls `action` once `connection` closes (at once if it closed already), unless
+    /// ``forget(_:of:)`` is called first with the returned token.
+    func onClose(of connection: PostgresConnection, _ action: @escaping @Sendable () -> Void) -> Int {
+        let key = ObjectIdentifier(connection)
+        let (token, first) = state.withLock { state in
+            state.next += 1
+            let first = state.watched[key] == nil
+            state.watched[key, default: Watched(connection: connection)].actions[state.next] = action
+            return (state.next, first)
+        }
+        if first {
+            connection.closeFuture.whenComplete { [state] _ in
+                guard let watched = state.withLock({ $0.watched.removeValue(forKey: key) }) else { return }
+                for action in watched.actions.values { action() }
+            }
+        }
+        return token
+    }
+
+    /// The wait of `token` ended: its action is not called.
+    func forget(_ token: Int, of connection: PostgresConnection) {
+        state.withLock { _ = $0.watched[ObjectIdentifier(connection)]?.actions.removeValue(forKey: token) }
     }
 }
 

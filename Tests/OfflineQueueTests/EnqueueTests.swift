@@ -411,11 +411,14 @@ extension TemplateOriginTests {
         let queue = try makeQueue(path: folder.databasePath, server: server, policy: DeliveryPolicy(maxAge: .seconds(3600)))
         let url = server.url("/echo").absoluteString
         for notBefore in [Date(timeIntervalSince1970: 1e300), Date.distantFuture, Date().addingTimeInterval(7200)] {
-            do {
+            // A typed do: `catch let error as QueueError where …` in an untyped one crashes
+            // Swift 6.3.1's SIL ownership verifier.
+            do throws(QueueError) {
                 _ = try await queue.enqueue(method: "POST", url: url, options: EnqueueOptions(notBefore: notBefore))
                 Issue.record("notBefore \(notBefore) was accepted")
-            } catch let error as QueueError where error.kind == .invalidRequest {
+            } catch {
                 let reason = error.reason ?? ""
+                #expect(error.kind == .invalidRequest)
                 #expect(reason.contains("100 years") || reason.contains("maximum age"), "\(reason)")
             }
         }

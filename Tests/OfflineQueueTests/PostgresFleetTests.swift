@@ -224,6 +224,34 @@ struct PostgresFleetTests {
         #expect(DatabaseLocation.redacted("postgres://app:p%40ss@db.internal/orders") == "postgres://app:***@db.internal/orders")
     }
 
+    @Test("a row whose state or dead reason this version does not know is an error naming the row, never read as another state")
+    func unknownValues() async throws {
+        let store = try TestStore(.postgres)
+        defer { Task { await store.remove() } }
+        let server = try await TestHTTPServer.start()
+        let schema = try #require(store.schema)
+        let queue = try await makeQueue(on: store, server: server)
+        let odd = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        let fine = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        // What a newer Courier could leave, past this version's CHECK constraint.
+        _ = try await withPostgres(store.path) { connection in
+            try await connection.query(Self.query("ALTER TABLE \"\(schema)\".entry DROP CONSTRAINT entry_state_check"), logger: testLogger)
+            try await connection.query(Self.query("UPDATE \"\(schema)\".entry SET state = 'parked' WHERE id = \(odd.id)"), logger: testLogger)
+        }
+        let refused = await #expect(throws: QueueError.self) { _ = try await queue.entry(odd.id) }
+        #expect(refused?.kind == .corruptDatabase)
+        #expect(refused?.reason == "entry \(odd.id) has state 'parked', which this version does not know")
+        await #expect(throws: QueueError.self) { _ = try await queue.entries() }
+        #expect(try await queue.entry(fine.id)?.state == .pending, "other rows read as they are")
+        _ = try await withPostgres(store.path) { connection in
+            try await connection.query(Self.query("UPDATE \"\(schema)\".entry SET state = 'dead', dead_reason = 'bored' WHERE id = \(odd.id)"), logger: testLogger)
+        }
+        let reason = await #expect(throws: QueueError.self) { _ = try await queue.entry(odd.id) }
+        #expect(reason?.reason == "entry \(odd.id) has dead reason 'bored', which this version does not know")
+        await queue.close()
+        await server.shutdown()
+    }
+
     @Test("a schema written by a newer Courier is refused with newerSchema and left as it was; a missing one is not made by a reader")
     func newerSchema() async throws {
         let store = try TestStore(.postgres)
