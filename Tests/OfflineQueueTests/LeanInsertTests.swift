@@ -21,6 +21,16 @@ struct LeanInsertTests {
         try await DatabaseQueue(path: path).read { try Int.fetchOne($0, sql: sql) }
     }
 
+    /// A queue on an injected clock that has delivered one entry, so its drain has set the
+    /// boot mark and rebased what it found.
+    func drainedOnce(_ folder: TempFolder, _ server: TestHTTPServer) async throws -> (OfflineQueue, ManualQueueClock) {
+        let clock = ManualQueueClock()
+        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.clock = clock.queueClock }
+        _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+        #expect(try await queue.drain().delivered == 1)
+        return (queue, clock)
+    }
+
     @Test("an id is never given twice: not after the newest entry is purged, not after every entry is")
     func idsNeverReused() async throws {
         let folder = try TempFolder()
@@ -78,10 +88,7 @@ struct LeanInsertTests {
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
         let url = server.url("/echo").absoluteString
-        let clock = ManualQueueClock()
-        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.clock = clock.queueClock }
-        _ = try await queue.enqueue(method: "POST", url: url)
-        #expect(try await queue.drain().delivered == 1)   // this boot's mark is set
+        let (queue, clock) = try await drainedOnce(folder, server)
         // Another boot's process (its boot clock near zero) schedules an entry a minute out.
         let now = clock.queueClock.now()
         let other = ManualQueueClock(start: QueueTime(wall: now.wall, boot: "another-boot", uptime: 10))
@@ -104,10 +111,7 @@ struct LeanInsertTests {
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
         let url = server.url("/echo").absoluteString
-        let clock = ManualQueueClock()
-        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.clock = clock.queueClock }
-        _ = try await queue.enqueue(method: "POST", url: url)
-        #expect(try await queue.drain().delivered == 1)
+        let (queue, clock) = try await drainedOnce(folder, server)
         let now = clock.queueClock.now()
         let ahead = ManualQueueClock(start: QueueTime(wall: now.wall, boot: now.boot, uptime: now.uptime + 3 * 86400))
         let writer = try makeQueue(path: folder.databasePath, server: server) { $0.clock = ahead.queueClock }

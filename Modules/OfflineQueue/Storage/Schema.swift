@@ -199,10 +199,8 @@ enum Schema {
                 """)
         }
         migrator.registerMigration("v8-lean-insert") { db in
-            // An insert enters only the row, its idempotency key and the claim order
-            // (`courier-bench`'s per-operation counts, issue 30: 19.5 write system calls per
-            // durable enqueue, 9 WAL frames, against 5.3 for a minimal insert; each b-tree a
-            // row enters is a page written):
+            // An insert enters only the row, its idempotency key and the claim order: each
+            // b-tree a row enters is a page written at its commit (Docs/Benchmarks.md):
             // - no AUTOINCREMENT (its `sqlite_sequence` row was rewritten at every insert): an
             //   insert takes one more than the largest id there is or ever was, the largest
             //   deleted one kept in `queue_meta.id_floor` by a trigger, so no id is used twice;
