@@ -1,0 +1,52 @@
+import Foundation
+import HTTPCore
+@testable import OfflineQueue
+import Testing
+
+/// Events published while subscribers are cancelled: a yield takes the subscriber task's status
+/// lock, a cancellation holds it and ends in the broadcast's own lock, so publishing under that
+/// lock could block both threads of the cooperative pool for good (seen in a full test run
+/// beside a busy loop: every drain and service of the process stopped).
+@Suite("EventBroadcast: publishing and cancelling at once")
+struct EventBroadcastTests {
+    @Test("subscribers cancelled while events are published, 1,000 rounds: nothing blocks")
+    func publishWhileCancelling() async {
+        let broadcast = EventBroadcast()
+        // A hang would take the cooperative pool with it, and any timeout running on it: a
+        // thread of its own ends the process with the reason instead of letting it hang.
+        let watchdog = HangWatchdog(limit: 120, what: "EventBroadcast: publish and cancel deadlocked")
+        defer { watchdog.disarm() }
+        for _ in 0..<1_000 {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 {
+                    let stream = broadcast.stream(bufferingPolicy: .unbounded)
+                    group.addTask { for await _ in stream {} }
+                }
+                group.addTask { for index in 0..<64 { broadcast.publish(.released(id: EntryID(index))) } }
+                await Task.yield()
+                group.cancelAll()
+            }
+        }
+        #expect(!broadcast.hasSubscribers, "every cancelled subscriber left")
+    }
+}
+
+/// Ends the process with `what` unless disarmed within `limit` seconds; runs on a thread of its
+/// own, not on the cooperative pool a deadlock would hold.
+final class HangWatchdog: @unchecked Sendable {
+    private let disarmed = LockedBox(false)
+
+    init(limit: Double, what: String) {
+        let disarmed = self.disarmed
+        Thread.detachNewThread {
+            let deadline = Date().addingTimeInterval(limit)
+            while Date() < deadline {
+                if disarmed.current { return }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            if !disarmed.current { fatalError("hung for \(limit) s: \(what)") }
+        }
+    }
+
+    func disarm() { disarmed.withLock { $0 = true } }
+}
