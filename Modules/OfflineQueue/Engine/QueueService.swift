@@ -252,6 +252,10 @@ public final class ServiceHeartbeat: Sendable {
     }
 
     private let state = LockedBox(State())
+    /// Held while a count goes out, so watchers see counts in order; never taken by a watcher's
+    /// termination (see ``EventBroadcast/publish(_:)`` for the deadlock yielding under `state`
+    /// allowed).
+    private let delivery = LockedBox(())
 
     init() {}
 
@@ -278,9 +282,12 @@ public final class ServiceHeartbeat: Sendable {
     }
 
     func beat() {
-        state.withLock { state in
-            state.count += 1
-            for watcher in state.watchers.values { watcher.yield(state.count) }
+        delivery.withLock { _ in
+            let (count, watchers) = state.withLock { state in
+                state.count += 1
+                return (state.count, Array(state.watchers.values))
+            }
+            for watcher in watchers { watcher.yield(count) }
         }
     }
 

@@ -12,6 +12,12 @@ final class StatusBroadcast: Sendable {
     }
 
     private let state: LockedBox<State>
+    /// Held while statuses go out, so every subscriber sees them in the order they were
+    /// published; never held by a subscriber's termination, which takes only `state`. A yield
+    /// takes the subscriber task's status lock, and a cancelled subscriber holds that lock when
+    /// its termination runs: yielding under `state` took the two in opposite orders, which can
+    /// block both threads of the cooperative pool for good.
+    private let delivery = LockedBox(())
 
     init(_ initial: NetworkStatus) {
         state = LockedBox(State(status: initial))
@@ -25,10 +31,14 @@ final class StatusBroadcast: Sendable {
     /// Publishes `status`; returns whether it was a change.
     @discardableResult
     func publish(_ status: NetworkStatus) -> Bool {
-        state.withLock { state in
-            guard !state.finished, state.status != status else { return false }
-            state.status = status
-            for continuation in state.subscribers.values { continuation.yield(status) }
+        delivery.withLock { _ in
+            let subscribers = state.withLock { state -> [AsyncStream<NetworkStatus>.Continuation]? in
+                guard !state.finished, state.status != status else { return nil }
+                state.status = status
+                return Array(state.subscribers.values)
+            }
+            guard let subscribers else { return false }
+            for continuation in subscribers { continuation.yield(status) }
             return true
         }
     }
@@ -36,12 +46,16 @@ final class StatusBroadcast: Sendable {
     func stream() -> AsyncStream<NetworkStatus> {
         let (stream, continuation) = AsyncStream.makeStream(of: NetworkStatus.self, bufferingPolicy: .unbounded)
         let id = UUID()
-        state.withLock { state in
-            continuation.yield(state.status)
-            if state.finished {
-                continuation.finish()
-            } else {
-                state.subscribers[id] = continuation
+        // Under `delivery` too: a status being published reaches the new stream either as its
+        // first element or after it, never both.
+        delivery.withLock { _ in
+            state.withLock { state in
+                continuation.yield(state.status)
+                if state.finished {
+                    continuation.finish()
+                } else {
+                    state.subscribers[id] = continuation
+                }
             }
         }
         continuation.onTermination = { [weak self] _ in
