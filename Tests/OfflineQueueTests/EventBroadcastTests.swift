@@ -31,19 +31,16 @@ struct EventBroadcastTests {
     }
 }
 
-/// Ends the process with `what` unless disarmed within `limit` seconds; runs on a thread of its
-/// own, not on the cooperative pool a deadlock would hold.
-final class HangWatchdog: @unchecked Sendable {
+/// Ends the process with `what` unless disarmed within `limit` seconds. The check runs on a
+/// serial dispatch queue of its own (an overcommitting thread), not on the cooperative pool a
+/// deadlock would hold, and nothing waits or sleeps for it.
+final class HangWatchdog: Sendable {
     private let disarmed = LockedBox(false)
+    private let queue = DispatchQueue(label: "courier.test.hang-watchdog")
 
     init(limit: Double, what: String) {
         let disarmed = self.disarmed
-        Thread.detachNewThread {
-            let deadline = Date().addingTimeInterval(limit)
-            while Date() < deadline {
-                if disarmed.current { return }
-                Thread.sleep(forTimeInterval: 0.1)
-            }
+        queue.asyncAfter(deadline: .now() + limit) {
             if !disarmed.current { fatalError("hung for \(limit) s: \(what)") }
         }
     }
