@@ -1,4 +1,5 @@
 import Foundation
+import HTTPCore
 import OfflineQueue
 import Testing
 
@@ -64,5 +65,52 @@ struct QueueErrorTests {
         #expect(QueueError.unavailable(location: "postgres://u@h/db", reason: "refused").description
             == "cannot reach the queue's database at postgres://u@h/db: refused; nothing was changed")
         #expect((QueueError.diskFull(path: "q.db") as any LocalizedError).errorDescription == "the disk holding q.db is full; nothing was stored")
+    }
+}
+
+/// `TemplateError` has the same shape: kinds match in `catch` and by `==`, details are
+/// properties, and the descriptions name what to do.
+@Suite("TemplateError: kinds, details and matching")
+struct TemplateErrorTests {
+    let api = Origin("https://api.example.com")!
+
+    @Test("each failure of a real resolution is its kind, with its details")
+    func kinds() throws {
+        var templates = HeaderTemplates(environment: [:], credentialsDirectory: nil)
+        try templates.allow("token", for: "https://api.example.com")
+        // Through an untyped `throws`: Swift 6.3.1's SIL verifier crashes on this catch over a
+        // `do throws(TemplateError)` in this function (a compiler bug, not the pattern's).
+        let resolve: () throws -> Void = { _ = try templates.resolve("Bearer ${env:token}", for: api) }
+        do {
+            try resolve()
+            Issue.record("resolved without the variable")
+        } catch TemplateError.Kind.notAllowed {
+            Issue.record("another kind matched")
+        } catch TemplateError.Kind.missingEnvironment {
+            // matched
+        }
+        #expect(throws: TemplateError.missingEnvironment("token")) { try templates.resolve("Bearer ${env:token}", for: api) }
+        #expect(throws: TemplateError.missingCredential("token", directory: nil)) { try templates.resolve("${credential:token}", for: api) }
+        #expect(throws: TemplateError.malformed("Bearer ${env:token")) { try templates.resolve("Bearer ${env:token", for: api) }
+        let elsewhere = Origin("https://evil.example")!
+        let refused = #expect(throws: TemplateError.self) { try templates.resolve("Bearer ${env:token}", for: elsewhere) }
+        #expect(refused?.kind == .notAllowed)
+        #expect(refused?.name == "${env:token}" && refused?.origin == "https://evil.example")
+        #expect(refused?.description.contains("--allow-secret NAME=https://evil.example") == true)
+        let cleartext = #expect(throws: TemplateError.self) { try templates.resolve("${env:token}", for: Origin("http://api.example.com")!) }
+        #expect(cleartext?.kind == .cleartext)
+        #expect(throws: TemplateError.invalidAllowance("token=http://api.example.com")) { try templates.allow("token", for: "http://api.example.com") }
+        templates.environment = ["token": "a\nb"]
+        let lineBreak = #expect(throws: TemplateError.self) { try templates.resolve("${env:token}", for: api) }
+        #expect(lineBreak?.kind == .lineBreak && lineBreak?.text == "${env:token}")
+    }
+
+    @Test("equal kinds and details are equal; a kind prints its name")
+    func equality() {
+        #expect(TemplateError.missingEnvironment("A") == .missingEnvironment("A"))
+        #expect(TemplateError.missingEnvironment("A") != .missingEnvironment("B"))
+        #expect(TemplateError.notAllowed(template: "t", origin: "o") != .cleartext(template: "t", origin: "o"))
+        #expect(TemplateError.Kind.invalidAllowance.description == "invalidAllowance")
+        #expect(TemplateError.missingCredential("key", directory: "/run/credentials/x").description == "credential key not found in /run/credentials/x")
     }
 }

@@ -69,6 +69,11 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         public static func ~= (kind: Kind, error: any Error) -> Bool {
             (error as? QueueError)?.kind == kind
         }
+
+        /// The same, where the error's type is known (a `do throws(QueueError)`).
+        public static func ~= (kind: Kind, error: QueueError) -> Bool {
+            error.kind == kind
+        }
     }
 
     /// What went wrong.

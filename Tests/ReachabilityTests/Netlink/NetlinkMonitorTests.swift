@@ -1,6 +1,7 @@
 import TestSupport
 import Reachability
 import Testing
+import Foundation
 
 /// The netlink monitor against a real kernel: each test builds its own pair of namespaces
 /// (``NetworkLab``), watches the inner one from this process through the namespace-path
@@ -96,8 +97,18 @@ struct NetlinkMonitorTests {
 
     @Test("a namespace that does not exist is a clear error")
     func missingNamespace() {
-        #expect(throws: ReachabilityError.self) {
+        let error = #expect(throws: ReachabilityError.self) {
             try NetlinkMonitor(namespacePath: "/var/run/netns/courier-rt-does-not-exist")
+        }
+        #expect(error?.kind == .namespace)
+        #expect(error?.subject == "/var/run/netns/courier-rt-does-not-exist" && error?.errno == ENOENT)
+        #expect(error?.description == "cannot use network namespace /var/run/netns/courier-rt-does-not-exist: No such file or directory (errno 2)")
+        do {
+            _ = try NetlinkMonitor(namespacePath: "/var/run/netns/courier-rt-does-not-exist")
+        } catch ReachabilityError.Kind.namespace {
+            // a kind matches in catch
+        } catch {
+            Issue.record("\(error)")
         }
     }
 }
