@@ -91,4 +91,47 @@ struct W3CTestTracer: Tracer {
         let timer = try metrics.expectTimer("courier_http_request_duration", [("endpoint", "GET /ok")])
         #expect(timer.values.count == 2)
     }
+
+    @Test("identifier segments read {id} in the endpoint label: digits, UUIDs, long hex; other segments stay")
+    func identifiersCollapse() async throws {
+        let metrics = TestMetrics()
+        let stub = StubTransport()
+        for path in ["/users/42/avatar", "/users/43/avatar", "/orders/1b4e28ba-2fa1-11d2-883f-0016a4b1f2c3", "/blobs/0123456789abcdef0123", "/v2/users/me"] {
+            stub.on(.get, path, respond: .status(200))
+        }
+        let client = makeClient(stub, plugins: [MetricsPlugin(factory: metrics)])
+        for path in ["/users/42/avatar", "/users/43/avatar", "/orders/1b4e28ba-2fa1-11d2-883f-0016a4b1f2c3", "/blobs/0123456789abcdef0123", "/v2/users/me"] {
+            try await client.send(Request<Void>.get(path))
+        }
+        #expect(try metrics.expectCounter("courier_http_requests_total", [("endpoint", "GET /users/{id}/avatar"), ("status_class", "2xx")]).totalValue == 2)
+        #expect(try metrics.expectCounter("courier_http_requests_total", [("endpoint", "GET /orders/{id}"), ("status_class", "2xx")]).totalValue == 1)
+        #expect(try metrics.expectCounter("courier_http_requests_total", [("endpoint", "GET /blobs/{id}"), ("status_class", "2xx")]).totalValue == 1)
+        #expect(try metrics.expectCounter("courier_http_requests_total", [("endpoint", "GET /v2/users/me"), ("status_class", "2xx")]).totalValue == 1)
+        #expect(metrics.counters.count == 4)
+        #expect(MetricsPlugin.collapsingIdentifiers("GET /a/12/b/34") == "GET /a/{id}/b/{id}")
+        #expect(MetricsPlugin.collapsingIdentifiers("GET /") == "GET /")
+        #expect(MetricsPlugin.collapsingIdentifiers("GET /abcdef") == "GET /abcdef")
+        #expect(MetricsPlugin.collapsingIdentifiers("named endpoint") == "named endpoint")
+        // Off: the names as they are.
+        let plain = TestMetrics()
+        try await makeClient(stub, plugins: [MetricsPlugin(factory: plain, collapsesIdentifiers: false)]).send(Request<Void>.get("/users/42/avatar"))
+        #expect(try plain.expectCounter("courier_http_requests_total", [("endpoint", "GET /users/42/avatar"), ("status_class", "2xx")]).totalValue == 1)
+    }
+
+    @Test("past endpointLimit distinct names, the rest share endpoint=other, said once in the log; series stay bounded")
+    func endpointsAreBounded() async throws {
+        let metrics = TestMetrics()
+        let logs = CapturedLogs()
+        let stub = StubTransport()
+        let names = (0..<50).map { "/route-\(Character(UnicodeScalar(UInt8(97 + $0 % 26))))\($0 / 26 == 0 ? "" : "x")" }
+        for name in names { stub.on(.get, name, respond: .status(200)) }
+        let client = makeClient(stub, plugins: [MetricsPlugin(factory: metrics, endpointLimit: 3, logger: logs.logger())])
+        for name in names { try await client.send(Request<Void>.get(name)) }
+        let endpoints = Set(metrics.counters.compactMap { counter in counter.dimensions.first { $0.0 == "endpoint" }?.1 })
+        #expect(endpoints == ["GET /route-a", "GET /route-b", "GET /route-c", "other"])
+        #expect(try metrics.expectCounter("courier_http_requests_total", [("endpoint", "other"), ("status_class", "2xx")]).totalValue == 47)
+        let warnings = logs.all.filter { $0.contains("endpoint limit") }
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("first_refused=GET /route-d") == true)
+    }
 }
