@@ -21,7 +21,7 @@ struct SyncWallClockTests {
         }
     }
 
-    @Test("each backoff ends on the boot clock: delivered after its due time and within a second of it", arguments: [
+    @Test("each backoff ends on the boot clock: delivered after its due time, seconds after it, not at the hourly poll or days off", arguments: [
         Case(storer: nil, server: "-3d"), Case(storer: nil, server: "+3d"), Case(storer: "+3d", server: nil), Case(storer: "-3d", server: "+3d"),
     ])
     func backoffAcrossWallClocks(_ step: Case) async throws {
@@ -70,10 +70,12 @@ struct SyncWallClockTests {
         for (key, dueUptime) in due {
             let arrived = try #require(arrivals.current[key])
             #expect(arrived >= dueUptime - 0.05, "\(key) not sent before its backoff ended (\(arrived - dueUptime) s)")
-            // Within a second of its due time, or of the service being up if that came later
-            // (a loaded machine can take seconds to start a debug build).
+            // Seconds after its due time, or after the service was up if that came later: a wait
+            // on the wall clock would be days off, and one left to the poll an hour late. Not a
+            // latency figure: a loaded 2-core machine has been seen to take a second and more to
+            // wake a debug build.
             let start = max(dueUptime, ready)
-            #expect(arrived <= start + 1, "\(key) sent within a second of its due time (\(arrived - start) s late; up \(ready - dueUptime) s after due)")
+            #expect(arrived <= start + 10, "\(key) sent within seconds of its due time (\(arrived - start) s late; up \(ready - dueUptime) s after due)")
         }
         let listed = try await sync("--json", "list")
         for entry in try #require(try listed.json() as? [[String: Any]]) {
