@@ -119,10 +119,11 @@ let package = Package(
         // is a module of its own, so a user of OpenAPITransport alone builds no GRDB.
         module("OpenAPITransport", ["HTTPCore", httpTypes, openAPIRuntime]),
         module("OpenAPIOfflineQueue", ["OpenAPITransport", "OfflineQueue", "HTTPCore", httpTypes, openAPIRuntime]),
-        // For users' own tests: StubTransport, and LoopbackServer (real HTTP on a loopback port).
-        // Not test code: no test framework; the tools' demo servers are built on it.
+        // For users' own tests: StubTransport, LoopbackServer (real HTTP on a loopback port), and
+        // MemoryQueueStore (an offline queue without a file). Not test code: no test framework;
+        // the tools' demo servers are built on it.
         module("CourierTesting", [
-            "HTTPCore", httpTypes,
+            "HTTPCore", "OfflineQueue", "Reachability", httpTypes,
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -186,7 +187,7 @@ let package = Package(
 
         // Tests
         tests("HTTPCoreTests", ["HTTPCore", "CourierTesting", "TestSupport", httpTypes]),
-        tests("CourierTestingTests", ["CourierTesting", "HTTPCore", "AsyncHTTPClientTransport", httpTypes]),
+        tests("CourierTestingTests", ["CourierTesting", "HTTPCore", "OfflineQueue", "AsyncHTTPClientTransport", httpTypes]),
         tests("AsyncHTTPClientTransportTests", [
             "AsyncHTTPClientTransport", "HTTPCore", "CourierTesting", httpTypes,
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

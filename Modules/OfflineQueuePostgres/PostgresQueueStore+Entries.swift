@@ -142,23 +142,31 @@ extension PostgresQueueStore {
 
     // MARK: - Changing
 
+    /// Wakes every drainer, as an enqueue does, when it made entries due.
     func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
         let fleet = try await fleetTime(now)
         return try await transaction { connection in
             let set = "SET state = 'pending', attempts = 0, budget_from = $1, next_attempt_at = $1, waiting_network = false, finished_at = NULL"
-            guard let ids else {
-                return try await connection.query(PostgresQuery(unsafeSQL: self.sql("UPDATE §.entry \(set) WHERE state = 'dead' RETURNING id"))
+            var changed = false
+            let result: [EntryID]
+            if let ids {
+                for id in ids {
+                    let states = try await connection.query(PostgresQuery(unsafeSQL: self.sql("SELECT state FROM §.entry WHERE id = $1 FOR UPDATE"))
+                        .with(id), logger: self.logger).decodeAll(String.self)
+                    guard let state = states.first else { throw QueueError.noSuchEntry(id) }
+                    if state == EntryState.inflight.rawValue { throw QueueError.entryInFlight(id) }
+                    if state == EntryState.delivered.rawValue { continue }
+                    try await connection.query(PostgresQuery(unsafeSQL: self.sql("UPDATE §.entry \(set) WHERE id = $2")).with(fleet, id), logger: self.logger)
+                    changed = true
+                }
+                result = ids
+            } else {
+                result = try await connection.query(PostgresQuery(unsafeSQL: self.sql("UPDATE §.entry \(set) WHERE state = 'dead' RETURNING id"))
                     .with(fleet), logger: self.logger).decodeAll(Int64.self).sorted()
+                changed = !result.isEmpty
             }
-            for id in ids {
-                let states = try await connection.query(PostgresQuery(unsafeSQL: self.sql("SELECT state FROM §.entry WHERE id = $1 FOR UPDATE"))
-                    .with(id), logger: self.logger).decodeAll(String.self)
-                guard let state = states.first else { throw QueueError.noSuchEntry(id) }
-                if state == EntryState.inflight.rawValue { throw QueueError.entryInFlight(id) }
-                if state == EntryState.delivered.rawValue { continue }
-                try await connection.query(PostgresQuery(unsafeSQL: self.sql("UPDATE §.entry \(set) WHERE id = $2")).with(fleet, id), logger: self.logger)
-            }
-            return ids
+            if changed { try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger) }
+            return result
         }
     }
 

@@ -43,7 +43,7 @@ struct ProcessTests {
         return tickets
     }
 
-    @Test("a drainer killed with SIGKILL at random moments, 20 rounds: the next drain takes its entries back at once, every entry arrives, the file is sound", arguments: StoreKind.allCases)
+    @Test("a drainer killed with SIGKILL at random moments, 20 rounds: the next drain takes its entries back at once, every entry arrives, the file is sound", arguments: StoreKind.shared)
     func killTest(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
         defer { Task { await store.remove() } }
@@ -91,7 +91,7 @@ struct ProcessTests {
         await server.shutdown()
     }
 
-    @Test("three drainer processes killed and restarted at random for a minute: nothing pending, nothing in flight, nothing lost", arguments: StoreKind.allCases)
+    @Test("three drainer processes killed and restarted at random for a minute: nothing pending, nothing in flight, nothing lost", arguments: StoreKind.shared)
     func chaos(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
         defer { Task { await store.remove() } }
@@ -129,7 +129,7 @@ struct ProcessTests {
         await server.shutdown()
     }
 
-    @Test("four processes draining one queue: every entry delivered, none sent twice under a valid lease", arguments: StoreKind.allCases)
+    @Test("four processes draining one queue: every entry delivered, none sent twice under a valid lease", arguments: StoreKind.shared)
     func threeDrainers(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
         defer { Task { await store.remove() } }

@@ -72,8 +72,8 @@ struct ReachabilityDrainTests {
             }
         }
         let client = APIClient(baseURL: server.baseURL, transport: Flaky(inner: sharedTransport, gone: gone, monitor: monitor))
-        let queue = try await OfflineQueue.open(
-            configuration: QueueConfiguration(path: store.path, durability: .normal, policy: DeliveryPolicy(maxAttempts: 2, networkRecheck: .seconds(3600))),
+        let queue = try await store.open(
+            QueueConfiguration(path: store.path, durability: .normal, policy: DeliveryPolicy(maxAttempts: 2, networkRecheck: .seconds(3600))),
             client: client, monitor: monitor
         )
         let ticket = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)

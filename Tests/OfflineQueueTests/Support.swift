@@ -1,4 +1,5 @@
 import AsyncHTTPClientTransport
+import CourierTesting
 import Foundation
 import HTTPCore
 import Logging
@@ -105,6 +106,11 @@ func scriptFailures(_ server: TestHTTPServer, _ path: String, _ failures: [(stat
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite
     case postgres
+    /// `CourierTesting`'s ``MemoryQueueStore``: one process's memory.
+    case memory
+
+    /// The stores several processes can share (a test with drainer processes of its own).
+    static let shared: [StoreKind] = [.sqlite, .postgres]
 
     var testDescription: String { rawValue }
 }
@@ -119,6 +125,8 @@ struct TestStore: Sendable {
     let path: String
     /// The schema, on PostgreSQL.
     let schema: String?
+    /// The rows, in memory.
+    let memory: MemoryQueueStore?
 
     /// The cluster's URL, without a schema.
     static var postgresURL: String? {
@@ -128,9 +136,13 @@ struct TestStore: Sendable {
     init(_ kind: StoreKind) throws {
         self.kind = kind
         folder = try TempFolder()
+        memory = kind == .memory ? MemoryQueueStore() : nil
         switch kind {
         case .sqlite:
             path = folder.databasePath
+            schema = nil
+        case .memory:
+            path = "memory"
             schema = nil
         case .postgres:
             guard let url = Self.postgresURL else {
@@ -146,6 +158,7 @@ struct TestStore: Sendable {
     /// Whether the body `name` (of a ``StoredBody/file(name:length:)``) is still kept: its
     /// file beside the database, or its chunks.
     func bodyExists(_ name: String) async throws -> Bool {
+        if let memory { return memory.keepsBody(name) }
         guard let schema else {
             return FileManager.default.fileExists(atPath: folder.url.appendingPathComponent("queue.db.bodies").appendingPathComponent(name).path)
         }
@@ -156,6 +169,12 @@ struct TestStore: Sendable {
             try await connection.query(query, logger: testLogger).collect().first?.decode(Int64.self) ?? 0
         }
         return chunks > 0
+    }
+
+    /// A queue over this store with `configuration` (whose path it ignores for memory).
+    func open(_ configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil) async throws -> OfflineQueue {
+        if let memory { return OfflineQueue.inMemory(memory, configuration: configuration, client: client, monitor: monitor) }
+        return try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
     }
 
     /// Removes the folder and drops the schema.
@@ -215,5 +234,5 @@ func makeQueue(
     var clientConfiguration = ClientConfiguration(baseURL: server.baseURL, timeout: timeout)
     clientConfiguration.plugins = plugins
     let client = APIClient(configuration: clientConfiguration, transport: sharedTransport)
-    return try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
+    return try await store.open(configuration, client: client, monitor: monitor)
 }

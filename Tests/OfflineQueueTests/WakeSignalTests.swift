@@ -117,7 +117,7 @@ struct WakeSignalTests {
         let server = try await TestHTTPServer.start()
         let queue = try await makeQueue(on: store, server: server)
         let url = server.url("/echo").absoluteString
-        let rounds = kind == .sqlite ? 200 : 20
+        let rounds = kind == .postgres ? 20 : 200
         for round in 0..<rounds {
             let logger = Logger(label: "test")
             // Polls of an hour: only wake-ups can make either service drain or stop.

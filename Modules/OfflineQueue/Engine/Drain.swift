@@ -57,12 +57,12 @@ extension OfflineQueue {
         let started = clock.now()
         // The machine's time: seconds on the queue's boot clock since the drain began.
         let elapsed = { Duration.clamped(seconds: clock.now().uptime - started.uptime) ?? .zero }
-        try await activity.storeCall(.ownership) { () async throws(QueueError) in try await store.acquireOwnership() }
+        try await activity.storeCall(.ownership) { () async throws(QueueError) in try await drainStore.acquireOwnership() }
         // Nothing is sent unless what it gives can be recorded, even once the disk is full.
-        try await activity.storeCall(.reserve) { () async throws(QueueError) in try await store.holdReserve() }
+        try await activity.storeCall(.reserve) { () async throws(QueueError) in try await drainStore.holdReserve() }
         let online = monitor?.status.isOnline ?? true
         // The network is there now: entries that found it gone are due again.
-        if online { _ = try await activity.storeCall(.wakeWaiters) { () async throws(QueueError) in try await store.wakeNetworkWaiters(now: started) } }
+        if online { _ = try await activity.storeCall(.wakeWaiters) { () async throws(QueueError) in try await drainStore.wakeNetworkWaiters(now: started) } }
         let policy = configuration.policy
         let limit = max(1, concurrency ?? configuration.concurrency)
         // Commits of twice the concurrency, claimed while a round of claimed entries is still
@@ -102,7 +102,7 @@ extension OfflineQueue {
                 case .renew(let ids):
                     do throws(QueueError) {
                         try await activity.storeCall(.renewLeases) { () async throws(QueueError) in
-                            try await store.renewLeases(ids, now: clock.now(), lease: policy.leaseDuration)
+                            try await drainStore.renewLeases(ids, now: clock.now(), lease: policy.leaseDuration)
                         }
                         machine.renewed(ids, at: elapsed())
                     } catch { machine.renewalFailed(error) }
@@ -138,11 +138,12 @@ extension OfflineQueue {
         }
         if let failure = machine.failure { throw failure }
         var summary = machine.summary
-        let counts = try await activity.storeCall(.counts) { () async throws(QueueError) in try await store.counts(now: clock.now()) }
+        // What is left, read as an operator reads it.
+        let counts = try await self.counts()
         countsCache.offer(counts)
         metrics.update(counts, now: clock.now().wall)
         summary.remaining = counts.pending
-        if counts.pending > 0 { summary.paused = try await store.pauseStatus().pendingHeld }
+        if counts.pending > 0 { summary.paused = try await pauses().pendingHeld }
         summary.nextAttemptAt = counts.nextAttemptAt
         summary.nextDue = counts.nextDue
         summary.inflightElsewhere = counts.inflight - counts.inflightOrphaned

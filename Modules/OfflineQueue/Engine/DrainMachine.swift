@@ -56,7 +56,7 @@ struct DrainMachine {
         var settlements: [Settlement]
         var claimLimit: Int
         var chores: ClaimChores
-        /// Record with the space kept for a full disk (``QueueStorage/settleOnFullDisk(_:now:)``);
+        /// Record with the space kept for a full disk (``QueueDrainStorage/settleOnFullDisk(_:now:)``);
         /// such a commit claims nothing.
         var onFullDisk = false
     }

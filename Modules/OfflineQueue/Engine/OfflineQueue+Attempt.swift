@@ -96,7 +96,7 @@ extension OfflineQueue {
     /// refuses work from a cancelled task), so interrupted entries are always given back and
     /// what was sent is recorded.
     func perform(_ commit: DrainMachine.Commit, now: QueueTime, attemptedSince: Double?) async throws(QueueError) -> ClaimResult {
-        let store = self.store
+        let store = self.drainStore
         let claims = !Task.isCancelled && !commit.onFullDisk
         let call = activity.storeCallBegan(claims ? .claim : .settle)
         defer { activity.storeCallEnded(call) }

@@ -18,7 +18,7 @@ extension OfflineQueue {
     ///   ``BulkChange/entries``, those entries as they are).
     @discardableResult
     public func retry(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
-        let change = try await store.retry(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
+        let change = try await operatorStore.retry(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
         if !dryRun && !change.ids.isEmpty { enqueued.fire() }
         return change
     }
@@ -36,7 +36,7 @@ extension OfflineQueue {
     /// - Parameter dryRun: change nothing; the answer lists what would change.
     @discardableResult
     public func purge(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
-        try await store.purge(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
+        try await operatorStore.purge(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
     }
 
     /// Pauses `group`, or the whole queue when `group` is `nil`: from the next claim on, no
@@ -47,7 +47,7 @@ extension OfflineQueue {
     /// - Returns: whether it was not paused before.
     @discardableResult
     public func pause(group: String? = nil) async throws(QueueError) -> Bool {
-        try await store.pause(group: group, now: configuration.clock.now())
+        try await operatorStore.pause(group: group, now: configuration.clock.now())
     }
 
     /// Lifts the pause of `group`, or the whole queue's pause when `group` is `nil` (pauses of
@@ -57,11 +57,11 @@ extension OfflineQueue {
     /// - Returns: whether there was such a pause.
     @discardableResult
     public func resume(group: String? = nil) async throws(QueueError) -> Bool {
-        let lifted = try await store.resume(group: group)
+        let lifted = try await operatorStore.resume(group: group)
         if lifted { enqueued.fire() }
         return lifted
     }
 
     /// The pauses in force and how many pending entries they hold back.
-    public func pauses() async throws(QueueError) -> PauseStatus { try await store.pauseStatus() }
+    public func pauses() async throws(QueueError) -> PauseStatus { try await operatorStore.pauseStatus() }
 }

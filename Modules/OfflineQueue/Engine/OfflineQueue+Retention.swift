@@ -23,10 +23,10 @@ extension OfflineQueue {
         var summary = RetentionSummary()
         if let retention = configuration.deliveredRetention {
             let now = now ?? configuration.clock.now().wall
-            summary = try await store.deleteDelivered(finishedBefore: now.addingTimeInterval(-retention.seconds))
+            summary = try await upkeepStore.deleteDelivered(finishedBefore: now.addingTimeInterval(-retention.seconds))
         }
         // Also the pages a purge freed: one short transaction when there are none.
-        summary.releasedPages = try await store.releaseFreePages()
+        summary.releasedPages = try await upkeepStore.releaseFreePages()
         return summary
     }
 }

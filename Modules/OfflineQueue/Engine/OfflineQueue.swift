@@ -30,8 +30,17 @@ public final class OfflineQueue: Sendable {
     let client: APIClient
     /// The caller's client as given, for sends made online through ``send(_:options:)``.
     let callerClient: APIClient
-    /// Where the entries live: the SQLite file, or another ``QueueStorage``.
+    /// Where the entries live: the SQLite file, or another ``QueueStorage``. Opening and
+    /// closing use the whole store; each part of the engine uses only its role of it, below.
     package let store: any QueueStorage
+    /// The store as the drain sees it: claims, settlements, leases, wake-ups.
+    let drainStore: any QueueDrainStorage
+    /// The store as an enqueue sees it: inserts and bodies.
+    let enqueueStore: any QueueEnqueueStorage
+    /// The store as people and `sync` see it: lookups, counts, retries, purges, pauses.
+    let operatorStore: any QueueOperatorStorage
+    /// The store as its upkeep sees it: retention, orphan bodies, integrity.
+    let upkeepStore: any QueueUpkeepStorage
     let broadcast = EventBroadcast()
     /// Fired by every local enqueue, so a running service drains at once.
     let enqueued = WakeSignal()
@@ -46,7 +55,7 @@ public final class OfflineQueue: Sendable {
     /// The counts of ``recentCounts(maxAge:)``, shared within the process.
     let countsCache = CountsCache()
     /// Names this drainer in leases (`host:pid:token:boot` in a SQLite file).
-    var owner: String { store.owner }
+    var owner: String { drainStore.owner }
 
     /// Opens the queue at `configuration.path`, creating it unless told not to, or for reading
     /// only when ``QueueConfiguration/readOnly`` is set.
@@ -79,8 +88,12 @@ public final class OfflineQueue: Sendable {
         self.client = APIClient(configuration: clientConfiguration, transport: client.transport)
         self.callerClient = client
         self.store = storage
+        self.drainStore = storage
+        self.enqueueStore = storage
+        self.operatorStore = storage
+        self.upkeepStore = storage
         self.metrics = QueueMetrics(configuration.metrics)
-        storage.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
+        drainStore.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
     }
 
     /// Lets go of the store's connections (a PostgreSQL queue's). For a SQLite queue, waits for
@@ -225,23 +238,23 @@ public final class OfflineQueue: Sendable {
                 }
                 entries.append(entry)
             }
-            let tickets = try await store.insert(entries, now: configuration.clock.now())
+            let tickets = try await enqueueStore.insert(entries, now: configuration.clock.now())
             // A deduplicated entry's new body is not referenced by any entry.
             let unused = zip(tickets, entries).compactMap { ticket, entry in ticket.deduplicated ? entry.body : nil }
-            if !unused.isEmpty { await store.discardBodies(unused.filter { if case .file = $0 { true } else { false } }) }
+            if !unused.isEmpty { await enqueueStore.discardBodies(unused.filter { if case .file = $0 { true } else { false } }) }
             for ticket in tickets where !ticket.deduplicated { broadcast.publish(.enqueued(ticket)) }
             metrics.enqueued(zip(tickets, entries).lazy.filter { !$0.0.deduplicated }.map(\.1.name))
             enqueued.fire()
             return tickets
         } catch {
-            await store.discardBodies(files)
+            await enqueueStore.discardBodies(files)
             throw error
         }
     }
 
     private func store(_ body: RequestBody) async throws(QueueError) -> StoredBody {
         if let data = try await inlined(body) { return .inline(data) }
-        return try await store.storeBody(body.makeStream())
+        return try await enqueueStore.storeBody(body.makeStream())
     }
 
     /// `body`'s bytes when it fits in a row (``QueueConfiguration/inlineBodyLimit``); `nil` when
@@ -267,21 +280,21 @@ public final class OfflineQueue: Sendable {
     }
 
     /// The entry with `id`, or `nil`.
-    public func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? { try await store.entry(id, now: configuration.clock.now()) }
+    public func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? { try await operatorStore.entry(id, now: configuration.clock.now()) }
 
     /// The entry with this idempotency key, or `nil`.
     public func entry(idempotencyKey: String) async throws(QueueError) -> QueueEntry? {
-        try await store.entry(idempotencyKey: idempotencyKey, now: configuration.clock.now())
+        try await operatorStore.entry(idempotencyKey: idempotencyKey, now: configuration.clock.now())
     }
 
     /// Entries matching `filter`, oldest first.
     public func entries(_ filter: EntryFilter = EntryFilter()) async throws(QueueError) -> [QueueEntry] {
-        try await store.entries(filter, now: configuration.clock.now())
+        try await operatorStore.entries(filter, now: configuration.clock.now())
     }
 
     /// How many entries are in each state, the oldest pending and the next due time.
     public func counts() async throws(QueueError) -> QueueCounts {
-        try await activity.storeCall(.counts) { () async throws(QueueError) in try await store.counts(now: configuration.clock.now()) }
+        try await activity.storeCall(.counts) { () async throws(QueueError) in try await operatorStore.counts(now: configuration.clock.now()) }
     }
 
     /// Makes these entries due now with a fresh attempt budget (delivered ones are left alone).
@@ -291,29 +304,29 @@ public final class OfflineQueue: Sendable {
     @discardableResult
     public func retry(_ ids: [EntryID]) async throws(QueueError) -> [EntryID] {
         defer { enqueued.fire() }
-        return try await store.retry(ids: ids, now: configuration.clock.now())
+        return try await operatorStore.retry(ids: ids, now: configuration.clock.now())
     }
 
     /// Makes every dead entry due now with a fresh attempt budget.
     @discardableResult
     public func retryDead() async throws(QueueError) -> [EntryID] {
         defer { enqueued.fire() }
-        return try await store.retry(ids: nil, now: configuration.clock.now())
+        return try await operatorStore.retry(ids: nil, now: configuration.clock.now())
     }
 
     /// Deletes entries and their body files; returns how many.
     @discardableResult
     public func purge(_ selection: PurgeSelection) async throws(QueueError) -> Int {
-        try await store.purge(selection, now: configuration.clock.now())
+        try await operatorStore.purge(selection, now: configuration.clock.now())
     }
 
     /// Removes body files left by a crash between writing a body and committing its row.
     public func sweepOrphanBodies() async throws(QueueError) {
-        try await store.sweepOrphanBodies()
+        try await upkeepStore.sweepOrphanBodies()
     }
 
     /// `PRAGMA integrity_check`'s lines: `["ok"]` for a sound file.
-    public func integrityCheck() async throws(QueueError) -> [String] { try await store.integrityCheck() }
+    public func integrityCheck() async throws(QueueError) -> [String] { try await upkeepStore.integrityCheck() }
 
     /// Whether `error` only says the network is gone (so nothing reached a server, and the
     /// attempt should not count). Without a monitor only "not connected" qualifies; with one,

@@ -44,7 +44,7 @@ struct ReplayRequest {
         } else {
             headers.append(HTTPField(name: idempotencyHeader, value: entry.idempotencyKey))
         }
-        let body = try entry.body.map { stored throws(QueueError) in try queue.store.replayBody(stored) }
+        let body = try entry.body.map { stored throws(QueueError) in try queue.drainStore.replayBody(stored) }
         self.secrets = secrets
         request = PreparedRequest(
             method: method, scheme: target.scheme, authority: target.authority, path: target.path,

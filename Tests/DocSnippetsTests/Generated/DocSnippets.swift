@@ -6,6 +6,7 @@ let docSnippets: [(source: String, name: String, program: @MainActor @Sendable (
     ("README.md", "docSnippet_README_1", docSnippet_README_1),
     ("Docs/CombineAdapters.md", "docSnippet_CombineAdapters_1", docSnippet_CombineAdapters_1),
     ("Docs/CourierTesting.md", "docSnippet_CourierTesting_1", docSnippet_CourierTesting_1),
+    ("Docs/CourierTesting.md", "docSnippet_CourierTesting_2", docSnippet_CourierTesting_2),
     ("Docs/Deployment.md", "docSnippet_Deployment_1", docSnippet_Deployment_1),
     ("Docs/Deployment.md", "docSnippet_Deployment_2", docSnippet_Deployment_2),
     ("Docs/Encoding.md", "docSnippet_Encoding_1", docSnippet_Encoding_1),

@@ -1,0 +1,206 @@
+import Foundation
+import HTTPCore
+import OfflineQueue
+
+/// One queue's view of a ``MemoryQueueStore``: the storage contract (``QueueStorage``) kept in
+/// memory, as one drainer. Its hold on its claims lives from ``acquireOwnership()`` until it
+/// shuts down or goes away: then another drainer's next claim takes its entries back, as
+/// when a process holding a file's entries dies.
+final class MemoryQueueSession: QueueStorage {
+    let store: MemoryQueueStore
+    let owner: String
+    private let wake = LockedBox<(@Sendable () -> Void)?>(nil)
+    /// Bodies unreferenced for longer than this are swept, as on the other stores.
+    static let orphanGrace: TimeInterval = 600
+
+    init(store: MemoryQueueStore) {
+        self.store = store
+        let number = store.drainers.withLock { count -> Int in
+            count += 1
+            return count
+        }
+        let host = ProcessInfo.processInfo.hostName.replacingOccurrences(of: ":", with: "_")
+        owner = "\(host):\(getpid()):memory\(number)"
+    }
+
+    deinit { release() }
+
+    var location: String { store.name }
+
+    private func release() {
+        let owner = self.owner
+        store.state.withLock { _ = $0.liveOwners.remove(owner) }
+        store.watchers.withLock { $0[owner] = nil }
+    }
+
+    func acquireOwnership() async throws(QueueError) {
+        let owner = self.owner
+        store.state.withLock { _ = $0.liveOwners.insert(owner) }
+        if let wake = wake.current { store.watchers.withLock { $0[owner] = wake } }
+    }
+
+    func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {
+        self.wake.withLock { $0 = wake }
+    }
+
+    func shutDown() async { release() }
+
+    // MARK: - Enqueue
+
+    func insert(_ entries: [NewEntry], now: QueueTime) async throws(QueueError) -> [Ticket] {
+        let tickets = store.state.withLock { $0.insert(entries, now: now) }
+        if tickets.contains(where: { !$0.deduplicated }) { store.ring() }
+        return tickets
+    }
+
+    func storeBody(_ stream: ByteStream) async throws(QueueError) -> StoredBody {
+        var data = Data()
+        do {
+            for try await chunk in stream { data.append(chunk) }
+        } catch {
+            throw .io(path: location, reason: "cannot read the body: \(error)")
+        }
+        let name = UUID().uuidString.lowercased()
+        let body = data
+        store.state.withLock { $0.bodies[name] = (body, Date()) }
+        return .file(name: name, length: body.count)
+    }
+
+    func discardBodies(_ bodies: [StoredBody]) async {
+        let names = bodies.compactMap { if case .file(let name, _) = $0 { name } else { nil } }
+        guard !names.isEmpty else { return }
+        store.state.withLock { state in
+            for name in names { state.bodies[name] = nil }
+        }
+    }
+
+    // MARK: - The drain
+
+    func settleAndClaim(
+        _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
+    ) async throws(QueueError) -> ClaimResult {
+        let owner = self.owner
+        return store.state.withLock { state in
+            var result = ClaimResult()
+            result.lost = state.settle(settlements, owner: owner, now: now)
+            if chores.reclaimOrphans { result.reclaimed = state.reclaimOrphans(owner: owner) }
+            if claimLimit > 0 {
+                result.claimed = state.claim(limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince)
+            }
+            return result
+        }
+    }
+
+    func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+        let owner = self.owner
+        return store.state.withLock { $0.settle(settlements, owner: owner, now: now) }
+    }
+
+    /// Memory keeps no disk reserve.
+    func holdReserve() async throws(QueueError) {}
+
+    func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+        try await settle(settlements, now: now)
+    }
+
+    func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int {
+        store.state.withLock { $0.wakeNetworkWaiters(now: now) }
+    }
+
+    func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError) {
+        let owner = self.owner
+        store.state.withLock { $0.renewLeases(ids, owner: owner, now: now, lease: lease) }
+    }
+
+    func replayBody(_ body: StoredBody) throws(QueueError) -> RequestBody {
+        switch body {
+        case .inline(let data):
+            return .data(data)
+        case .file(let name, _):
+            guard let data = store.state.withLock({ $0.bodies[name]?.data }) else {
+                throw .io(path: location, reason: "the stored body \(name) is missing")
+            }
+            return .data(data)
+        }
+    }
+
+    // MARK: - Operators
+
+    func entry(_ id: EntryID, now: QueueTime) async throws(QueueError) -> QueueEntry? {
+        store.state.withLock { state in state.rows[id].map { state.entry($0, now: now) } }
+    }
+
+    func entry(idempotencyKey key: String, now: QueueTime) async throws(QueueError) -> QueueEntry? {
+        store.state.withLock { state in state.byKey[key].flatMap { state.rows[$0] }.map { state.entry($0, now: now) } }
+    }
+
+    func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
+        store.state.withLock { $0.entries(filter, now: now) }
+    }
+
+    func counts(now: QueueTime) async throws(QueueError) -> QueueCounts {
+        let owner = self.owner
+        return store.state.withLock { $0.counts(now: now, owner: owner) }
+    }
+
+    func pauseStatus() async throws(QueueError) -> PauseStatus {
+        store.state.withLock { $0.pauseStatus() }
+    }
+
+    func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
+        let changed = try store.state.withLock { state in
+            Result { () throws(QueueError) in try state.retry(ids: ids, now: now) }
+        }.get()
+        if !changed.isEmpty { store.ring() }
+        return changed
+    }
+
+    func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int {
+        try store.state.withLock { state in
+            Result { () throws(QueueError) in try state.purge(selection) }
+        }.get()
+    }
+
+    func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
+        let change = store.state.withLock { $0.retry(matching: selection, now: now, dryRun: dryRun) }
+        if !dryRun && !change.ids.isEmpty { store.ring() }
+        return change
+    }
+
+    func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
+        store.state.withLock { $0.purge(matching: selection, now: now, dryRun: dryRun) }
+    }
+
+    func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool {
+        store.state.withLock { state in
+            guard state.pauses[group] == nil else { return false }
+            state.pauses[group] = now.wall
+            return true
+        }
+    }
+
+    func resume(group: String?) async throws(QueueError) -> Bool {
+        let lifted = store.state.withLock { $0.pauses.removeValue(forKey: group) != nil }
+        if lifted { store.ring() }
+        return lifted
+    }
+
+    // MARK: - Upkeep
+
+    func deleteDelivered(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
+        store.state.withLock { $0.deleteDelivered(finishedBefore: cutoff) }
+    }
+
+    /// Memory gives back what it frees at once: nothing to release.
+    func releaseFreePages() async throws(QueueError) -> Int { 0 }
+
+    func sweepOrphanBodies() async throws(QueueError) {
+        let cutoff = Date().addingTimeInterval(-Self.orphanGrace)
+        store.state.withLock { $0.sweepOrphanBodies(storedBefore: cutoff) }
+    }
+
+    func integrityCheck() async throws(QueueError) -> [String] {
+        let problems = store.state.withLock { $0.problems() }
+        return problems.isEmpty ? ["ok"] : problems
+    }
+}

@@ -1,0 +1,396 @@
+import Foundation
+import HTTPCore
+import OfflineQueue
+
+/// The rows of a ``MemoryQueueStore`` and the rules the storage contract sets for them, as
+/// plain mutations of a value: the store holds it behind a lock and calls one of these per
+/// call, so each call is one transaction.
+///
+/// Time rules compare boot-clock readings (``QueueTime/uptime``) directly: the rows live within
+/// one process, so within one boot. Wall-clock fields are written for people, as the other
+/// stores write them.
+struct MemoryQueueState {
+    /// One stored entry and what only the store sees of it.
+    struct Row {
+        var entry: QueueEntry
+        /// When the entry is due, on the boot clock (meaningful while pending).
+        var due: Double
+        /// When its last attempt started, on the boot clock.
+        var attempted: Double?
+        /// When its lease lapses, on the boot clock (while in flight).
+        var leaseUntil: Double?
+    }
+
+    var rows: [EntryID: Row] = [:]
+    var byKey: [String: EntryID] = [:]
+    var lastID: EntryID = 0
+    /// Bodies kept apart, by name, with when they were stored (for the orphan sweep's grace).
+    var bodies: [String: (data: Data, stored: Date)] = [:]
+    var pauses: [String?: Date] = [:]
+    /// The drainers whose hold lives: a hold dies when its session shuts down or goes away.
+    var liveOwners: Set<String> = []
+
+    // MARK: - Enqueue
+
+    mutating func insert(_ entries: [NewEntry], now: QueueTime) -> [Ticket] {
+        entries.map { new in
+            if let id = byKey[new.idempotencyKey] { return Ticket(id: id, idempotencyKey: new.idempotencyKey, deduplicated: true) }
+            lastID += 1
+            let wait = max(0, (new.notBefore?.timeIntervalSince(now.wall) ?? 0))
+            let entry = QueueEntry(
+                id: lastID, idempotencyKey: new.idempotencyKey, method: new.method, url: new.url, headers: new.headers,
+                body: new.body, scopes: new.scopes, name: new.name, group: new.group, priority: new.priority, timeout: new.timeout,
+                state: .pending, attempts: 0, createdAt: now.wall, budgetStartedAt: now.wall,
+                nextAttemptAt: now.wall.addingTimeInterval(wait), lastAttemptAt: nil, finishedAt: nil, waitingForNetwork: false,
+                leaseOwner: nil, leaseExpiresAt: nil, lastStatus: nil, lastError: nil, responseExcerpt: nil,
+                budgetUptime: now.uptime
+            )
+            rows[lastID] = Row(entry: entry, due: now.uptime + wait)
+            byKey[new.idempotencyKey] = lastID
+            return Ticket(id: lastID, idempotencyKey: new.idempotencyKey, deduplicated: false)
+        }
+    }
+
+    // MARK: - The drain
+
+    /// Records `settlements` of `owner`'s claims; returns the ids whose claim `owner` no longer
+    /// holds (nothing changed for those).
+    mutating func settle(_ settlements: [Settlement], owner: String, now: QueueTime) -> Set<EntryID> {
+        var lost: Set<EntryID> = []
+        for settlement in settlements {
+            guard var row = rows[settlement.id], row.entry.state == .inflight, row.entry.leaseOwner == owner else {
+                lost.insert(settlement.id)
+                continue
+            }
+            var entry = row.entry
+            switch settlement.transition {
+            case .deliver(let status):
+                entry.state = .delivered
+                entry.attempts += 1
+                entry.finishedAt = now.wall
+                entry.lastStatus = status
+                entry.lastError = nil
+                entry.waitingForNetwork = false
+            case .retry(let retry):
+                entry.state = .pending
+                entry.attempts += retry.consumesAttempt ? 1 : 0
+                entry.nextAttemptAt = now.wall.addingTimeInterval(retry.after.seconds)
+                row.due = now.uptime + retry.after.seconds
+                entry.waitingForNetwork = retry.waitingForNetwork
+                entry.lastStatus = retry.status
+                entry.lastError = retry.error
+                entry.responseExcerpt = retry.excerpt
+            case .deadLetter(let dead):
+                entry.state = .dead
+                entry.attempts += dead.consumesAttempt ? 1 : 0
+                entry.finishedAt = now.wall
+                entry.lastStatus = dead.status
+                entry.deadReason = dead.reason
+                entry.lastError = dead.error
+                entry.responseExcerpt = dead.excerpt
+                entry.waitingForNetwork = false
+            case .release:
+                entry.state = .pending
+            }
+            entry.leaseOwner = nil
+            entry.leaseExpiresAt = nil
+            row.leaseUntil = nil
+            row.entry = entry
+            rows[settlement.id] = row
+        }
+        return lost
+    }
+
+    /// Entries in flight under drainers that are gone go back to pending, nothing counted.
+    mutating func reclaimOrphans(owner: String) -> Int {
+        var reclaimed = 0
+        for (id, row) in rows where row.entry.state == .inflight {
+            guard let holder = row.entry.leaseOwner, holder != owner, !liveOwners.contains(holder) else { continue }
+            rows[id]?.entry.lastError = "taken back from \(holder), a drainer that is gone"
+            unlease(id)
+            reclaimed += 1
+        }
+        return reclaimed
+    }
+
+    /// Returns the lapsed leases of other drainers (the guard against one that lives but
+    /// hangs) to pending, then claims up to `limit` due entries for `owner`: the highest
+    /// priority first, then the oldest, only the first open entry of each group, none a pause
+    /// holds, none attempted at or after `attemptedSince`.
+    mutating func claim(limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?) -> [QueueEntry] {
+        for (id, row) in rows where row.entry.state == .inflight && row.entry.leaseOwner != owner {
+            if let until = row.leaseUntil, until < now.uptime { unlease(id) }
+        }
+        guard limit > 0 else { return [] }
+        let queuePaused = pauses.keys.contains(nil)
+        // The first open entry of each group: a later one waits, whatever holds the first.
+        var heads: [String: EntryID] = [:]
+        for (id, row) in rows where row.entry.state == .pending || row.entry.state == .inflight {
+            guard let group = row.entry.group else { continue }
+            if id < heads[group, default: .max] { heads[group] = id }
+        }
+        let candidates = rows.values.filter { row in
+            let entry = row.entry
+            guard entry.state == .pending, row.due <= now.uptime, !queuePaused else { return false }
+            if let since = attemptedSince, let attempted = row.attempted, attempted >= since { return false }
+            if let group = entry.group, heads[group] != entry.id || pauses.keys.contains(group) { return false }
+            return true
+        }
+        .sorted { $0.entry.priority != $1.entry.priority ? $0.entry.priority > $1.entry.priority : $0.entry.id < $1.entry.id }
+        .prefix(limit)
+        return candidates.map { candidate in
+            var row = candidate
+            row.entry.state = .inflight
+            row.entry.leaseOwner = owner
+            row.entry.leaseExpiresAt = now.wall.addingTimeInterval(lease.seconds)
+            row.entry.lastAttemptAt = now.wall
+            row.attempted = now.uptime
+            row.leaseUntil = now.uptime + lease.seconds
+            rows[row.entry.id] = row
+            return row.entry
+        }
+    }
+
+    /// Back to pending, as it was before the claim but for what the claim recorded.
+    private mutating func unlease(_ id: EntryID) {
+        rows[id]?.entry.state = .pending
+        rows[id]?.entry.leaseOwner = nil
+        rows[id]?.entry.leaseExpiresAt = nil
+        rows[id]?.leaseUntil = nil
+    }
+
+    mutating func renewLeases(_ ids: [EntryID], owner: String, now: QueueTime, lease: Duration) {
+        for id in ids {
+            guard let row = rows[id], row.entry.state == .inflight, row.entry.leaseOwner == owner else { continue }
+            rows[id]?.leaseUntil = now.uptime + lease.seconds
+            rows[id]?.entry.leaseExpiresAt = now.wall.addingTimeInterval(lease.seconds)
+        }
+    }
+
+    mutating func wakeNetworkWaiters(now: QueueTime) -> Int {
+        var woken = 0
+        for (id, row) in rows where row.entry.state == .pending && row.entry.waitingForNetwork {
+            rows[id]?.entry.waitingForNetwork = false
+            rows[id]?.entry.nextAttemptAt = now.wall
+            rows[id]?.due = now.uptime
+            woken += 1
+        }
+        return woken
+    }
+
+    // MARK: - Reading
+
+    /// `row`'s entry as a reader sees it: a pending one with its due time on the boot clock.
+    func entry(_ row: Row, now: QueueTime) -> QueueEntry {
+        var entry = row.entry
+        if entry.state == .pending { entry.nextDue = DueTime(boot: now.boot, uptime: row.due) }
+        return entry
+    }
+
+    func entries(_ filter: EntryFilter, now: QueueTime) -> [QueueEntry] {
+        rows.values
+            .filter { row in
+                (filter.states.isEmpty || filter.states.contains(row.entry.state))
+                    && (filter.group == nil || row.entry.group == filter.group)
+                    && (filter.after.map { row.entry.id > $0 } ?? true)
+            }
+            .sorted { $0.entry.id < $1.entry.id }
+            .prefix(max(0, filter.limit))
+            .map { entry($0, now: now) }
+    }
+
+    /// Whether a pause holds back an entry of `group`.
+    func paused(_ group: String?) -> Bool {
+        pauses.keys.contains(nil) || group.map { pauses.keys.contains($0) } == true
+    }
+
+    func counts(now: QueueTime, owner: String) -> QueueCounts {
+        var counts = QueueCounts()
+        var oldest: Row?
+        var next: Double?
+        var drainers: [String: Int] = [:]
+        for row in rows.values {
+            switch row.entry.state {
+            case .pending:
+                counts.pending += 1
+                if row.entry.id < oldest?.entry.id ?? .max { oldest = row }
+                guard !paused(row.entry.group) else { continue }
+                next = min(next ?? row.due, row.due)
+                if row.due <= now.uptime { counts.due += 1 }
+            case .inflight:
+                counts.inflight += 1
+                if let holder = row.entry.leaseOwner, liveOwners.contains(holder) {
+                    drainers[holder, default: 0] += 1
+                } else {
+                    counts.inflightOrphaned += 1
+                }
+            case .delivered: counts.delivered += 1
+            case .dead: counts.dead += 1
+            }
+        }
+        counts.oldestPendingCreatedAt = oldest?.entry.createdAt
+        if let next {
+            counts.nextDue = DueTime(boot: now.boot, uptime: next)
+            counts.nextAttemptAt = now.wallTime(atUptime: next)
+        }
+        counts.drainers = drainers.keys.sorted()
+        counts.inflightHere = drainers[owner] ?? 0
+        // The newest delivered entries hold the last delivery, as the other stores read it.
+        counts.lastDeliveredAt = rows.values.filter { $0.entry.state == .delivered }
+            .sorted { $0.entry.id > $1.entry.id }.prefix(64).compactMap(\.entry.finishedAt).max()
+        return counts
+    }
+
+    func pauseStatus() -> PauseStatus {
+        guard !pauses.isEmpty else { return PauseStatus() }
+        let list = pauses.map { QueuePause(group: $0.key, pausedAt: $0.value) }
+            .sorted { ($0.group != nil ? 1 : 0, $0.group ?? "") < ($1.group != nil ? 1 : 0, $1.group ?? "") }
+        let held = rows.values.filter { $0.entry.state == .pending && paused($0.entry.group) }.count
+        return PauseStatus(pauses: list, pendingHeld: held)
+    }
+
+    // MARK: - Operators
+
+    /// Due now with a fresh budget.
+    private mutating func restart(_ id: EntryID, now: QueueTime) {
+        guard var row = rows[id] else { return }
+        row.entry.state = .pending
+        row.entry.attempts = 0
+        row.entry.budgetStartedAt = now.wall
+        row.entry.budgetUptime = now.uptime
+        row.entry.nextAttemptAt = now.wall
+        row.entry.waitingForNetwork = false
+        row.entry.finishedAt = nil
+        row.due = now.uptime
+        rows[id] = row
+    }
+
+    /// Refuses the whole call, changing nothing, for an id missing or in flight.
+    mutating func retry(ids: [EntryID]?, now: QueueTime) throws(QueueError) -> [EntryID] {
+        guard let ids else {
+            let dead = rows.values.filter { $0.entry.state == .dead }.map(\.entry.id).sorted()
+            for id in dead { restart(id, now: now) }
+            return dead
+        }
+        for id in ids {
+            guard let row = rows[id] else { throw .noSuchEntry(id) }
+            if row.entry.state == .inflight { throw .entryInFlight(id) }
+        }
+        for id in ids where rows[id]?.entry.state != .delivered { restart(id, now: now) }
+        return ids
+    }
+
+    /// Deletes the rows of `ids`; returns the names of their bodies kept apart.
+    private mutating func delete(_ ids: [EntryID]) -> [String] {
+        var names: [String] = []
+        for id in ids {
+            guard let row = rows.removeValue(forKey: id) else { continue }
+            byKey[row.entry.idempotencyKey] = nil
+            if case .file(let name, _) = row.entry.body {
+                names.append(name)
+                bodies[name] = nil
+            }
+        }
+        return names
+    }
+
+    /// Refuses the whole call, changing nothing, for an id missing or in flight under a
+    /// drainer that lives.
+    mutating func purge(_ selection: PurgeSelection) throws(QueueError) -> Int {
+        switch selection {
+        case .states(let states, let before):
+            let chosen = states.subtracting([.inflight])
+            let ids = rows.values.filter { row in
+                chosen.contains(row.entry.state) && before.map { (row.entry.finishedAt ?? row.entry.createdAt) < $0 } ?? true
+            }.map(\.entry.id)
+            _ = delete(ids)
+            return ids.count
+        case .ids(let ids):
+            for id in ids {
+                guard let row = rows[id] else { throw .noSuchEntry(id) }
+                if held(row) { throw .entryInFlight(id) }
+            }
+            let unique = Array(Set(ids))
+            _ = delete(unique)
+            return unique.count
+        }
+    }
+
+    /// Whether `row` is in flight under a drainer that lives.
+    func held(_ row: Row) -> Bool {
+        row.entry.state == .inflight && row.entry.leaseOwner.map(liveOwners.contains) == true
+    }
+
+    /// The rows `selection` matches among `states`, oldest first.
+    func matching(_ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) -> [Row] {
+        rows.values.filter { row in
+            let entry = row.entry
+            guard states.contains(entry.state) else { return false }
+            if let group = selection.group, entry.group != group { return false }
+            if let status = selection.status, !(entry.lastStatus.map(status.contains) ?? false) { return false }
+            if let olderThan = selection.olderThan,
+               (entry.finishedAt ?? entry.createdAt) > now.wall.addingTimeInterval(-olderThan.seconds) { return false }
+            if let prefix = selection.urlPrefix, !entry.url.utf8.starts(with: prefix.utf8) { return false }
+            return true
+        }
+        .sorted { $0.entry.id < $1.entry.id }
+    }
+
+    mutating func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) -> BulkChange {
+        let states = (selection.states.isEmpty ? [.pending, .dead] : selection.states).subtracting([.delivered])
+        guard !states.isEmpty else { return BulkChange(dryRun: dryRun) }
+        let found = matching(selection, states: states, now: now)
+        let chosen = found.filter { $0.entry.state != .inflight }
+        var change = BulkChange(ids: chosen.map(\.entry.id), skipped: found.filter { $0.entry.state == .inflight }.map(\.entry.id), dryRun: dryRun)
+        if dryRun {
+            change.entries = chosen.map { entry($0, now: now) }
+        } else {
+            for id in change.ids { restart(id, now: now) }
+        }
+        return change
+    }
+
+    mutating func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) -> BulkChange {
+        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
+        let found = matching(selection, states: states, now: now)
+        let chosen = found.filter { !held($0) }
+        var change = BulkChange(ids: chosen.map(\.entry.id), skipped: found.filter(held).map(\.entry.id), dryRun: dryRun)
+        if dryRun {
+            change.entries = chosen.map { entry($0, now: now) }
+        } else {
+            _ = delete(change.ids)
+        }
+        return change
+    }
+
+    // MARK: - Upkeep
+
+    mutating func deleteDelivered(finishedBefore cutoff: Date) -> RetentionSummary {
+        let ids = rows.values.filter { $0.entry.state == .delivered && ($0.entry.finishedAt ?? .distantFuture) < cutoff }.map(\.entry.id)
+        let names = delete(ids)
+        return RetentionSummary(deletedEntries: ids.count, deletedBodyFiles: names.count)
+    }
+
+    /// Bodies no entry references, stored before `cutoff`, go.
+    mutating func sweepOrphanBodies(storedBefore cutoff: Date) {
+        var referenced: Set<String> = []
+        for row in rows.values { if case .file(let name, _) = row.entry.body { referenced.insert(name) } }
+        bodies = bodies.filter { referenced.contains($0.key) || $0.value.stored >= cutoff }
+    }
+
+    /// What is wrong with the rows: nothing, when every entry in flight names its drainer, every
+    /// key points at its entry, and every body kept apart is there.
+    func problems() -> [String] {
+        var problems: [String] = []
+        for row in rows.values.sorted(by: { $0.entry.id < $1.entry.id }) {
+            let entry = row.entry
+            if entry.state == .inflight && (entry.leaseOwner == nil || row.leaseUntil == nil) {
+                problems.append("entry \(entry.id) is in flight without a drainer")
+            }
+            if byKey[entry.idempotencyKey] != entry.id { problems.append("entry \(entry.id)'s idempotency key points elsewhere") }
+            if case .file(let name, _) = entry.body, bodies[name] == nil { problems.append("entry \(entry.id)'s body \(name) is missing") }
+        }
+        if byKey.count != rows.count { problems.append("\(byKey.count) idempotency keys for \(rows.count) entries") }
+        return problems
+    }
+}

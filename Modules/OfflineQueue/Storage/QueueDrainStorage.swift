@@ -1,0 +1,110 @@
+package import HTTPCore
+
+/// The drain's role of the storage contract (``QueueStorage``): take a hold that dies with the
+/// drainer, claim due entries under a lease, record what became of them, renew or give back
+/// what it holds, and hear about work.
+///
+/// One commit per turn of the drain records the last turn's settlements and claims the next
+/// entries in one transaction:
+///
+/// ```swift
+/// try await store.acquireOwnership()
+/// var result = try await store.settleAndClaim([], now: clock.now(), claimLimit: 16, lease: .seconds(60),
+///                                             attemptedSince: nil, chores: ClaimChores(carryOver: true))
+/// // … send result.claimed, ask EntryLifecycle what each outcome means …
+/// result = try await store.settleAndClaim(settlements, now: clock.now(), claimLimit: 16, lease: .seconds(60),
+///                                         attemptedSince: nil, chores: ClaimChores())
+/// // result.lost: settlements whose lease this drainer no longer held, recorded by no one.
+/// ```
+package protocol QueueDrainStorage: Sendable {
+    /// How this drainer is named in the entries it claims.
+    var owner: String { get }
+
+    /// Takes this drainer's hold on its claims, which dies with it (a kernel lock on the
+    /// file's host; a connection's advisory lock on PostgreSQL), unless held already. Called
+    /// before the first claim, so every entry naming ``owner`` was claimed while the hold was
+    /// held. A store that lost its hold (a cut connection) takes a new one under a new name.
+    func acquireOwnership() async throws(QueueError)
+
+    /// Calls `wake` whenever another drainer's process enqueues, where the store can tell at
+    /// once (PostgreSQL's `LISTEN`/`NOTIFY`, SQLite's wake file); a store that cannot never
+    /// calls it, and a service then looks at its poll interval.
+    func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void)
+
+    /// Records `settlements`, runs `chores`, and claims up to `claimLimit` due entries for
+    /// ``owner`` under `lease`, in one transaction: the highest priority first, then the
+    /// oldest, only the first open entry of each group, none a pause holds, never one claimed
+    /// by another drainer. `attemptedSince` (a boot-clock reading) skips entries attempted
+    /// since then. Lapsed leases of other drainers go back to pending first.
+    func settleAndClaim(
+        _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
+    ) async throws(QueueError) -> ClaimResult
+    /// Records `settlements` alone. One whose claim ``owner`` no longer holds changes nothing;
+    /// those ids are returned.
+    func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID>
+    /// Sets aside the space that lets a drain record what it sent when the disk fills
+    /// (``settleOnFullDisk(_:now:)``), unless it is set aside already: on SQLite a preallocated
+    /// file beside the queue. A store whose disk is not the caller's (PostgreSQL), or that
+    /// keeps no disk (memory), keeps none.
+    ///
+    /// - Throws: ``QueueError/diskFull(path:)`` when the disk has no room for it: the drain
+    ///   then sends nothing, since it could not be sure to record what it sent.
+    func holdReserve() async throws(QueueError)
+    /// Records `settlements` after a commit of the drain failed with a full disk, in the space
+    /// ``holdReserve()`` set aside, which it gives back first. Returns, as ``settle(_:now:)``
+    /// does, the ids whose claim ``owner`` no longer holds.
+    ///
+    /// Settlements are written in order, each as soon as it can be, so those before a failure
+    /// stay recorded when it throws.
+    func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID>
+    /// Makes the entries that wait only for the network due now. Returns how many.
+    func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int
+    /// Extends ``owner``'s leases on `ids` to `lease` from `now`; entries it lost are left alone.
+    func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError)
+    /// The body of a claimed entry, as the request sent at replay streams it.
+    func replayBody(_ body: StoredBody) throws(QueueError) -> RequestBody
+}
+
+/// One finished attempt, to record.
+package struct Settlement: Sendable {
+    package var id: EntryID
+    package var transition: Transition
+
+    package init(id: EntryID, transition: Transition) {
+        self.id = id
+        self.transition = transition
+    }
+}
+
+/// What a claim does besides claiming.
+package struct ClaimChores: Sendable {
+    /// Carry rows of another boot over to this one (at the start of a drain; a store whose
+    /// time does not depend on the boot has nothing to do).
+    package var carryOver = false
+    /// Take back the entries of drainers that are gone (at most about once a second).
+    package var reclaimOrphans = false
+    /// The longest wait a row from another boot may keep (the policy's longest delay).
+    package var maxDelay: Duration = .seconds(3600)
+
+    package init(carryOver: Bool = false, reclaimOrphans: Bool = false, maxDelay: Duration = .seconds(3600)) {
+        self.carryOver = carryOver
+        self.reclaimOrphans = reclaimOrphans
+        self.maxDelay = maxDelay
+    }
+}
+
+/// What one ``QueueDrainStorage/settleAndClaim(_:now:claimLimit:lease:attemptedSince:chores:)`` did.
+package struct ClaimResult: Sendable {
+    /// Settlements whose lease this drainer no longer held.
+    package var lost: Set<EntryID> = []
+    /// Entries claimed, in claim order.
+    package var claimed: [QueueEntry] = []
+    /// Entries taken back from drainers that are gone.
+    package var reclaimed = 0
+
+    package init(lost: Set<EntryID> = [], claimed: [QueueEntry] = [], reclaimed: Int = 0) {
+        self.lost = lost
+        self.claimed = claimed
+        self.reclaimed = reclaimed
+    }
+}

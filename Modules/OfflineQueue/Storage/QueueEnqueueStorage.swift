@@ -1,0 +1,60 @@
+package import Foundation
+package import HTTPCore
+
+/// The enqueue's role of the storage contract (``QueueStorage``): keep large bodies apart,
+/// then insert the entries that point at them, all or none.
+///
+/// ```swift
+/// var entry = NewEntry(idempotencyKey: key, method: "POST", url: url, headers: [], body: nil, scopes: [],
+///                      name: "POST /events", group: nil, priority: 0, timeout: nil, notBefore: nil)
+/// entry.body = try await store.storeBody(largeBody.makeStream())   // or .inline(data) when small
+/// let tickets = try await store.insert([entry], now: clock.now())
+/// if tickets[0].deduplicated, let body = entry.body { await store.discardBodies([body]) }
+/// ```
+package protocol QueueEnqueueStorage: Sendable {
+    /// Inserts `entries` in one transaction: all or none. An entry whose idempotency key is
+    /// stored already is not inserted; its ticket points at the stored entry
+    /// (``Ticket/deduplicated``). Returns once the rows are durable, and wakes the drainers
+    /// that watch the store (``QueueDrainStorage/observeRemoteEnqueues(_:)``).
+    func insert(_ entries: [NewEntry], now: QueueTime) async throws(QueueError) -> [Ticket]
+    /// Keeps a body too large for a row, streamed from `stream` without holding it whole
+    /// where the store can (a file, chunks; the in-memory store holds it in memory); returns
+    /// its reference (``StoredBody/file(name:length:)``) for ``insert(_:now:)``.
+    func storeBody(_ stream: ByteStream) async throws(QueueError) -> StoredBody
+    /// Forgets bodies stored for entries that were not inserted (a failed or deduplicated
+    /// enqueue). Best effort: what remains is swept by
+    /// ``QueueUpkeepStorage/sweepOrphanBodies()``.
+    func discardBodies(_ bodies: [StoredBody]) async
+}
+
+/// A request on its way into the store: everything but what the store assigns.
+package struct NewEntry: Sendable {
+    package var idempotencyKey: String
+    package var method: String
+    package var url: String
+    package var headers: [StoredHeader]
+    package var body: StoredBody?
+    package var scopes: [String]
+    package var name: String
+    package var group: String?
+    package var priority: Int
+    package var timeout: Duration?
+    package var notBefore: Date?
+
+    package init(
+        idempotencyKey: String, method: String, url: String, headers: [StoredHeader], body: StoredBody?, scopes: [String],
+        name: String, group: String?, priority: Int, timeout: Duration?, notBefore: Date?
+    ) {
+        self.idempotencyKey = idempotencyKey
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.scopes = scopes
+        self.name = name
+        self.group = group
+        self.priority = priority
+        self.timeout = timeout
+        self.notBefore = notBefore
+    }
+}

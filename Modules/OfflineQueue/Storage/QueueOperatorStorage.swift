@@ -1,0 +1,50 @@
+/// The operator's role of the storage contract (``QueueStorage``): what people, `sync` and
+/// dashboards do to a queue: look (entries, counts, pauses) and act (retry, purge, pause,
+/// resume). Every change is one transaction, and an entry in flight under a drainer that
+/// lives is never changed under it.
+///
+/// ```swift
+/// let dead = try await store.entries(EntryFilter(states: [.dead]), now: clock.now())
+/// let change = try await store.retry(matching: EntrySelection(states: [.dead], status: 500...599),
+///                                    now: clock.now(), dryRun: false)
+/// _ = try await store.pause(group: "user-42", now: clock.now())
+/// ```
+package protocol QueueOperatorStorage: Sendable {
+    // MARK: Reading
+
+    /// The entry with `id`; its due time on the boot clock of `now` (``QueueEntry/nextDue``).
+    func entry(_ id: EntryID, now: QueueTime) async throws(QueueError) -> QueueEntry?
+    /// The entry with this idempotency key.
+    func entry(idempotencyKey key: String, now: QueueTime) async throws(QueueError) -> QueueEntry?
+    /// Entries matching `filter`, oldest first.
+    func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry]
+    /// How many entries are in each state, the oldest pending, the next due time, and the
+    /// drainers holding entries (those that are gone counted apart).
+    func counts(now: QueueTime) async throws(QueueError) -> QueueCounts
+    /// The pauses in force and the pending entries they hold.
+    func pauseStatus() async throws(QueueError) -> PauseStatus
+
+    // MARK: Changing
+
+    /// Makes these entries due now with a fresh attempt budget (`nil`: every dead entry).
+    /// Delivered entries are left alone. Returns the ids changed.
+    ///
+    /// - Throws: ``QueueError/noSuchEntry(_:)`` or ``QueueError/entryInFlight(_:)``; then
+    ///   nothing changed.
+    func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID]
+    /// Deletes the selected entries with their bodies; returns how many. An entry in flight
+    /// under a drainer that lives is refused with ``QueueError/entryInFlight(_:)``.
+    func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int
+    /// Makes the pending and dead entries `selection` matches due now with a fresh budget, in
+    /// one transaction; entries in flight are skipped. With `dryRun`, changes nothing.
+    func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange
+    /// Deletes the entries `selection` matches with their bodies, in one transaction; an entry
+    /// in flight under a drainer that lives is skipped. With `dryRun`, changes nothing.
+    func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange
+    /// Pauses `group`, or the whole queue for `nil`: no drainer of any process claims what a
+    /// pause holds. Returns whether it was not paused yet.
+    func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool
+    /// Lifts the pause of `group`, or of the whole queue for `nil` (group pauses stay), and
+    /// wakes the drainers. Returns whether there was one.
+    func resume(group: String?) async throws(QueueError) -> Bool
+}
