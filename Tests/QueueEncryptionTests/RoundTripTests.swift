@@ -56,6 +56,23 @@ import Testing
         #expect(opened == plaintext)
     }
 
+    @Test func emptyPiecesChangeNothing() throws {
+        let (_, _, cipher) = makeCipher()
+        let plaintext = pattern(SealFormat.chunkSize + 10)
+        var sealer = cipher.bodySealer()
+        var sealed = sealer.update(Data())
+        sealed.append(sealer.update(plaintext))
+        sealed.append(sealer.update(Data()))
+        sealed.append(sealer.finish())
+        #expect(sealed == cipher.seal(plaintext, field: .body))
+        var opener = cipher.bodyOpener()
+        var opened = try opener.update(Data())
+        opened.append(try opener.update(sealed))
+        opened.append(try opener.update(Data()))
+        opened.append(try opener.finish())
+        #expect(opened == plaintext)
+    }
+
     @Test func eachFieldAndEntrySealsDifferently() throws {
         let (keyring, queue, cipher) = makeCipher()
         let plaintext = Data("same".utf8)
