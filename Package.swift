@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "OfflineQueue", targets: ["OfflineQueue"]),
         .library(name: "OfflineQueuePostgres", targets: ["OfflineQueuePostgres"]),
+        .library(name: "QueueEncryption", targets: ["QueueEncryption"]),
         .library(name: "QueueSystemd", targets: ["QueueSystemd"]),
         .library(name: "CombineAdapters", targets: ["CombineAdapters"]),
         .library(name: "OpenAPITransport", targets: ["OpenAPITransport"]),
@@ -63,6 +64,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        // The range postgres-nio and swift-certificates accept, so adding it moves no resolved version.
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.0"..<"6.0.0"),
     ],
     targets: [
         // Modules
@@ -108,6 +111,9 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
+        // Sealing at rest: keyrings, per-entry keys, AES-GCM fields and STREAM-chunked bodies.
+        // Self-contained (Foundation and Crypto), so a user of OfflineQueue alone compiles no swift-crypto.
+        module("QueueEncryption", [.product(name: "Crypto", package: "swift-crypto")]),
         // systemd's notify protocol and watchdog for a QueueService under swift-service-lifecycle:
         // `sync run` and any service that embeds the queue.
         module("QueueSystemd", [
@@ -227,7 +233,7 @@ let package = Package(
         // compiled here against the products a user depends on; never run.
         tests("DocSnippetsTests", [
             "HTTPCore", "AsyncHTTPClientTransport", "Encoding", "ErrorMapping", "Plugins", "Multipart", "Reachability",
-            "OfflineQueue", "QueueSystemd", "CombineAdapters", "CourierTesting", "OpenAPITransport", "OpenAPIOfflineQueue", httpTypes, openAPIRuntime,
+            "OfflineQueue", "QueueSystemd", "CombineAdapters", "CourierTesting", "OpenAPITransport", "OpenAPIOfflineQueue", "QueueEncryption", httpTypes, openAPIRuntime,
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -238,6 +244,8 @@ let package = Package(
             "OpenAPITransport", "OpenAPIOfflineQueue", "OfflineQueue", "Reachability", "HTTPCore", "AsyncHTTPClientTransport",
             "CourierTesting", "TestSupport", httpTypes, openAPIRuntime,
         ], exclude: ["openapi.yaml", "openapi-generator-config.yaml"]),
+        // known-answers.py computes the known-answer vectors again from the format's specification.
+        tests("QueueEncryptionTests", ["QueueEncryption", .product(name: "Crypto", package: "swift-crypto")], exclude: ["known-answers.py"]),
         tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "OfflineQueuePostgres", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,

@@ -10,6 +10,7 @@ let docSnippets: [(source: String, name: String, program: @MainActor @Sendable (
     ("Docs/Deployment.md", "docSnippet_Deployment_1", docSnippet_Deployment_1),
     ("Docs/Deployment.md", "docSnippet_Deployment_2", docSnippet_Deployment_2),
     ("Docs/Encoding.md", "docSnippet_Encoding_1", docSnippet_Encoding_1),
+    ("Docs/Encryption.md", "docSnippet_Encryption_1", docSnippet_Encryption_1),
     ("Docs/ErrorMapping.md", "docSnippet_ErrorMapping_1", docSnippet_ErrorMapping_1),
     ("Docs/HTTPCore.md", "docSnippet_HTTPCore_1", docSnippet_HTTPCore_1),
     ("Docs/HTTPCore.md", "docSnippet_HTTPCore_2", docSnippet_HTTPCore_2),

@@ -1,0 +1,38 @@
+/// The sealed format's constants and size arithmetic (version 1). Docs/Encryption.md is its
+/// specification.
+public enum SealFormat {
+    /// The format version this module writes, and the only one it reads. Stored in clear with
+    /// each entry, and bound into its keys and associated data.
+    public static let version = 1
+    /// Plaintext bytes per chunk. Every chunk but the last holds exactly this many; the last
+    /// holds 1 to this many, or 0 when the whole value is empty.
+    public static let chunkSize = 64 * 1024
+    /// The bytes AES-GCM adds to each chunk: its authentication tag.
+    public static let tagSize = 16
+    /// Bytes per sealed chunk, the last excepted: ``chunkSize`` + ``tagSize``.
+    public static let sealedChunkSize = chunkSize + tagSize
+    /// Bytes of random salt per entry.
+    public static let saltSize = 16
+
+    static let keyCheckLabel = "courier key check v1"
+
+    /// The number of chunks a value of `plaintextSize` bytes is sealed in: at least one.
+    public static func chunkCount(plaintextSize: Int) -> Int {
+        max(1, (plaintextSize + chunkSize - 1) / chunkSize)
+    }
+
+    /// The size of a value of `plaintextSize` bytes once sealed.
+    public static func sealedSize(plaintextSize: Int) -> Int {
+        plaintextSize + tagSize * chunkCount(plaintextSize: plaintextSize)
+    }
+
+    /// The plaintext size of a sealed value of `sealedSize` bytes, or `nil` when no
+    /// plaintext seals to that size (it is truncated or extended).
+    public static func plaintextSize(sealedSize: Int) -> Int? {
+        guard sealedSize >= tagSize else { return nil }
+        let fullChunks = (sealedSize - 1) / sealedChunkSize
+        let last = sealedSize - fullChunks * sealedChunkSize
+        guard last >= tagSize, fullChunks == 0 || last > tagSize else { return nil }
+        return fullChunks * chunkSize + last - tagSize
+    }
+}

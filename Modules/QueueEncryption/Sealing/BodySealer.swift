@@ -1,0 +1,42 @@
+public import Foundation
+
+/// Seals a value chunk by chunk as its plaintext arrives, in constant memory: it holds at most
+/// one chunk (``SealFormat/chunkSize`` bytes) of plaintext at a time.
+///
+/// Made by ``EntryCipher/bodySealer()``. Feed the plaintext to ``update(_:)`` in pieces of any
+/// size, write out what each call returns, then write what ``finish()`` returns: together they
+/// are the sealed value, ``SealFormat/sealedSize(plaintextSize:)`` bytes long.
+///
+/// ```swift
+/// var sealer = cipher.bodySealer()
+/// for try await piece in body { try file.write(contentsOf: sealer.update(piece)) }
+/// try file.write(contentsOf: sealer.finish())
+/// ```
+public struct BodySealer: Sendable {
+    private let stream: ChunkStream
+    private var cutter = ChunkCutter(size: SealFormat.chunkSize)
+    private var finished = false
+
+    init(stream: ChunkStream) {
+        self.stream = stream
+    }
+
+    /// Takes the next piece of plaintext; returns the chunks it completed, sealed (possibly
+    /// none). The last chunk is held back until ``finish()``.
+    public mutating func update(_ plaintext: Data) -> Data {
+        precondition(!finished, "BodySealer.update after finish")
+        let stream = stream
+        var output = Data()
+        cutter.append(plaintext) { chunk, number in output.append(stream.seal(chunk, chunk: number, last: false)) }
+        return output
+    }
+
+    /// Seals the final chunk (empty when the whole value is) and returns it. The sealer cannot
+    /// be used after this.
+    public mutating func finish() -> Data {
+        precondition(!finished, "BodySealer.finish called twice")
+        finished = true
+        let (chunk, number) = cutter.finish()
+        return Data(stream.seal(chunk, chunk: number, last: true))
+    }
+}

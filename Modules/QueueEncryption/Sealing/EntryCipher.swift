@@ -1,0 +1,123 @@
+public import Foundation
+import Crypto
+
+/// Seals and opens the fields of one queue entry.
+///
+/// Each field (``SealedField``) has a key of its own, derived with HKDF-SHA256 from a keyring
+/// key and the entry's random salt, and is sealed with AES-256-GCM in chunks (the STREAM
+/// construction: a counter nonce and a last-chunk flag). Every chunk authenticates the queue's
+/// id, the entry's idempotency key, the key id and the field's name, so a sealed value opens
+/// only in its own place: moved to another entry, queue or field, it fails. Docs/Encryption.md
+/// specifies the format.
+///
+/// To seal a new entry, make a cipher from the keyring (it takes the primary key and a fresh
+/// salt) and store ``entrySeal`` in clear beside the sealed fields:
+///
+/// ```swift
+/// let cipher = EntryCipher(sealingWith: keyring, queueID: queueID, idempotencyKey: key)
+/// let target = cipher.seal(Data("/orders?id=42".utf8), field: .target)
+/// // store cipher.entrySeal (version, key id, salt), target, …
+/// ```
+///
+/// To open it, make a cipher from the stored seal:
+///
+/// ```swift
+/// let cipher = try EntryCipher(opening: seal, with: keyring, queueID: queueID, idempotencyKey: key)
+/// let target = try cipher.open(sealedTarget, field: .target)
+/// ```
+///
+/// Small fields go through ``seal(_:field:)`` and ``open(_:field:)`` in memory; bodies through
+/// ``bodySealer()`` and ``bodyOpener()`` in constant memory. Both write the same format, so
+/// either opens what the other sealed.
+public struct EntryCipher: Sendable {
+    /// What the entry stores in clear to be opened again: version, key id, salt.
+    public let entrySeal: EntrySeal
+    private let key: SymmetricKey
+    private let queueID: UUID
+    private let idempotencyKey: String
+
+    /// A cipher for a new entry: the keyring's primary key and a new random salt.
+    ///
+    /// - Parameters:
+    ///   - queueID: the queue's own id, drawn once when the queue is made and stored in it.
+    ///   - idempotencyKey: the entry's idempotency key, unique within the queue.
+    public init(sealingWith keyring: Keyring, queueID: UUID, idempotencyKey: String) {
+        self.init(key: keyring.primary, seal: .fresh(keyID: keyring.primary.id), queueID: queueID, idempotencyKey: idempotencyKey)
+    }
+
+    /// A cipher for an entry sealed with `seal`.
+    ///
+    /// Throws `unknownKey` when the keyring has no key with the seal's id,
+    /// `unsupportedVersion` for a format version other than ``SealFormat/version``, and
+    /// `invalidSeal` for a salt of the wrong length.
+    public init(opening seal: EntrySeal, with keyring: Keyring, queueID: UUID, idempotencyKey: String) throws(SealError) {
+        guard seal.version == SealFormat.version else { throw .unsupportedVersion(seal.version) }
+        guard seal.salt.count == SealFormat.saltSize else {
+            throw .invalidSeal("the salt has \(seal.salt.count) bytes, not \(SealFormat.saltSize)")
+        }
+        self.init(key: try keyring.key(seal.keyID), seal: seal, queueID: queueID, idempotencyKey: idempotencyKey)
+    }
+
+    /// A cipher with a given seal: for known-answer tests, which fix the salt.
+    init(key: QueueKey, seal: EntrySeal, queueID: UUID, idempotencyKey: String) {
+        entrySeal = seal
+        self.key = key.key
+        self.queueID = queueID
+        self.idempotencyKey = idempotencyKey
+    }
+
+    /// `plaintext` sealed as `field`: ``SealFormat/sealedSize(plaintextSize:)`` bytes.
+    public func seal(_ plaintext: Data, field: SealedField) -> Data {
+        var sealer = sealer(field)
+        var sealed = sealer.update(plaintext)
+        sealed.append(sealer.finish())
+        return sealed
+    }
+
+    /// The plaintext of `sealed`, which was sealed as `field`; throws as ``BodyOpener`` does.
+    public func open(_ sealed: Data, field: SealedField) throws(SealError) -> Data {
+        var opener = opener(field)
+        var plaintext = try opener.update(sealed)
+        plaintext.append(try opener.finish())
+        return plaintext
+    }
+
+    /// A sealer for the entry's body, fed in pieces.
+    public func bodySealer() -> BodySealer {
+        sealer(.body)
+    }
+
+    /// An opener for the entry's sealed body, fed in pieces.
+    public func bodyOpener() -> BodyOpener {
+        opener(.body)
+    }
+
+    /// Authenticates a whole sealed body as it is read from `sealed`, keeping none of its
+    /// plaintext, and returns the plaintext's size. Run it before sending a body so that a
+    /// tampered one is refused before its first byte leaves, then open it again while sending.
+    ///
+    /// Throws what ``BodyOpener`` throws, and whatever `sealed` throws.
+    public func verifyBody<Chunks: AsyncSequence>(_ sealed: Chunks) async throws -> Int where Chunks.Element == Data {
+        var opener = bodyOpener()
+        var size = 0
+        for try await piece in sealed {
+            size += try opener.update(piece).count
+        }
+        return size + (try opener.finish().count)
+    }
+
+    private func sealer(_ field: SealedField) -> BodySealer {
+        BodySealer(stream: stream(field))
+    }
+
+    private func opener(_ field: SealedField) -> BodyOpener {
+        BodyOpener(stream: stream(field))
+    }
+
+    private func stream(_ field: SealedField) -> ChunkStream {
+        ChunkStream(
+            key: ChunkStream.derive(from: key, salt: entrySeal.salt, field: field),
+            associatedData: AssociatedData.encode(queueID: queueID, idempotencyKey: idempotencyKey, keyID: entrySeal.keyID, field: field),
+            field: field)
+    }
+}
