@@ -66,10 +66,9 @@ extension OfflineQueue {
         let policy = configuration.policy
         let limit = max(1, concurrency ?? configuration.concurrency)
         // Commits of twice the concurrency, claimed while a round of claimed entries is still
-        // in hand (issue 17: part of a commit's cost is per commit). Not larger: the entries
+        // in hand: part of a commit's cost is per commit, not per entry. Not larger: the entries
         // claimed ahead are what a newer entry of higher priority waits behind
-        // (`courier-bench --queue-priority`: it starts after 2 to 4 rounds of sends here, 3 to
-        // 6 at four times the concurrency, which drains only 3 % faster).
+        // (`courier-bench --queue-priority` measures how long).
         var machine = DrainMachine(settings: DrainMachine.Settings(
             limit: limit, batch: 2 * limit, reserve: limit,
             renewal: policy.renewsLeases ? policy.leaseDuration / 2 : nil, maxDelay: policy.longestDelay

@@ -3,8 +3,11 @@ public import HTTPCore
 import HTTPTypes
 public import Reachability
 
-/// A durable queue of HTTP requests in one SQLite file: requests made while the network is gone
-/// are stored and sent, with backoff, when it is back; a crash, a kill or a reboot loses none.
+/// A durable queue of HTTP requests: requests made while the network is gone are stored and
+/// sent, with backoff, when it is back; a crash, a kill or a reboot loses none. The rows live in
+/// a SQLite file (this initializer), in PostgreSQL (`OfflineQueue.open` with a `postgres://`
+/// path, from `OfflineQueuePostgres`), or in memory for tests (`OfflineQueue.inMemory`, from
+/// `CourierTesting`).
 ///
 /// ```swift
 /// let queue = try OfflineQueue(

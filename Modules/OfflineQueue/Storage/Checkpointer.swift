@@ -4,12 +4,12 @@ import GRDBSQLite
 import HTTPCore
 
 /// Checkpoints the write-ahead log on a connection and a thread of its own, so that the writer's
-/// commits do not (issue 17).
+/// commits do not.
 ///
 /// SQLite's default has the connection that commits copy the log into the file once the log
 /// passes 1,000 pages, inside that commit: every few hundred deliveries a claim or a settle
-/// waited for the copy and its `fsync`, the drain's sends ran out of claimed entries, and the
-/// machine sat 12–14 % idle (`BENCH_ONLY=drain-ceiling courier-bench --goals`). Here the writer's
+/// would wait for the copy and its `fsync`, and the drain's sends would run out of claimed
+/// entries (`BENCH_ONLY=drain-ceiling courier-bench --goals` shows the idle share). Here the writer's
 /// log hook asks for a checkpoint while the log is past ``threshold`` pages and none is under
 /// way; a `PASSIVE` checkpoint then copies what is there, beside the writer, which goes on
 /// committing (SQLite lets a checkpoint and a writer run together in WAL mode). Each copies only
