@@ -139,7 +139,7 @@ let package = Package(
         .executableTarget(
             name: "sync",
             dependencies: [
-                "OfflineQueue", "OfflineQueuePostgres", "QueueSystemd", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins",
+                "OfflineQueue", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins",
                 "CourierTesting", httpTypes,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

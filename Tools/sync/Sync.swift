@@ -22,13 +22,16 @@ struct Sync: AsyncParsableCommand {
               sync pause --group user-42
               sync list --format csv > queue.csv
               SYNC_DB=/var/lib/myapp/queue.db sync run --probe-url https://api.example.com/health
+              sync keys new --keyring /etc/courier/queue.keyring
 
             Exit codes (sysexits.h): 0 done, 64 bad usage, 65 bad data (invalid URL or method, \
-            secret header, corrupt database), 66 no such database or file, 71 cannot listen on the \
-            --metrics-address, 73 cannot create the database, 74 I/O error (disk full), 75 entries remain (try again later).
+            secret header, corrupt database, malformed keyring), 66 no such database, keyring or \
+            file, 71 cannot listen on the --metrics-address, 73 cannot create the database or \
+            keyring, 74 I/O error (disk full), 75 entries remain (try again later), 78 unsafe \
+            keyring (open to other users, a symbolic link).
             """,
         subcommands: [
-            Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Demo.self,
+            Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Keys.self, Demo.self,
         ]
     )
 

@@ -1,6 +1,10 @@
 import ArgumentParser
 import Foundation
 import OfflineQueue
+import QueueEncryption
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Exit statuses from sysexits.h.
 enum SysExit {
@@ -20,6 +24,9 @@ enum SysExit {
     static let ioError = ExitCode(74)
     /// EX_TEMPFAIL: entries remain; try again later.
     static let tryAgain = ExitCode(75)
+    /// EX_CONFIG: a file the command is configured with is unsafe to use (a keyring open to
+    /// other users, or a symbolic link).
+    static let unsafeConfiguration = ExitCode(78)
 }
 
 /// Says `message` on standard error as one line, prefixed with the tool's name.
@@ -49,11 +56,43 @@ func sysExit(for error: QueueError) -> ExitCode {
     }
 }
 
+/// The exit status for a keyring error about the keyring at `path`, after saying what went
+/// wrong. `creating` when the command makes a new file (`sync keys new`): then any failure to
+/// write it is EX_CANTCREAT.
+func sysExit(for error: SealError, keyring path: String, creating: Bool = false) -> ExitCode {
+    var missing: Bool {
+        var info = stat()
+        return error.path == path && lstat(path, &info) != 0 && errno == ENOENT
+    }
+    if error.kind == .keyringIO && !creating && missing {
+        complain("no keyring at \(path)")
+        return SysExit.noInput
+    }
+    complain(error.description)
+    switch error.kind {
+    case .missingCredential: return SysExit.noInput
+    case .keyringExists: return SysExit.cannotCreate
+    case .keyringIO: return creating ? SysExit.cannotCreate : SysExit.ioError
+    case .unsafeKeyring: return SysExit.unsafeConfiguration
+    default: return SysExit.dataError
+    }
+}
+
 /// Runs `body`, turning queue errors into one line on standard error and a sysexits status.
 func reporting<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let error as QueueError {
         throw sysExit(for: error)
+    }
+}
+
+/// Runs `body`, turning a keyring error about the keyring at `path` into one line on standard
+/// error and a sysexits status; `creating` as for ``sysExit(for:keyring:creating:)``.
+func reporting<T>(keyring path: String, creating: Bool = false, _ body: () throws(SealError) -> T) throws -> T {
+    do {
+        return try body()
+    } catch {
+        throw sysExit(for: error, keyring: path, creating: creating)
     }
 }

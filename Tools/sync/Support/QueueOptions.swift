@@ -15,8 +15,10 @@ struct QueueOptions: ParsableArguments {
     ))
     var db: String?
 
-    @Flag(name: .long, help: "Print one JSON document (an object, or an array for lists) and nothing else on standard output.")
-    var json = false
+    @OptionGroup var output: OutputOptions
+
+    /// `--json`.
+    var json: Bool { output.json }
 
     /// The database as it may be shown: a URL without its password.
     var shownPath: String { DatabaseLocation.redacted(path) }
