@@ -33,8 +33,8 @@ final class QueueStore: QueueStorage {
     /// A `DatabasePool` when writing; one read-only `DatabaseQueue` when reading only, since a
     /// pool would set up WAL, which a reader without write access cannot do.
     let pool: any DatabaseWriter
-    /// The columns read into a ``QueueEntry``: ``Schema/entryColumns``, or, for an older file
-    /// opened read-only (which cannot migrate), the same with what it lacks read as `NULL`.
+    /// The columns read into a ``QueueEntry`` (``EntryColumn``): for an older file opened
+    /// read-only (which cannot migrate), what it lacks is read as `NULL`.
     let entryColumns: String
     /// The file's schema version: ``Schema/version`` once migrated; an older file opened
     /// read-only keeps its own (it lacks what later migrations add, such as pauses).
@@ -94,11 +94,11 @@ final class QueueStore: QueueStorage {
             pool = reader
             commits = CommitGroup(writer: reader, path: path)
             checkpointer = nil
-            entryColumns = Schema.entryColumns(readingVersion: version)
+            entryColumns = EntryColumn.selection(readingVersion: version)
             schemaVersion = version
             return
         }
-        entryColumns = Schema.entryColumns
+        entryColumns = EntryColumn.selection(readingVersion: Schema.version)
         schemaVersion = Schema.version
         if !exists {
             let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)

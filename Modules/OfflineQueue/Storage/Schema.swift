@@ -19,6 +19,9 @@ enum Schema {
     /// The last schema whose files carry no ``applicationID``.
     static let lastUnstampedVersion = 2
 
+    /// The first schema with the `dead_reason` column.
+    static let firstDeadReasonVersion = 4
+
     /// The first schema with the `pause` table; a read-only queue of an older file has no pauses.
     static let firstPauseVersion = 5
 
@@ -294,24 +297,5 @@ enum Schema {
                 """)
         }
         return migrator
-    }
-
-    /// The columns read into a ``QueueEntry``, in the order `QueueEntry.init(row:)` expects.
-    static let entryColumns = """
-        id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
-        priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, last_attempt_at,
-        finished_at, waiting_network, lease_owner, lease_expires_at, last_status, last_error, response_excerpt,
-        budget_uptime, dead_reason, due_uptime, clock_boot
-        """
-
-    /// ``entryColumns`` for a file of schema `version` read as it is: the columns later
-    /// migrations add read as `NULL`.
-    static func entryColumns(readingVersion version: Int) -> String {
-        var columns = entryColumns
-        if version < firstDueViewVersion {
-            columns = columns.replacingOccurrences(of: "due_uptime, clock_boot", with: "NULL AS due_uptime, NULL AS clock_boot")
-        }
-        if version < 4 { columns = columns.replacingOccurrences(of: "dead_reason", with: "NULL AS dead_reason") }
-        return columns
     }
 }
