@@ -13,7 +13,7 @@ enum PostgresErrors {
         case let error as QueueError:
             return error
         case let error as UnknownStoredValue:
-            return .corruptDatabase(path: location, reason: error.description)
+            return error.corruptDatabase(location)
         case let error as PostgresTransactionError:
             // The first failure of the transaction is the one that says why.
             let cause = error.beginError ?? error.closureError ?? error.commitError ?? error.rollbackError
@@ -58,26 +58,5 @@ enum PostgresErrors {
         if let error = error as? IOError { return error.description }
         if let error = error as? PSQLError { return "\(error.code)" }
         return String(describing: error)
-    }
-}
-
-/// A row holding a value this version does not know (a state, a dead reason): an error that
-/// names the row, never read as another value. Mapped to ``QueueError/corruptDatabase(path:reason:)``.
-struct UnknownStoredValue: Error, CustomStringConvertible {
-    let id: Int64
-    let column: String
-    let value: String
-
-    var description: String { "entry \(id) has \(column) '\(value)', which this version does not know" }
-
-    static func state(_ text: String, id: Int64) throws(UnknownStoredValue) -> EntryState {
-        guard let state = EntryState(rawValue: text) else { throw UnknownStoredValue(id: id, column: "state", value: text) }
-        return state
-    }
-
-    static func deadReason(_ text: String?, id: Int64) throws(UnknownStoredValue) -> DeadReason? {
-        guard let text else { return nil }
-        guard let reason = DeadReason(rawValue: text) else { throw UnknownStoredValue(id: id, column: "dead reason", value: text) }
-        return reason
     }
 }

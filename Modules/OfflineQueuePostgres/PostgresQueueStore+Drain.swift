@@ -6,15 +6,6 @@ import PostgresNIO
 /// The drain's side: settlements, orphans taken back, lapsed leases and claims, each commit in
 /// one statement.
 extension PostgresQueueStore {
-    /// The columns read into a ``QueueEntry``, in ``entry(_:fleet:at:)``'s order.
-    static let entryColumns = """
-        id, idempotency_key, method, url, headers, body, body_ref, body_length, scopes, name, group_key, priority,
-        timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, last_attempt_at, finished_at,
-        waiting_network, lease_owner, lease_expires_at, last_status, last_error, response_excerpt, dead_reason
-        """
-    /// How many ``entryColumns`` there are: `settle_and_claim`'s rows carry their tag after them.
-    static let entryColumnCount = entryColumns.split(separator: ",").count
-
     /// "The drainer holding `entry.lease_drainer` lives": its advisory lock is held.
     static let drainerLives = """
         EXISTS (SELECT 1 FROM pg_locks l
@@ -82,10 +73,10 @@ extension PostgresQueueStore {
             claimed.reserveCapacity(claimLimit)
             for try await row in try await connection.query(query, logger: self.logger) {
                 let cells = row.makeRandomAccess()
-                switch try cells[Self.entryColumnCount].decode(String.self) {
+                switch try cells[PostgresEntryColumn.tag].decode(String.self) {
                 case "claimed": claimed.append(try Self.entry(cells, fleet: fleet, at: now, leaseOwner: owner))
-                case "lost": result.lost.insert(try cells[0].decode(Int64.self))
-                default: result.reclaimed += Int(try cells[0].decode(Int64.self))
+                case "lost": result.lost.insert(try cells.decode(.id, as: EntryID.self))
+                default: result.reclaimed += Int(try cells.decode(.id, as: Int64.self))
                 }
             }
             claimed.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
@@ -114,62 +105,6 @@ extension PostgresQueueStore {
                 WHERE id = ANY($2) AND state = 'inflight' AND lease_drainer = ANY($3)
                 """)).with(fleet + lease.seconds, ids, mine), logger: self.logger)
         }
-    }
-
-    /// An entry from a row of ``entryColumns``, read when the fleet's clock said `fleet` and
-    /// this host's clocks said `now`. Its budget's start and its due time are turned into this
-    /// host's boot clock, which the lifecycle measures age on and waits and listings show by.
-    static func entry(_ row: PostgresRow, fleet: Double, at now: QueueTime) throws -> QueueEntry {
-        try entry(row.makeRandomAccess(), fleet: fleet, at: now)
-    }
-
-    /// An entry from the cells of a row whose first columns are ``entryColumns``; `leaseOwner`,
-    /// when given, is taken for the row's (a claim's entries share the drainer's one string
-    /// rather than a copy a row).
-    static func entry(_ cells: PostgresRandomAccessRow, fleet: Double, at now: QueueTime, leaseOwner: String? = nil) throws -> QueueEntry {
-        let inline = try cells[5].decode(Data?.self)
-        let reference = try cells[6].decode(String?.self)
-        let length = try cells[7].decode(Int64?.self)
-        let body: StoredBody? = if let reference {
-            .file(name: reference, length: Int(length ?? 0))
-        } else {
-            inline.map { .inline($0) }
-        }
-        let stateText = try cells[13].decode(String.self)
-        let budgetFrom = try cells[16].decode(Double.self)
-        let next = try cells[17].decode(Double.self)
-        let id = try cells[0].decode(Int64.self)
-        let state = try UnknownStoredValue.state(stateText, id: id)
-        let date = { (seconds: Double?) in seconds.map(Date.init(timeIntervalSince1970:)) }
-        return QueueEntry(
-            id: id,
-            idempotencyKey: try cells[1].decode(String.self),
-            method: try cells[2].decode(String.self),
-            url: try cells[3].decode(String.self),
-            headers: LineCoding.decodeHeaders(try cells[4].decode(String.self)),
-            body: body,
-            scopes: LineCoding.decodeScopes(try cells[8].decode(String.self)),
-            name: try cells[9].decode(String.self),
-            group: try cells[10].decode(String?.self),
-            priority: Int(try cells[11].decode(Int32.self)),
-            timeout: try cells[12].decode(Int64?.self).map { .milliseconds($0) },
-            state: state,
-            attempts: Int(try cells[14].decode(Int32.self)),
-            createdAt: Date(timeIntervalSince1970: try cells[15].decode(Double.self)),
-            budgetStartedAt: Date(timeIntervalSince1970: budgetFrom),
-            nextAttemptAt: Date(timeIntervalSince1970: next),
-            lastAttemptAt: date(try cells[18].decode(Double?.self)),
-            finishedAt: date(try cells[19].decode(Double?.self)),
-            waitingForNetwork: try cells[20].decode(Bool.self),
-            leaseOwner: try leaseOwner ?? cells[21].decode(String?.self),
-            leaseExpiresAt: date(try cells[22].decode(Double?.self)),
-            lastStatus: try cells[23].decode(Int32?.self).map(Int.init),
-            lastError: try cells[24].decode(String?.self),
-            responseExcerpt: try cells[25].decode(String?.self),
-            budgetUptime: now.uptime - (fleet - budgetFrom),
-            deadReason: try UnknownStoredValue.deadReason(cells[26].decode(String?.self), id: id),
-            nextDue: state == .pending ? DueTime(boot: now.boot, uptime: now.uptime + (next - fleet)) : nil
-        )
     }
 }
 

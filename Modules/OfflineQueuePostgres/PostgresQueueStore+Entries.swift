@@ -229,13 +229,13 @@ extension PostgresQueueStore {
         )
     }
 
-    /// Entries read by a condition (and order) over ``entryColumns``, their times on this
+    /// Entries read by a condition (and order) over ``PostgresEntryColumn``, their times on this
     /// host's clocks of `now`.
     private func entries(
         at now: QueueTime, where condition: String, _ values: (any PostgresThrowingDynamicTypeEncodable & Sendable)?...
     ) async throws(QueueError) -> [QueueEntry] {
         let fleet = try await fleetTime(now)
-        var query = PostgresQuery(unsafeSQL: sql("SELECT \(Self.entryColumns) FROM §.entry WHERE \(condition)"))
+        var query = PostgresQuery(unsafeSQL: sql("SELECT \(PostgresEntryColumn.selection) FROM §.entry WHERE \(condition)"))
         do {
             for value in values { try query.binds.bind(value) }
         } catch {
@@ -256,15 +256,15 @@ extension PostgresQueueStore {
         let lockName = self.lockName
         return try await reading { connection in
             var counts = QueueCounts()
-            for try await (state, count) in try await connection.query(
-                PostgresQuery(unsafeSQL: self.sql("SELECT state, count(*) FROM §.entry GROUP BY state")), logger: self.logger
-            ).decode((String, Int64).self) {
-                switch EntryState(rawValue: state) {
+            // A state this version does not know is an error naming its first row.
+            for try await (state, count, first) in try await connection.query(
+                PostgresQuery(unsafeSQL: self.sql("SELECT state, count(*), min(id) FROM §.entry GROUP BY state")), logger: self.logger
+            ).decode((String, Int64, Int64).self) {
+                switch try UnknownStoredValue.state(state, id: first) {
                 case .pending: counts.pending = Int(count)
                 case .inflight: counts.inflight = Int(count)
                 case .delivered: counts.delivered = Int(count)
                 case .dead: counts.dead = Int(count)
-                case nil: break
                 }
             }
             counts.oldestPendingCreatedAt = try await connection.query(

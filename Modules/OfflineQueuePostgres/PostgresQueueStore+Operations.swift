@@ -83,7 +83,7 @@ extension PostgresQueueStore {
     private func preview(_ ids: [Int64], fleet: Double, at now: QueueTime, on connection: PostgresConnection) async throws -> [QueueEntry] {
         var entries: [QueueEntry] = []
         for try await row in try await connection.query(
-            PostgresQuery(unsafeSQL: sql("SELECT \(Self.entryColumns) FROM §.entry WHERE id = ANY($1) ORDER BY id")).with(ids), logger: logger
+            PostgresQuery(unsafeSQL: sql("SELECT \(PostgresEntryColumn.selection) FROM §.entry WHERE id = ANY($1) ORDER BY id")).with(ids), logger: logger
         ) {
             entries.append(try Self.entry(row, fleet: fleet, at: now))
         }

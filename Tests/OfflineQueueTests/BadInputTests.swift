@@ -107,7 +107,21 @@ struct BadInputTests {
         await server.shutdown()
     }
 
-    @Test("a file from a newer schema is refused, and keeps its version")
+    @Test("a file of Courier's tables that records migrations past schema 2 but carries no application_id is refused, not stamped")
+    func unstampedPastSchemaTwo() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        _ = try open(folder.databasePath, server: server)
+        // A rollback journal, so that a log beside it would be one the opening made.
+        try await DatabaseQueue(path: folder.databasePath).writeWithoutTransaction {
+            try $0.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA application_id = 0")
+        }
+        expectRefused(folder.databasePath, server: server) { $0.hasPrefix("schema version 8 without Courier's application_id") }
+        await server.shutdown()
+    }
+
+    @Test("a file from a newer schema (a migration this version does not know) is refused, read-only too, and keeps its record")
     func newerSchema() async throws {
         let folder = try TempFolder()
         defer { folder.remove() }
@@ -116,14 +130,18 @@ struct BadInputTests {
             let queue = try open(folder.databasePath, server: server)
             _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
         }
-        try await DatabaseQueue(path: folder.databasePath).write { try $0.execute(sql: "PRAGMA user_version = 99") }
+        try await DatabaseQueue(path: folder.databasePath).write {
+            try $0.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')")
+        }
         let before = FileManager.default.contents(atPath: folder.databasePath)
-        #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 99, supported: 8)) {
-            _ = try open(folder.databasePath, server: server)
+        for readOnly in [false, true] {
+            #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 9, supported: 8)) {
+                _ = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = readOnly }
+            }
         }
         #expect(FileManager.default.contents(atPath: folder.databasePath) == before, "not a byte changed")
-        let version = try await DatabaseQueue(path: folder.databasePath).read { try Int.fetchOne($0, sql: "PRAGMA user_version") }
-        #expect(version == 99)
+        let record = try await DatabaseQueue(path: folder.databasePath).read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
+        #expect(record.count == 9 && record.contains("v9-from-the-future"))
         let rows = try await DatabaseQueue(path: folder.databasePath).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM entry") }
         #expect(rows == 1, "the newer file's rows are untouched")
         await server.shutdown()

@@ -172,6 +172,7 @@ struct LeanInsertTests {
         let expected = QueueError.corruptDatabase(path: folder.databasePath, reason: "entry \(odd.id) has state 'parked', which this version does not know")
         await #expect(throws: expected) { _ = try await queue.entry(odd.id) }
         await #expect(throws: expected) { _ = try await queue.entries() }
+        await #expect(throws: expected) { _ = try await queue.counts() }
         #expect(try await queue.entry(fine.id)?.state == .pending, "other rows read as they are")
         try await execute(folder.databasePath, """
             PRAGMA ignore_check_constraints = ON;

@@ -242,6 +242,8 @@ struct PostgresFleetTests {
         #expect(refused?.kind == .corruptDatabase)
         #expect(refused?.reason == "entry \(odd.id) has state 'parked', which this version does not know")
         await #expect(throws: QueueError.self) { _ = try await queue.entries() }
+        let counted = await #expect(throws: QueueError.self) { _ = try await queue.counts() }
+        #expect(counted?.reason == refused?.reason)
         #expect(try await queue.entry(fine.id)?.state == .pending, "other rows read as they are")
         _ = try await withPostgres(store.path) { connection in
             try await connection.query(Self.query("UPDATE \"\(schema)\".entry SET state = 'dead', dead_reason = 'bored' WHERE id = \(odd.id)"), logger: testLogger)

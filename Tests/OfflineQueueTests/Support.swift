@@ -115,6 +115,24 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 }
 
+/// Expects opening the file at `path`, for writing and read-only, to throw `corruptDatabase`
+/// naming it with a reason that `matches`, and to leave it byte for byte, with no log beside it.
+func expectRefused(
+    _ path: String, server: TestHTTPServer, reason matches: (String) -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    let before = FileManager.default.contents(atPath: path)
+    for readOnly in [false, true] {
+        #expect(sourceLocation: sourceLocation) {
+            _ = try makeQueue(path: path, server: server) { $0.readOnly = readOnly }
+        } throws: { error in
+            guard let error = error as? QueueError, error.kind == .corruptDatabase, let reason = error.reason else { return false }
+            return error.path == path && matches(reason)
+        }
+    }
+    #expect(FileManager.default.contents(atPath: path) == before, "not a byte changed", sourceLocation: sourceLocation)
+    #expect(!FileManager.default.fileExists(atPath: path + "-wal"), sourceLocation: sourceLocation)
+}
+
 /// A fresh place for one test's queue: a file in a temporary folder, or a schema of its own
 /// in the test cluster that `Tools/test` starts (`COURIER_TEST_POSTGRES_URL`, with the
 /// password in `PGPASSWORD`).

@@ -41,70 +41,111 @@ package enum LineCoding {
     }
 }
 
+/// The columns a ``QueueEntry`` is read from, in the order every query of the SQLite store
+/// selects them (listings, single entries, previews, claims): the store's one map from columns
+/// to fields. A column added to `entry_view` is a case here and a line in
+/// ``QueueEntry/init(row:path:)``.
+enum EntryColumn: Int, EntryColumnMap {
+    case id, idempotencyKey, method, url, headers, body, bodyFile, bodyLength, scopes, name, groupKey, priority, timeoutMs
+    case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
+    case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, budgetUptime, deadReason, dueUptime, clockBoot
+
+    private static let names = columnNames()
+
+    /// The column's name in `entry` and `entry_view`.
+    var name: String { Self.names[rawValue] }
+
+    /// The first schema whose entries, as ``QueueStore/entrySource`` shows them, have the
+    /// column: a file of an older one, opened read-only, reads it as `NULL`.
+    var firstVersion: Int {
+        switch self {
+        case .deadReason: Schema.firstDeadReasonVersion
+        case .dueUptime, .clockBoot: Schema.firstDueViewVersion
+        default: 1
+        }
+    }
+
+    /// The columns to select from a file of schema `version`: those it lacks read as `NULL`.
+    static func selection(readingVersion version: Int) -> String {
+        allCases.map { $0.firstVersion <= version ? $0.name : "NULL AS \($0.name)" }.joined(separator: ", ")
+    }
+
+    /// The columns a claim selects from `entry` aliased `e`: each row as the claim leaves it, in
+    /// flight until the statement's `:untilWall`, attempted at its `:wall` (the owner is set on
+    /// each entry afterwards, one string for all).
+    static let claimSelection: String = allCases.map { column in
+        let value: String? = switch column {
+        case .state: "'inflight'"
+        case .leaseOwner, .dueUptime, .clockBoot: "NULL"
+        case .leaseExpiresAt: ":untilWall"
+        case .lastAttemptAt: ":wall"
+        default: nil
+        }
+        return value.map { "\($0) AS \(column.name)" } ?? "e." + column.name
+    }.joined(separator: ", ")
+}
+
+extension Row {
+    /// The value of `column`, read at its position in ``EntryColumn``.
+    subscript<Value: DatabaseValueConvertible & StatementColumnConvertible>(_ column: EntryColumn) -> Value {
+        self[column.rawValue]
+    }
+}
+
 extension QueueEntry {
-    /// An entry from a row selected with ``Schema/entryColumns``, of the database at `path`.
+    /// An entry from a row of ``EntryColumn``, of the database at `path`.
     ///
     /// - Throws: ``QueueError/corruptDatabase(path:reason:)`` naming the row for a state or a
     ///   dead reason this version does not know: never read as something else.
     init(row: Row, path: String) throws(QueueError) {
-        let bodyFile: String? = row[6]
-        let bodyLength: Int? = row[7]
-        let inline: Data? = row[5]
-        let body: StoredBody? = if let bodyFile {
-            .file(name: bodyFile, length: bodyLength ?? 0)
-        } else if let inline {
-            .inline(inline)
-        } else {
-            nil
+        let id: EntryID = row[.id]
+        let stateText: String = row[.state]
+        let lastError: String? = row[.lastError]
+        let state: EntryState
+        let deadReason: DeadReason?
+        do throws(UnknownStoredValue) {
+            state = try UnknownStoredValue.state(stateText, id: id)
+            deadReason = try UnknownStoredValue.deadReason(row[.deadReason], id: id)
+        } catch {
+            throw error.corruptDatabase(path)
         }
-        let timeoutMilliseconds: Int64? = row[12]
-        let stateText: String = row[13]
-        guard let state = EntryState(rawValue: stateText) else {
-            throw .corruptDatabase(path: path, reason: "entry \(row[0] as Int64) has state '\(stateText)', which this version does not know")
-        }
-        let deadReasonText: String? = row[27]
-        let deadReason = try deadReasonText.map { text throws(QueueError) in
-            guard let reason = DeadReason(rawValue: text) else {
-                throw .corruptDatabase(path: path, reason: "entry \(row[0] as Int64) has dead reason '\(text)', which this version does not know")
-            }
-            return reason
-        }
+        let date = { (seconds: Double?) in seconds.map(Date.init(timeIntervalSince1970:)) }
         self.init(
-            id: row[0],
-            idempotencyKey: row[1],
-            method: row[2],
-            url: row[3],
-            headers: LineCoding.decodeHeaders(row[4]),
-            body: body,
-            scopes: LineCoding.decodeScopes(row[8]),
-            name: row[9],
-            group: row[10],
-            priority: row[11],
-            timeout: timeoutMilliseconds.map { .milliseconds($0) },
+            id: id,
+            idempotencyKey: row[.idempotencyKey],
+            method: row[.method],
+            url: row[.url],
+            headers: LineCoding.decodeHeaders(row[.headers]),
+            body: StoredBody(inline: row[.body], file: row[.bodyFile], length: row[.bodyLength]),
+            scopes: LineCoding.decodeScopes(row[.scopes]),
+            name: row[.name],
+            group: row[.groupKey],
+            priority: row[.priority],
+            timeout: (row[.timeoutMs] as Int64?).map { .milliseconds($0) },
             state: state,
-            attempts: row[14],
-            createdAt: Date(timeIntervalSince1970: row[15]),
-            budgetStartedAt: Date(timeIntervalSince1970: row[16]),
-            nextAttemptAt: Date(timeIntervalSince1970: row[17]),
-            lastAttemptAt: (row[18] as Double?).map(Date.init(timeIntervalSince1970:)),
-            finishedAt: (row[19] as Double?).map(Date.init(timeIntervalSince1970:)),
-            waitingForNetwork: row[20],
-            leaseOwner: row[21],
-            leaseExpiresAt: (row[22] as Double?).map(Date.init(timeIntervalSince1970:)),
-            lastStatus: row[23],
-            lastError: row[24],
-            responseExcerpt: row[25],
-            budgetUptime: row[26],
-            deadReason: deadReason ?? Self.legacyDeadReason(state: stateText, lastError: row[24]),
+            attempts: row[.attempts],
+            createdAt: Date(timeIntervalSince1970: row[.createdAt]),
+            budgetStartedAt: Date(timeIntervalSince1970: row[.budgetFrom]),
+            nextAttemptAt: Date(timeIntervalSince1970: row[.nextAttemptAt]),
+            lastAttemptAt: date(row[.lastAttemptAt]),
+            finishedAt: date(row[.finishedAt]),
+            waitingForNetwork: row[.waitingNetwork],
+            leaseOwner: row[.leaseOwner],
+            leaseExpiresAt: date(row[.leaseExpiresAt]),
+            lastStatus: row[.lastStatus],
+            lastError: lastError,
+            responseExcerpt: row[.responseExcerpt],
+            budgetUptime: row[.budgetUptime],
+            deadReason: deadReason ?? Self.legacyDeadReason(state: state, lastError: lastError),
             // Read only for a pending row: a claim's rows (in flight) skip the text.
-            nextDue: state == .pending ? (row[29] as String?).map { DueTime(boot: $0, uptime: row[28]) } : nil
+            nextDue: state == .pending ? (row[.clockBoot] as String?).map { DueTime(boot: $0, uptime: row[.dueUptime]) } : nil
         )
     }
 
     /// The reason a dead row of schema 3 or older, read without migrating it, kept as the
     /// prefix of its last error (`expired: older than …`).
-    private static func legacyDeadReason(state: String, lastError: String?) -> DeadReason? {
-        guard state == EntryState.dead.rawValue, let lastError, let colon = lastError.range(of: ": ") else { return nil }
+    private static func legacyDeadReason(state: EntryState, lastError: String?) -> DeadReason? {
+        guard state == .dead, let lastError, let colon = lastError.range(of: ": ") else { return nil }
         return DeadReason(rawValue: String(lastError[..<colon.lowerBound]))
     }
 }

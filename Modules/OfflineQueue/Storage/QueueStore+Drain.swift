@@ -106,7 +106,7 @@ extension QueueStore {
         let onceClause = attemptedSince == nil ? "" : "AND (e.attempt_uptime IS NULL OR e.attempt_uptime < :since)"
         // The entries as a claim shows them: in flight under `owner` until the lease ends.
         let statement = try db.cachedStatement(sql: """
-            SELECT \(claimedColumns) FROM entry AS e INDEXED BY entry_pending
+            SELECT \(EntryColumn.claimSelection) FROM entry AS e INDEXED BY entry_pending
             WHERE e.state = 'pending' AND e.due_uptime <= :uptime \(onceClause) AND \(notPaused("e"))
             AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = e.id)
             AND (e.group_key IS NULL OR NOT EXISTS (
@@ -140,22 +140,6 @@ extension QueueStore {
             ])
         return claimed
     }
-
-    /// ``Schema/entryColumns`` of a row being claimed, as the claim leaves it (`:untilWall` and
-    /// `:wall` are the statement's; the owner is set on each entry afterwards).
-    static let claimedColumns: String = Schema.entryColumns
-        .split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        .map { column -> String in
-            switch column {
-            case "state": "'inflight' AS state"
-            case "lease_owner": "NULL AS lease_owner"
-            case "lease_expires_at": ":untilWall AS lease_expires_at"
-            case "last_attempt_at": ":wall AS last_attempt_at"
-            case "due_uptime", "clock_boot": "NULL AS " + column
-            default: "e." + column
-            }
-        }
-        .joined(separator: ", ")
 
     /// `ids` as a JSON array, for `json_each`.
     static func list(_ ids: some Collection<EntryID>) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }

@@ -191,15 +191,18 @@ extension QueueStore {
         return try await read { db in
             var counts = QueueCounts()
             counts.pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry INDEXED BY entry_pending WHERE state = 'pending'") ?? 0
-            for row in try Row.fetchAll(db, sql: "SELECT state, count(*) FROM entry WHERE state <> 'pending' GROUP BY state") {
-                let state: String = row[0]
+            // A state this version does not know is an error naming its first row.
+            for row in try Row.fetchAll(db, sql: "SELECT state, count(*), min(id) FROM entry WHERE state <> 'pending' GROUP BY state") {
                 let count: Int = row[1]
-                switch EntryState(rawValue: state) {
-                case .pending: counts.pending += count
-                case .inflight: counts.inflight = count
-                case .delivered: counts.delivered = count
-                case .dead: counts.dead = count
-                case nil: break
+                do throws(UnknownStoredValue) {
+                    switch try UnknownStoredValue.state(row[0], id: row[2]) {
+                    case .pending: counts.pending += count
+                    case .inflight: counts.inflight = count
+                    case .delivered: counts.delivered = count
+                    case .dead: counts.dead = count
+                    }
+                } catch {
+                    throw error.corruptDatabase(path)
                 }
             }
             counts.oldestPendingCreatedAt = try Self.oldestPending(db, notLeased: notLeased).map(Date.init(timeIntervalSince1970:))

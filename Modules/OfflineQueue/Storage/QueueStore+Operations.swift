@@ -95,7 +95,14 @@ extension QueueStore {
     private func matches(_ db: Database, _ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) throws -> [Match] {
         let (filter, arguments) = matching(selection, states: states, now: now)
         return try Row.fetchAll(db, sql: "SELECT e.id, e.state, e.lease_owner, e.body_file FROM \(entrySource) AS e WHERE \(filter) ORDER BY e.id", arguments: arguments)
-            .map { Match(id: $0[0], state: EntryState(rawValue: $0[1]) ?? .pending, owner: $0[2], bodyFile: $0[3]) }
+            .map { row in
+                let id: EntryID = row[0]
+                do throws(UnknownStoredValue) {
+                    return Match(id: id, state: try UnknownStoredValue.state(row[1], id: id), owner: row[2], bodyFile: row[3])
+                } catch {
+                    throw error.corruptDatabase(path)
+                }
+            }
     }
 
     /// The rows of `ids` as entries, for a dry run's preview.

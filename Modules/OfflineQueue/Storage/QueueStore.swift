@@ -33,8 +33,8 @@ final class QueueStore: QueueStorage {
     /// A `DatabasePool` when writing; one read-only `DatabaseQueue` when reading only, since a
     /// pool would set up WAL, which a reader without write access cannot do.
     let pool: any DatabaseWriter
-    /// The columns read into a ``QueueEntry``: ``Schema/entryColumns``, or, for an older file
-    /// opened read-only (which cannot migrate), the same with what it lacks read as `NULL`.
+    /// The columns read into a ``QueueEntry`` (``EntryColumn``): for an older file opened
+    /// read-only (which cannot migrate), what it lacks is read as `NULL`.
     let entryColumns: String
     /// The file's schema version: ``Schema/version`` once migrated; an older file opened
     /// read-only keeps its own (it lacks what later migrations add, such as pauses).
@@ -94,11 +94,11 @@ final class QueueStore: QueueStorage {
             pool = reader
             commits = CommitGroup(writer: reader, path: path)
             checkpointer = nil
-            entryColumns = Schema.entryColumns(readingVersion: version)
+            entryColumns = EntryColumn.selection(readingVersion: version)
             schemaVersion = version
             return
         }
-        entryColumns = Schema.entryColumns
+        entryColumns = EntryColumn.selection(readingVersion: Schema.version)
         schemaVersion = Schema.version
         if !exists {
             let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -191,13 +191,6 @@ final class QueueStore: QueueStorage {
         guard version >= Schema.oldestReadOnlyVersion else {
             throw .corruptDatabase(path: path, reason: "schema version \(version) cannot be read without migrating it; open it once for writing first")
         }
-        do {
-            if try reader.read({ try Schema.migrator.hasBeenSuperseded($0) }) {
-                throw QueueError.newerSchema(path: path, found: version, supported: Schema.version)
-            }
-        } catch {
-            throw map(error, path: path, opening: true)
-        }
         return (reader, version)
     }
 
@@ -208,29 +201,31 @@ final class QueueStore: QueueStorage {
     /// the id. Anything else is another application's database, left as it is.
     private static func check(_ reader: DatabaseQueue, path: String) throws(QueueError) -> Int {
         do {
-            let (application, version, foreignTables) = try reader.read { db -> (Int32, Int, [String]) in
+            // One read: the header, the tables and the record of one moment, even while another
+            // process migrates the file.
+            let schema = try reader.read { db throws -> Schema.Recorded in
                 let application = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
-                let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
-                let tables = try String.fetchAll(db, sql: """
-                    SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name
-                    """)
-                return (application, version, tables.filter { !Schema.tables.contains($0) })
-            }
-            if application != Schema.applicationID {
-                if application != 0 {
-                    throw QueueError.corruptDatabase(path: path, reason: "a SQLite database of another application (application_id \(hex(application)))")
+                if application != Schema.applicationID {
+                    if application != 0 {
+                        throw QueueError.corruptDatabase(path: path, reason: "a SQLite database of another application (application_id \(hex(application)))")
+                    }
+                    let foreignTables = try String.fetchAll(db, sql: """
+                        SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name
+                        """).filter { !Schema.tables.contains($0) }
+                    if !foreignTables.isEmpty {
+                        throw QueueError.corruptDatabase(path: path, reason: "a SQLite database of another application (tables: \(foreignTables.prefix(3).joined(separator: ", ")))")
+                    }
                 }
-                if !foreignTables.isEmpty {
-                    throw QueueError.corruptDatabase(path: path, reason: "a SQLite database of another application (tables: \(foreignTables.prefix(3).joined(separator: ", ")))")
+                let schema = try Schema.recorded(db)
+                if application != Schema.applicationID && schema.version > Schema.lastUnstampedVersion {
+                    throw QueueError.corruptDatabase(path: path, reason: "schema version \(schema.version) without Courier's application_id \(hex(Schema.applicationID))")
                 }
-                if version > Schema.lastUnstampedVersion {
-                    throw QueueError.corruptDatabase(path: path, reason: "user_version \(version) without Courier's application_id \(hex(Schema.applicationID))")
-                }
+                return schema
             }
-            if version > Schema.version {
-                throw QueueError.newerSchema(path: path, found: version, supported: Schema.version)
+            if schema.isNewer {
+                throw QueueError.newerSchema(path: path, found: schema.applied, supported: Schema.version)
             }
-            return version
+            return schema.version
         } catch {
             throw map(error, path: path, opening: true)
         }
@@ -286,15 +281,11 @@ final class QueueStore: QueueStorage {
     private func checkSchemaAndMigrate() throws(QueueError) {
         let path = self.path
         do {
-            let version = try pool.read { try Int.fetchOne($0, sql: "PRAGMA user_version") ?? 0 }
-            if version > Schema.version {
-                throw QueueError.newerSchema(path: path, found: version, supported: Schema.version)
+            let schema = try pool.read(Schema.recorded)
+            if schema.isNewer {
+                throw QueueError.newerSchema(path: path, found: schema.applied, supported: Schema.version)
             }
-            let migrator = Schema.migrator
-            if try pool.read({ try migrator.hasBeenSuperseded($0) }) {
-                throw QueueError.newerSchema(path: path, found: version, supported: Schema.version)
-            }
-            if version < Schema.version { try migrate(with: migrator) }
+            if schema.version < Schema.version { try migrate(with: Schema.migrator) }
         } catch {
             throw Self.map(error, path: path, opening: true)
         }
@@ -331,8 +322,7 @@ final class QueueStore: QueueStorage {
                 return
             } catch let error as DatabaseError where attempt < tries {
                 if error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB { throw error }
-                let version = try pool.read { try Int.fetchOne($0, sql: "PRAGMA user_version") ?? 0 }
-                if version >= Schema.version { return }
+                if try pool.read(Schema.recorded).version >= Schema.version { return }
             }
         }
     }

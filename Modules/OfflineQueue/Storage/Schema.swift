@@ -3,11 +3,17 @@ import GRDB
 
 /// The queue's schema, as named, append-only migrations.
 ///
-/// Never edit a registered migration: add a new one and raise ``version``. A file whose
-/// `user_version` is above ``version`` was written by a newer Courier and is refused.
+/// Never edit a registered migration: append one. A file's schema version is GRDB's record of
+/// the migrations applied to it (`grdb_migrations`): how many of ``migrator``'s it has
+/// completed, in order. A file whose record holds a migration this code does not know was
+/// written by a newer Courier and is refused. (Migrations up to `v8-lean-insert` also set
+/// `PRAGMA user_version`, which Courier no longer reads.)
 enum Schema {
-    /// The schema version this code writes and understands (`PRAGMA user_version`).
-    static let version = 8
+    /// The migrations' identifiers, in order: migration `n` (from 1) makes schema `n`.
+    private static let identifiers = migrator.migrations
+
+    /// The schema version this code writes and understands: how many migrations it knows.
+    static let version = identifiers.count
 
     /// `PRAGMA application_id` of every Courier queue file: the ASCII bytes `CRIQ` ("Courier
     /// queue"), so `file(1)` and Courier itself can tell a queue from any other SQLite file.
@@ -17,24 +23,53 @@ enum Schema {
     static let applicationID: Int32 = 0x4352_4951
 
     /// The last schema whose files carry no ``applicationID``.
-    static let lastUnstampedVersion = 2
+    static let lastUnstampedVersion = version(after: "v3-application-id") - 1
+
+    /// The first schema with the `dead_reason` column.
+    static let firstDeadReasonVersion = version(after: "v4-dead-reason")
 
     /// The first schema with the `pause` table; a read-only queue of an older file has no pauses.
-    static let firstPauseVersion = 5
+    static let firstPauseVersion = version(after: "v5-pauses")
 
     /// The first schema whose claims are rows of the `lease` table, read through `entry_view`.
-    static let firstLeaseVersion = 6
+    static let firstLeaseVersion = version(after: "v6-leases")
 
     /// The first schema whose `entry_view` shows the boot-clock due time (`due_uptime`, `clock_boot`).
-    static let firstDueViewVersion = 7
+    static let firstDueViewVersion = version(after: "v7-due-in-view")
 
     /// The first schema whose inserts touch only the row, its key and the claim order
     /// (`queue_meta` holds the id floor and the boot the open rows are on).
-    static let firstLeanInsertVersion = 8
+    static let firstLeanInsertVersion = version(after: "v8-lean-insert")
 
     /// The oldest schema a read-only queue reads as it is: it cannot migrate, and schema 3
     /// changed only the file header, not a column.
-    static let oldestReadOnlyVersion = 2
+    static let oldestReadOnlyVersion = version(after: "v2-boot-clock")
+
+    /// The schema a file is at once `migration` is applied.
+    private static func version(after migration: String) -> Int {
+        guard let index = identifiers.firstIndex(of: migration) else { preconditionFailure("no migration \(migration)") }
+        return index + 1
+    }
+
+    /// A file's schema, as its record of applied migrations says.
+    struct Recorded {
+        /// How many of this code's migrations the file has completed, in order.
+        var version: Int
+        /// How many migrations the file records, this code's and any other.
+        var applied: Int
+        /// Whether the file records a migration this code does not know: a newer Courier's.
+        var isNewer: Bool
+    }
+
+    /// The schema of the file open on `db` (none recorded for a new, empty file).
+    static func recorded(_ db: Database) throws -> Recorded {
+        let applied = try migrator.appliedIdentifiers(db)
+        return Recorded(
+            version: identifiers.prefix { applied.contains($0) }.count,
+            applied: applied.count,
+            isNewer: !applied.isSubset(of: identifiers)
+        )
+    }
 
     /// The tables Courier creates; any other (outside SQLite's own) marks a foreign file.
     static let tables: Set<String> = ["entry", "pause", "lease", "queue_meta", "grdb_migrations"]
@@ -294,24 +329,5 @@ enum Schema {
                 """)
         }
         return migrator
-    }
-
-    /// The columns read into a ``QueueEntry``, in the order `QueueEntry.init(row:)` expects.
-    static let entryColumns = """
-        id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
-        priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, last_attempt_at,
-        finished_at, waiting_network, lease_owner, lease_expires_at, last_status, last_error, response_excerpt,
-        budget_uptime, dead_reason, due_uptime, clock_boot
-        """
-
-    /// ``entryColumns`` for a file of schema `version` read as it is: the columns later
-    /// migrations add read as `NULL`.
-    static func entryColumns(readingVersion version: Int) -> String {
-        var columns = entryColumns
-        if version < firstDueViewVersion {
-            columns = columns.replacingOccurrences(of: "due_uptime, clock_boot", with: "NULL AS due_uptime, NULL AS clock_boot")
-        }
-        if version < 4 { columns = columns.replacingOccurrences(of: "dead_reason", with: "NULL AS dead_reason") }
-        return columns
     }
 }
