@@ -9,11 +9,12 @@ import Darwin
 
 /// How hard a commit works to survive a crash. See `Docs/OfflineQueue.md`.
 public enum QueueDurability: String, Sendable, Hashable {
-    /// `synchronous=FULL`: every commit reaches the disk before the call returns; an enqueued
-    /// request survives a power cut. The default.
+    /// Every commit reaches the disk before the call returns (SQLite's `synchronous=FULL`; on
+    /// PostgreSQL, the server's flush); an enqueued request survives a power cut. The default.
     case full
-    /// `synchronous=NORMAL`: commits survive a crash or `kill -9` of the process, but the last
-    /// ones may be lost if the machine loses power. Several times faster to enqueue.
+    /// Commits survive a crash or `kill -9` of the process, but the last ones may be lost if the
+    /// machine (or the database server) loses power: SQLite's `synchronous=NORMAL`, PostgreSQL's
+    /// `synchronous_commit = off`. An enqueue waits for no flush.
     case normal
 }
 
@@ -132,8 +133,7 @@ final class QueueStore: QueueStorage {
         try checkSchemaAndMigrate()
         // The writer's temporary b-trees (the `IN (SELECT value FROM json_each(…))` of every
         // claim and settle) in memory: with SQLite's default, a statement that needs one creates
-        // and deletes a file in /var/tmp, a handful of system calls at every commit, about a
-        // fifth of a drain's cost per entry over an instant transport (issue 17). Set after
+        // and deletes a file in /var/tmp, a handful of system calls at every commit. Set after
         // the one VACUUM above, whose temporary copy of the whole file must not be in memory;
         // readers (`sync list` sorting a large queue) keep SQLite's default.
         do {

@@ -181,9 +181,8 @@ enum Schema {
         migrator.registerMigration("v6-leases") { db in
             // A claim becomes a row of its own instead of a rewrite of the entry: claiming
             // inserts a small `lease` row per entry and leaves the entry's row and its indexes
-            // alone, and the settlement rewrites the entry once (issue 17: two rewrites of the
-            // row and eight of its index entries per delivery were most of the drain's SQLite
-            // time). An entry in flight is a `pending` row with a lease; `entry_view` shows it
+            // alone, and the settlement rewrites the entry once (not twice, with every index
+            // entry the row has). An entry in flight is a `pending` row with a lease; `entry_view` shows it
             // as `inflight`, with the lease's owner, expiry and attempt time, as before.
             // Claims of schema 5 move over as they are, so their owners' liveness still decides.
             try db.execute(sql: """
