@@ -49,9 +49,9 @@ public struct QueueConfiguration: Sendable {
     ///
     /// Such a queue reads entries and counts; everything that writes (enqueue, drain, retry,
     /// purge, retention) throws ``QueueError/readOnly(path:)``, and nothing is created beside
-    /// a file, not even a body folder. ``createIfMissing`` does not apply: a
-    /// missing file is ``QueueError/databaseMissing(path:)``. See "Files and permissions" in
-    /// `Docs/OfflineQueue.md` for what a reader without write access sees.
+    /// a file, not even a body folder. ``createIfMissing`` does not apply: a missing file (or
+    /// PostgreSQL schema) is ``QueueError/databaseMissing(path:)``. See "Files and permissions"
+    /// in `Docs/OfflineQueue.md` for what a reader without write access sees.
     public var readOnly: Bool = false
     /// What the queue reports through swift-metrics: on, as `courier_queue_*`, unless changed.
     public var metrics = QueueMetricsOptions()
