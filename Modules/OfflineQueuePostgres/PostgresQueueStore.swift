@@ -228,10 +228,10 @@ final class PostgresQueueStore: QueueStorage {
     /// A statement may otherwise never end when the server cuts the connection (a restart, a
     /// failover): PostgresNIO 1.33 closes the connection without failing a row stream that
     /// already delivered rows, and a statement sent after the close is dropped without an
-    /// error. Both were seen in the server-restart test, where a drain waited forever (on its
-    /// settle, and on the `ROLLBACK` of a transaction whose connection had closed). The body
-    /// runs in a task of its own, so a caller is never held by one that does not end; the
-    /// connection's `closeFuture` ends the wait (``CloseWatch``).
+    /// error: without this guard a drain waits forever on its settle, or on the `ROLLBACK` of a
+    /// transaction whose connection closed (`PostgresFleetTests` restarts the server in the
+    /// middle of a drain). The body runs in a task of its own, so a caller is never held by one
+    /// that does not end; the connection's `closeFuture` ends the wait (``CloseWatch``).
     func failingOnClose<T: Sendable>(_ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let location = self.location
         let closes = self.closes

@@ -87,8 +87,8 @@ enum PostgresSchema {
         },
         // A drain's commit in one statement, so one round trip: the settlements (one `UPDATE … FROM
         // unnest(…)` for every kind), now and then the entries of drainers that are gone and the
-        // lapsed leases, then the claim, each statement seeing the ones before it as the separate
-        // statements of a transaction did. Rows: the ids not settled (`lost`), how many were taken
+        // lapsed leases, then the claim, each statement seeing the ones before it as separate
+        // statements of one transaction would. Rows: the ids not settled (`lost`), how many were taken
         // back (`reclaimed`, in the id column), the claimed entries (`claimed`).
         //
         // The planner settings pin the claim's plan, a walk of the claim order's index that stops

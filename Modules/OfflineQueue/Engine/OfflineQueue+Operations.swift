@@ -23,7 +23,7 @@ extension OfflineQueue {
         return change
     }
 
-    /// Deletes the entries `selection` matches, and their body files, in one transaction.
+    /// Deletes the entries `selection` matches, and their bodies, in one transaction.
     ///
     /// A selection without states means entries in any state. An entry in flight under a
     /// drainer that lives is never deleted: it is reported in ``BulkChange/skipped``.
@@ -40,9 +40,9 @@ extension OfflineQueue {
     }
 
     /// Pauses `group`, or the whole queue when `group` is `nil`: from the next claim on, no
-    /// drainer in any process that shares the file sends the entries it holds, until
+    /// drainer in any process that shares the store sends the entries it holds, until
     /// ``resume(group:)``. Entries in flight finish; enqueueing goes on. The pause is kept in the
-    /// file, so it outlives the process.
+    /// store, so it outlives the process.
     ///
     /// - Returns: whether it was not paused before.
     @discardableResult
@@ -51,8 +51,9 @@ extension OfflineQueue {
     }
 
     /// Lifts the pause of `group`, or the whole queue's pause when `group` is `nil` (pauses of
-    /// single groups stay). A running service of this process drains at once; one in another
-    /// process at its next poll.
+    /// single groups stay). A running service drains at once: one of this process, and one of
+    /// another process where the store wakes it (SQLite's wake file, PostgreSQL's `NOTIFY`);
+    /// otherwise at its next poll.
     ///
     /// - Returns: whether there was such a pause.
     @discardableResult

@@ -3,7 +3,8 @@ import HTTPCore
 
 extension OfflineQueue {
     /// Deletes delivered entries older than ``QueueConfiguration/deliveredRetention`` with
-    /// their body files, and gives the freed pages back to the file system. Returns what went.
+    /// their bodies, and gives the freed pages back to the file system (SQLite; the other
+    /// stores have none to give). Returns what went.
     ///
     /// Dead letters and open entries stay; with a `nil` retention no entry is deleted (free
     /// pages, such as those a purge left, are still given back). A

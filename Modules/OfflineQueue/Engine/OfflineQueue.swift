@@ -33,8 +33,8 @@ public final class OfflineQueue: Sendable {
     let client: APIClient
     /// The caller's client as given, for sends made online through ``send(_:options:)``.
     let callerClient: APIClient
-    /// Where the entries live: the SQLite file, or another ``QueueStorage``. Opening and
-    /// closing use the whole store; each part of the engine uses only its role of it, below.
+    /// Where the entries live: any of the stores (``QueueStorage``). Opening and closing use
+    /// the whole store; each part of the engine uses only its role of it, below.
     package let store: any QueueStorage
     /// The store as the drain sees it: claims, settlements, leases, wake-ups.
     let drainStore: any QueueDrainStorage
@@ -45,7 +45,9 @@ public final class OfflineQueue: Sendable {
     /// The store as its upkeep sees it: retention, orphan bodies, integrity.
     let upkeepStore: any QueueUpkeepStorage
     let broadcast = EventBroadcast()
-    /// Fired by every local enqueue, so a running service drains at once.
+    /// Fired by this process's enqueues, retries and resumes, and by the store when another
+    /// process enqueues where it can tell (``QueueDrainStorage/observeRemoteEnqueues(_:)``), so a
+    /// running service drains at once.
     let enqueued = WakeSignal()
     /// Stored URLs parsed for replays, once each.
     let replayTargets = ParsedURLs { text throws(QueueError) in try ReplayTarget(text) }
@@ -57,7 +59,8 @@ public final class OfflineQueue: Sendable {
     let activity = QueueActivity()
     /// The counts of ``recentCounts(maxAge:)``, shared within the process.
     let countsCache = CountsCache()
-    /// Names this drainer in leases (`host:pid:token:boot` in a SQLite file).
+    /// Names this drainer in leases (`host:pid:token:boot` on SQLite, `host:pid:pgN` on
+    /// PostgreSQL).
     var owner: String { drainStore.owner }
 
     /// Opens the queue at `configuration.path`, creating it unless told not to, or for reading
@@ -317,18 +320,19 @@ public final class OfflineQueue: Sendable {
         return try await operatorStore.retry(ids: nil, now: configuration.clock.now())
     }
 
-    /// Deletes entries and their body files; returns how many.
+    /// Deletes entries and their bodies; returns how many.
     @discardableResult
     public func purge(_ selection: PurgeSelection) async throws(QueueError) -> Int {
         try await operatorStore.purge(selection, now: configuration.clock.now())
     }
 
-    /// Removes body files left by a crash between writing a body and committing its row.
+    /// Removes bodies kept apart that no entry references, left by a crash between storing a
+    /// body and committing its entry.
     public func sweepOrphanBodies() async throws(QueueError) {
         try await upkeepStore.sweepOrphanBodies()
     }
 
-    /// `PRAGMA integrity_check`'s lines: `["ok"]` for a sound file.
+    /// The store's consistency check (`PRAGMA integrity_check` on SQLite): `["ok"]` when sound.
     public func integrityCheck() async throws(QueueError) -> [String] { try await upkeepStore.integrityCheck() }
 
     /// Whether `error` only says the network is gone (so nothing reached a server, and the

@@ -37,8 +37,8 @@ final class EventBroadcast: Sendable {
 
     /// Yields outside the lock. A yield resumes the subscriber's task and so takes that task's
     /// status lock, while a subscriber being cancelled holds its status lock and ends in
-    /// `onTermination`, which takes this lock: yielding under it took the two locks in the
-    /// opposite order and could block both threads of the cooperative pool for good.
+    /// `onTermination`, which takes this lock: yielding under it would take the two locks in
+    /// the opposite order and could block both threads of the cooperative pool for good.
     func publish(_ event: QueueEvent) {
         let continuations = subscribers.withLock { Array($0.values) }
         for continuation in continuations { continuation.yield(event) }

@@ -8,8 +8,9 @@ public import ServiceLifecycle
 /// there, and shuts down gracefully.
 ///
 /// It wakes at once when the monitor reports the network back (entries that waited for it
-/// become due), when this process enqueues, and when the next backoff ends; every
-/// `pollInterval` otherwise, to see entries other processes added.
+/// become due), when this process enqueues, retries or resumes, when another process enqueues
+/// and the store can tell (SQLite's wake file, PostgreSQL's `NOTIFY`), and when the next
+/// backoff ends; every `pollInterval` otherwise, to see what the store could not tell it.
 ///
 /// ```swift
 /// let group = ServiceGroup(
@@ -254,7 +255,7 @@ public final class ServiceHeartbeat: Sendable {
     private let state = LockedBox(State())
     /// Held while a count goes out, so watchers see counts in order; never taken by a watcher's
     /// termination (see ``EventBroadcast/publish(_:)`` for the deadlock yielding under `state`
-    /// allowed).
+    /// would allow).
     private let delivery = LockedBox(())
 
     init() {}

@@ -30,8 +30,9 @@ public struct DeliveryPolicy: Sendable, Hashable {
     /// no monitor says the network is back (a monitor's "online" makes it due at once).
     public var networkRecheck: Duration
     /// How long a claim lasts without renewal. A live drainer renews the leases of its sends
-    /// in flight at half this duration; a drainer that dies loses its claims at once (see
-    /// `OwnerLock`), so the lease only guards against a drainer that lives but hangs.
+    /// in flight at half this duration; a drainer that dies loses its claims at once (its hold
+    /// dies with it: a lock file on SQLite, an advisory lock on PostgreSQL), so the lease only
+    /// guards against a drainer that lives but hangs.
     public var leaseDuration: Duration
     /// How much of an error response's body is kept with the entry.
     public var excerptLimit: Int

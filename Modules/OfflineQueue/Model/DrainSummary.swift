@@ -16,13 +16,13 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     public var leasesLost = 0
     /// Entries taken back from drainers that had died holding them.
     public var reclaimed = 0
-    /// Entries still pending when the drain ended (in this file, from every process).
+    /// Entries still pending when the drain ended (in the store, from every process).
     public var remaining = 0
     /// Of ``remaining``, those a pause holds back (``OfflineQueue/pause(group:)``).
     public var paused = 0
     /// Entries in flight under other drainers that live, when the drain ended.
     public var inflightElsewhere = 0
-    /// Those drainers (`host:pid:token:boot`).
+    /// Those drainers (``QueueCounts/drainers``).
     public var otherDrainers: [String] = []
     /// When the next of them is due, as a wall time when the drain ended (for showing).
     public var nextAttemptAt: Date?

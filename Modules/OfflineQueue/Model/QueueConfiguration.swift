@@ -11,9 +11,11 @@ public import HTTPTypes
 /// configuration.secretHeaders.insert(HTTPField.Name("X-Api-Key")!)
 /// ```
 public struct QueueConfiguration: Sendable {
-    /// The SQLite file. Its large bodies live in the folder `path + ".bodies"` beside it.
+    /// Where the queue lives: a SQLite file, whose large bodies live in the folder
+    /// `path + ".bodies"` beside it, or a `postgres://` URL (opened by `OfflineQueue.open` of
+    /// `OfflineQueuePostgres`).
     public var path: String
-    /// Whether opening creates a missing file (with mode 0600).
+    /// Whether opening creates a missing queue: a file with mode 0600, or PostgreSQL's schema.
     public var createIfMissing: Bool
     /// How hard commits work to reach the disk.
     public var durability: QueueDurability
@@ -30,25 +32,26 @@ public struct QueueConfiguration: Sendable {
     public var secretHeaders: Set<HTTPField.Name>
     /// What enqueue does with a secret header.
     public var secrets: SecretHandling
-    /// Bodies up to this many bytes are stored in the row; larger ones in a file.
+    /// Bodies up to this many bytes are stored in the row; larger ones apart from it (a file
+    /// beside a SQLite queue, chunks on PostgreSQL).
     public var inlineBodyLimit: Int
     /// How `${env:…}` and `${credential:…}` header placeholders are resolved at send time.
     public var templates: HeaderTemplates
     /// Where the queue reads the time; ``QueueClock/system`` unless a test moves time by hand.
     public var clock: QueueClock = .system
-    /// How long a delivered entry (and its body file) is kept before
+    /// How long a delivered entry (and its body) is kept before
     /// ``OfflineQueue/applyRetention(now:)`` deletes it; `nil` keeps delivered entries until
     /// purged. Seven days unless changed. Dead letters are never deleted by retention: they
     /// wait for someone to retry or purge them.
     public var deliveredRetention: Duration?
-    /// Opens an existing file for reading only, for a process that may not write it or its
+    /// Opens an existing queue for reading only, for a process that may not write it or its
     /// folder (`sync list`, `show`, `stats`). `false` unless set.
     ///
     /// Such a queue reads entries and counts; everything that writes (enqueue, drain, retry,
-    /// purge, retention) throws ``QueueError/cannotCreate(path:reason:)``, and nothing is
-    /// created beside the file, not even a body folder. ``createIfMissing`` does not apply: a
-    /// missing file is ``QueueError/databaseMissing(path:)``. See "Files and permissions" in
-    /// `Docs/OfflineQueue.md` for what a reader without write access sees.
+    /// purge, retention) throws ``QueueError/readOnly(path:)``, and nothing is created beside
+    /// a file, not even a body folder. ``createIfMissing`` does not apply: a missing file (or
+    /// PostgreSQL schema) is ``QueueError/databaseMissing(path:)``. See "Files and permissions"
+    /// in `Docs/OfflineQueue.md` for what a reader without write access sees.
     public var readOnly: Bool = false
     /// What the queue reports through swift-metrics: on, as `courier_queue_*`, unless changed.
     public var metrics = QueueMetricsOptions()

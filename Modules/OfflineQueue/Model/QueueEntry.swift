@@ -142,7 +142,8 @@ public struct StoredHeader: Sendable, Hashable, Codable {
 public enum StoredBody: Sendable, Hashable {
     /// Small bodies, in the row.
     case inline(Data)
-    /// Large bodies, in a file in the queue's body folder (the name only), streamed at replay.
+    /// Large bodies, kept apart from the row (the reference only) and streamed at replay: a
+    /// file in a SQLite queue's body folder, chunks on PostgreSQL.
     case file(name: String, length: Int)
 
     /// The body's length in bytes.
@@ -163,7 +164,8 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     /// Entries in flight whose drainer is gone (its process died, or the machine rebooted):
     /// the next claim by any drainer takes them back.
     public var inflightOrphaned = 0
-    /// The drainers that hold entries in flight and live (`host:pid:token:boot`).
+    /// The drainers that hold entries in flight and live (`host:pid:token:boot` on SQLite,
+    /// `host:pid:pgN` on PostgreSQL).
     public var drainers: [String] = []
     /// When the oldest pending entry was enqueued.
     public var oldestPendingCreatedAt: Date?

@@ -2,7 +2,7 @@ public import Foundation
 public import HTTPCore
 
 /// Why the queue refused an operation. Nothing is half-done when one is thrown: a failed
-/// enqueue leaves no row and no body file behind.
+/// enqueue leaves no row and no body behind.
 ///
 /// A struct over a private code, as AsyncHTTPClient's `HTTPClientError` is, so that a new kind
 /// is an addition, not a break of every exhaustive `switch`. Match a kind with `catch`, or by
@@ -31,12 +31,12 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
 
         fileprivate let code: Code
 
-        /// The file exists but is not a Courier queue database (or is damaged); it was not
+        /// The database exists but is not a Courier queue database (or is damaged); it was not
         /// modified. Also a row naming a body file in a form Courier never writes (such as
         /// `../queue.db`, neither read nor removed), or a row holding a value this version does
         /// not know.
         public static let corruptDatabase = Kind(code: .corruptDatabase)
-        /// The file was written by a newer Courier, whose schema this one does not know.
+        /// The database was written by a newer Courier, whose schema this one does not know.
         public static let newerSchema = Kind(code: .newerSchema)
         /// The database (or its body folder) could not be created or opened for writing; also a
         /// body folder that is a symbolic link or open to other users.
@@ -88,7 +88,7 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     public let entryID: EntryID?
     /// The header refused, for `secretHeader`.
     public let headerName: String?
-    /// For `newerSchema`: the file's schema version, and the newest this version understands.
+    /// For `newerSchema`: the database's schema version, and the newest this version understands.
     public let foundVersion: Int?
     public let supportedVersion: Int?
 

@@ -5,7 +5,7 @@ extension Database {
     /// prepared once per connection and kept, rolled back when `body` or the commit throws.
     ///
     /// GRDB's `inTransaction` parses `BEGIN` and `COMMIT` at every call: each enqueue's and each
-    /// drain commit's transaction cost two prepares and a dozen allocations more than its work.
+    /// drain commit's transaction would pay for two more prepares than its work needs.
     func inImmediateTransaction<T>(_ body: () throws -> T) throws -> T {
         try cachedStatement(sql: "BEGIN IMMEDIATE").execute()
         do {

@@ -48,7 +48,8 @@ struct DiskReserve: Sendable {
     ///
     /// - Returns: whether the reserve is there (or another process is making it); `false`
     ///   when the file system cannot hold one for another reason than space (no preallocation,
-    ///   a folder in the way), which leaves the queue without a reserve, as before it had one.
+    ///   a folder in the way), which leaves the queue without a reserve: its drains then run
+    ///   without one.
     /// - Throws: ``QueueError/diskFull(path:)`` when the disk has no room for it.
     @discardableResult
     func hold() throws(QueueError) -> Bool {

@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 
-/// Header fields and scopes are stored as text, one per line: readable in `sqlite3`, and far
-/// cheaper to write than JSON. Names and values cannot hold line breaks (checked at enqueue).
+/// Header fields and scopes are stored as text, one per line, by the SQLite and PostgreSQL
+/// stores alike: readable in `sqlite3` or `psql`, and cheaper to write than JSON. Names and
+/// values cannot hold line breaks (checked at enqueue).
 package enum LineCoding {
     package static func encode(_ headers: [StoredHeader]) -> String {
         var text = ""

@@ -21,7 +21,7 @@
 /// Time. The engine hands every call its clock's reading (``QueueTime``); each store turns it
 /// into the time its rules compare: SQLite into this boot's clock (no wall-clock step moves a
 /// rule), PostgreSQL into the server's clock as this host's boot clock carries it forward
-/// from a reading taken at connection (one clock for the whole fleet, and still no local step
+/// from one reading of it per boot (one clock for the whole fleet, and still no local step
 /// moves a rule), the in-memory store compares the boot-clock readings as they are (it lives
 /// within one process, so within one boot). An entry handed back by a claim carries
 /// ``QueueEntry/budgetUptime`` on the caller's boot clock, so the lifecycle measures its age

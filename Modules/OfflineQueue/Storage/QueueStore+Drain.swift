@@ -61,7 +61,7 @@ extension QueueStore {
     /// now, and it keeps only the wait it was given relative to its own reading.
     ///
     /// At a drain's start, through the claim order's index (schema 8 keeps no index on the
-    /// budget, which every insert paid a page write for): such a row is not due before it is
+    /// budget, which would cost every insert a page write): such a row is not due before it is
     /// rebased, so a drain that started before it was written ends without it, and the next
     /// one, at most a poll later, rebases and sends it.
     static func rebaseUntrustedReadings(_ db: Database, now: QueueTime) throws {

@@ -22,7 +22,7 @@ extension QueueStore {
         tickets.reserveCapacity(entries.count)
         try markBoot(db, now.boot)
         // One more than the largest id there is or was (schema 8 has no AUTOINCREMENT, whose
-        // sequence row cost a page write per insert).
+        // sequence row would cost a page write per insert).
         let insert = try db.cachedStatement(sql: """
             INSERT INTO entry (id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
                 group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at,
@@ -164,7 +164,7 @@ extension QueueStore {
                 _ = arguments.append(contentsOf: stateArguments)
                 if filter.states == [.inflight], self.schemaVersion >= Schema.firstLeaseVersion {
                     // Driven by the few leases, not by walking every pending row for the leased
-                    // ones (0.2 ms against 7 ms with 40,000 pending entries).
+                    // ones.
                     clauses.append("id IN (SELECT entry_id FROM lease)")
                 }
             }

@@ -6,9 +6,10 @@ import HTTPCore
 public struct RetentionSummary: Sendable, Hashable, Codable {
     /// Delivered entries deleted.
     public var deletedEntries = 0
-    /// Body files deleted with them.
+    /// Bodies kept apart deleted with them (files on SQLite, chunked bodies on PostgreSQL).
     public var deletedBodyFiles = 0
-    /// Database pages given back to the file system (`PRAGMA incremental_vacuum`).
+    /// Database pages given back to the file system (SQLite's `PRAGMA incremental_vacuum`; 0
+    /// on the other stores).
     public var releasedPages = 0
 
     public init(deletedEntries: Int = 0, deletedBodyFiles: Int = 0, releasedPages: Int = 0) {

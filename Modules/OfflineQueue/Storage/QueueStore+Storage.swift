@@ -3,7 +3,7 @@ import GRDB
 import HTTPCore
 
 /// The parts of ``QueueStorage`` that are about the file's surroundings rather than its rows:
-/// the owner's lock file and the body folder.
+/// the owner's lock file, the wake file and the body folder.
 extension QueueStore {
     var location: String { path }
     /// `host:pid:token:boot`, held by ``ownerLock``.
@@ -30,8 +30,8 @@ extension QueueStore {
     /// The file closes with the last reference to the store.
     /// Waits for the work already handed to the writer: a group commit's block runs on for a
     /// moment after its callers resumed, holding the file open, and a process that ended in
-    /// that moment (a `sync` command) left the `-wal` and `-shm` files behind instead of the
-    /// last connection's close removing them.
+    /// that moment (a `sync` command) would leave the `-wal` and `-shm` files behind instead of
+    /// the last connection's close removing them.
     func shutDown() async {
         wakeFile.stop()
         // The checkpointer's connection first: the writer, closing last, removes the log.

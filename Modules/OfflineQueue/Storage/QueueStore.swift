@@ -349,8 +349,8 @@ final class QueueStore: QueueStorage {
         }
     }
 
-    /// What a write to a queue opened read-only throws: `cannotCreate`, the error for a file
-    /// that cannot be opened for writing, so `sync` exits with 73 as for a file it may not write.
+    /// What a write to a queue opened read-only throws: ``QueueError/readOnly(path:)``, on which
+    /// `sync` exits with 73, as for a file it may not write.
     static func readOnlyRefusal(_ path: String) -> QueueError {
         .readOnly(path: path)
     }

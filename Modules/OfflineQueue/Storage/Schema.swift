@@ -7,7 +7,7 @@ import GRDB
 /// the migrations applied to it (`grdb_migrations`): how many of ``migrator``'s it has
 /// completed, in order. A file whose record holds a migration this code does not know was
 /// written by a newer Courier and is refused. (Migrations up to `v8-lean-insert` also set
-/// `PRAGMA user_version`, which Courier no longer reads.)
+/// `PRAGMA user_version`, which Courier does not read.)
 enum Schema {
     /// The migrations' identifiers, in order: migration `n` (from 1) makes schema `n`.
     private static let identifiers = migrator.migrations
