@@ -47,10 +47,10 @@ struct QueueErrorTests {
         #expect(QueueError.Kind.unavailable.description == "unavailable")
     }
 
-    @Test("descriptions are the ones every earlier version printed")
+    @Test("descriptions name the kind, the place and the details")
     func descriptions() {
         #expect(QueueError.corruptDatabase(path: "q.db", reason: "not a database").description
-            == "q.db is not a valid queue database (not a database); the file was left untouched")
+            == "q.db is not a valid queue database (not a database); nothing in it was changed")
         #expect(QueueError.newerSchema(path: "q.db", found: 99, supported: 8).description
             == "q.db has schema version 99, newer than the 8 this version understands; upgrade Courier to use it")
         #expect(QueueError.cannotCreate(path: "q.db", reason: "EACCES").description == "cannot create or open q.db for writing: EACCES")

@@ -124,7 +124,7 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         let path = path ?? "?", reason = reason ?? "", id = entryID.map(String.init) ?? "?"
         return switch kind.code {
-        case .corruptDatabase: "\(path) is not a valid queue database (\(reason)); the file was left untouched"
+        case .corruptDatabase: "\(path) is not a valid queue database (\(reason)); nothing in it was changed"
         case .newerSchema:
             "\(path) has schema version \(foundVersion ?? 0), newer than the \(supportedVersion ?? 0) this version understands; upgrade Courier to use it"
         case .cannotCreate: "cannot create or open \(path) for writing: \(reason)"
