@@ -12,8 +12,8 @@ import Glibc
 /// file. The server (this process) records every idempotency key it receives.
 @Suite("Other processes: SIGKILL and concurrent drainers", .serialized)
 struct ProcessTests {
-    static func startAgent(_ path: String, leaseMilliseconds: Int, concurrency: Int = 16) throws -> Process {
-        let process = Process()
+    static func startAgent(_ path: String, leaseMilliseconds: Int, concurrency: Int = 16) throws -> ChildProcess {
+        let process = ChildProcess()
         process.executableURL = try builtProduct(named: "queue-agent")
         process.arguments = [path, "--concurrency", String(concurrency), "--lease-ms", String(leaseMilliseconds), "--limit-seconds", "60"]
         process.standardOutput = FileHandle.nullDevice

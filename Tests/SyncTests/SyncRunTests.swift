@@ -129,7 +129,7 @@ struct SyncRunTests {
         }
         let sockets = [try NotifySocket(), try NotifySocket()]
         let sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
-        var processes: [Process] = []
+        var processes: [ChildProcess] = []
         defer { for process in processes { kill(process.processIdentifier, SIGKILL) } }
         // One entry, one service holding it; then the second entry for the second service.
         for (index, socket) in sockets.enumerated() {

@@ -90,7 +90,7 @@ struct SyncWatchdogTests {
 /// Another process holding SQLite's write lock on the queue (`BEGIN EXCLUSIVE`, Python's
 /// sqlite3) until told to let go: every write of the queue waits meanwhile.
 final class LockHolder: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     private let input: Pipe
     private let marker: String
 
@@ -104,7 +104,7 @@ final class LockHolder: Sendable {
             sys.stdin.readline()
             db.execute("COMMIT")
             """
-        process = Process()
+        process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", script, database, marker]
         input = Pipe()
