@@ -79,7 +79,7 @@ struct SyncRunner {
     /// Waits for `process` to end without blocking a cooperative thread; kills it after `limit`.
     static func wait(for process: ChildProcess, limit: Duration) async throws {
         guard await process.exited(limit: limit) else {
-            kill(process.processIdentifier, SIGKILL)
+            process.signal(SIGKILL)
             throw TestServerError("sync did not finish within \(limit)")
         }
     }

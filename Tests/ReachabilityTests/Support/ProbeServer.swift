@@ -65,7 +65,7 @@ final class ProbeServer: Sendable {
     /// Kills the server (SIGKILL, which nothing can block or catch). Its reaper thread reaps
     /// it; nothing waits here.
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { process.signal(SIGKILL) }
     }
 
     private static func which(_ name: String) -> String? {

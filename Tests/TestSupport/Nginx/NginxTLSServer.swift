@@ -75,7 +75,7 @@ public final class NginxTLSServer: Sendable {
     public func stop() {
         if process.isRunning {
             // nginx runs as one process (`master_process off`), so SIGKILL leaves nothing behind.
-            kill(process.processIdentifier, SIGKILL)
+            process.signal(SIGKILL)
         }
         try? FileManager.default.removeItem(at: directory)
     }

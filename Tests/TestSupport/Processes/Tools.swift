@@ -44,7 +44,7 @@ public func runTool(_ executable: String, _ arguments: [String], input: Data? = 
     }
     let finished = await process.exited(limit: limit)
     if !finished {
-        kill(process.processIdentifier, SIGKILL)
+        process.signal(SIGKILL)
         await process.exited()
     }
     let result = ToolResult(status: process.terminationStatus, stdout: await stdout.value, stderr: await stderr.value)
