@@ -12,8 +12,8 @@ import Glibc
 /// file. The server (this process) records every idempotency key it receives.
 @Suite("Other processes: SIGKILL and concurrent drainers", .serialized)
 struct ProcessTests {
-    static func startAgent(_ path: String, leaseMilliseconds: Int, concurrency: Int = 16) throws -> Process {
-        let process = Process()
+    static func startAgent(_ path: String, leaseMilliseconds: Int, concurrency: Int = 16) throws -> ChildProcess {
+        let process = ChildProcess()
         process.executableURL = try builtProduct(named: "queue-agent")
         process.arguments = [path, "--concurrency", String(concurrency), "--lease-ms", String(leaseMilliseconds), "--limit-seconds", "60"]
         process.standardOutput = FileHandle.nullDevice
@@ -59,7 +59,7 @@ struct ProcessTests {
             // Leases of five minutes: only owner liveness can hand the entries back in time.
             let agent = try Self.startAgent(store.path, leaseMilliseconds: 300_000)
             try await Task.sleep(for: .milliseconds(Int.random(in: 60...220, using: &generator)))
-            kill(agent.processIdentifier, SIGKILL)
+            agent.signal(SIGKILL)
             await agent.exited()
             #expect(agent.terminationReason == .uncaughtSignal)
             var counts = try await queue.counts()
@@ -108,7 +108,7 @@ struct ProcessTests {
             try await Task.sleep(for: .milliseconds(Int.random(in: 100...600, using: &generator)))
             let victim = Int.random(in: 0..<agents.count, using: &generator)
             if agents[victim].isRunning {
-                kill(agents[victim].processIdentifier, SIGKILL)
+                agents[victim].signal(SIGKILL)
                 kills += 1
             }
             await agents[victim].exited()
@@ -116,7 +116,7 @@ struct ProcessTests {
                 agents[victim] = try Self.startAgent(store.path, leaseMilliseconds: 300_000, concurrency: 4)
             }
         }
-        for agent in agents where agent.isRunning { kill(agent.processIdentifier, SIGKILL) }
+        for agent in agents where agent.isRunning { agent.signal(SIGKILL) }
         for agent in agents { await agent.exited() }
         print("chaos: \(kills) kills in a minute")
         try await drainUntilSettled(queue, rounds: 50)

@@ -110,7 +110,7 @@ struct SyncMetricsTests {
                 #expect(error.response?.status.code == status)
             }
         }
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         try await SyncRunner.wait(for: process, limit: .seconds(30))
         #expect(process.terminationStatus == 0)
         await fixture.finish()

@@ -135,7 +135,7 @@ struct SyncOperatorTests {
         let resumed = try await sync("--json", "resume", "--group", "g")
         #expect(try #require(try resumed.json() as? [String: Any])["changed"] as? Bool == true)
         #expect(await eventually { fixture.server.requests.count == 2 })
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         try await SyncRunner.wait(for: process, limit: .seconds(30))
         _ = await log.value
         #expect(process.terminationStatus == 0)

@@ -32,7 +32,7 @@ struct SyncPostgresTests {
         #expect(await eventually(.seconds(30)) { arrived.current.count == 2 }, "delivered though no service polls for an hour")
         print("enqueue in a third process → delivered in \(ContinuousClock.now - enqueued)")
         #expect(Set(arrived.current).count == 2, "each entry sent once")
-        for (process, _, _) in services { kill(process.processIdentifier, SIGTERM) }
+        for (process, _, _) in services { process.signal(SIGTERM) }
         for (process, _, _) in services {
             #expect(await process.exited(limit: .seconds(30)))
             #expect(process.terminationStatus == 0)

@@ -64,7 +64,7 @@ struct SyncRecoveryTests {
                 : ["run", "--no-reachability", "--concurrency", "8"]
             let (process, _, _) = try lab.sync.start(command)
             _ = await eventually(.seconds(20)) { lab.keys.current.count >= before + 4 || !process.isRunning }
-            kill(process.processIdentifier, SIGKILL)
+            process.signal(SIGKILL)
             await process.exited()
             let stats = try await lab.stats()
             let inflight = stats["inflight"] as? Int ?? -1
@@ -96,7 +96,7 @@ struct SyncRecoveryTests {
         #expect(drain.stdout.contains("4 entries are in flight under another drainer (process \(service.processIdentifier)"), "\(drain.stdout)")
         let stats = try await lab.stats()
         #expect(stats["inflight_orphaned"] as? Int == 0)
-        kill(service.processIdentifier, SIGTERM)
+        service.signal(SIGTERM)
         await service.exited()
         await lab.finish()
     }

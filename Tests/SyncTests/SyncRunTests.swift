@@ -29,7 +29,7 @@ struct SyncRunTests {
         let log = readToEnd(errors.fileHandleForReading)
         #expect(await eventually { arrived.current >= 4 }, "four sends in flight")
         let signalled = ContinuousClock.now
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         try await SyncRunner.wait(for: process, limit: .seconds(60))
         print("sync run: SIGTERM → exit in \(ContinuousClock.now - signalled)")
         #expect(process.terminationStatus == 0)
@@ -64,7 +64,7 @@ struct SyncRunTests {
             if await socket.receive(containing: "WATCHDOG=1").last == "WATCHDOG=1" { pings += 1 }
         }
         #expect(pings == 3)
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         let stopping = await socket.receive(containing: "STOPPING=1")
         #expect(stopping.last == "STOPPING=1")
         try await SyncRunner.wait(for: process, limit: .seconds(20))
@@ -106,7 +106,7 @@ struct SyncRunTests {
         #expect(try Date(stamp, strategy: .iso8601) <= Date(), "the last delivery time is a time: \(stamp)")
         #expect(rest.last == " here: 2 delivered in the last minute", "\(last)")
         #expect(held.current)
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         let stopping = await socket.receive(containing: "STOPPING=1")
         seen += stopping
         let message = try #require(stopping.last)
@@ -129,8 +129,8 @@ struct SyncRunTests {
         }
         let sockets = [try NotifySocket(), try NotifySocket()]
         let sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
-        var processes: [Process] = []
-        defer { for process in processes { kill(process.processIdentifier, SIGKILL) } }
+        var processes: [ChildProcess] = []
+        defer { for process in processes { process.signal(SIGKILL) } }
         // One entry, one service holding it; then the second entry for the second service.
         for (index, socket) in sockets.enumerated() {
             #expect(try await sync("enqueue", "POST", server.url("/hold?n=\(index)").absoluteString).status == 0)
@@ -144,7 +144,7 @@ struct SyncRunTests {
             let seen = await socket.receive(containing: "in flight 2 (1 here)", limit: .seconds(30))
             #expect(seen.last?.contains("STATUS=pending 0 (due 0), in flight 2 (1 here)") == true, "\(seen)")
         }
-        for process in processes { kill(process.processIdentifier, SIGTERM) }
+        for process in processes { process.signal(SIGTERM) }
         for process in processes { try await SyncRunner.wait(for: process, limit: .seconds(30)) }
         await server.shutdown()
     }

@@ -32,8 +32,8 @@ struct SyncRunner {
     var directory: URL?
 
     /// A started process with pipes, for commands that run until signalled.
-    func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
-        let process = Process()
+    func start(_ arguments: [String]) throws -> (ChildProcess, Pipe, Pipe) {
+        let process = ChildProcess()
         let sync = try builtProduct(named: "sync")
         if let tool = launcher.first {
             process.executableURL = URL(fileURLWithPath: tool)
@@ -77,9 +77,9 @@ struct SyncRunner {
     }
 
     /// Waits for `process` to end without blocking a cooperative thread; kills it after `limit`.
-    static func wait(for process: Process, limit: Duration) async throws {
+    static func wait(for process: ChildProcess, limit: Duration) async throws {
         guard await process.exited(limit: limit) else {
-            kill(process.processIdentifier, SIGKILL)
+            process.signal(SIGKILL)
             throw TestServerError("sync did not finish within \(limit)")
         }
     }

@@ -26,7 +26,7 @@ struct SyncSoakTests {
         let sync = SyncRunner(database: database)
         // The service first, on an empty queue (it creates a file).
         let (service, _, _) = try sync.start(["run", "--no-reachability", "--poll", "5"])
-        defer { kill(service.processIdentifier, SIGKILL) }
+        defer { service.signal(SIGKILL) }
         #expect(await eventually(.seconds(30)) { (try? await sync("--json", "stats").status) == 0 })
 
         let count = 150
@@ -44,7 +44,7 @@ struct SyncSoakTests {
         #expect(statuses.current.count == count && statuses.current.allSatisfy { $0 == 0 }, "every enqueue exited 0")
         #expect(await eventually(.seconds(60)) { keys.current.count >= count }, "all \(count) delivered, \(keys.current.count) so far")
         #expect(Set(keys.current).count == count && keys.current.count == count, "each exactly once")
-        kill(service.processIdentifier, SIGTERM)
+        service.signal(SIGTERM)
         try await SyncRunner.wait(for: service, limit: .seconds(30))
         #expect(service.terminationStatus == 0)
         await server.shutdown()

@@ -61,11 +61,11 @@ struct SyncWallClockTests {
         var serving = try faked(sync, by: step.server)
         serving.environment["NOTIFY_SOCKET"] = socket.path
         let (service, _, _) = try serving.start(["run", "--no-reachability", "--poll", "3600"])
-        defer { kill(service.processIdentifier, SIGKILL) }
+        defer { service.signal(SIGKILL) }
         #expect(await socket.receive(containing: "READY=1").last?.contains("READY=1") == true)
         let ready = BootClock.uptime()
         #expect(await eventually(.seconds(30)) { arrivals.current.count == 3 }, "every entry delivered")
-        kill(service.processIdentifier, SIGTERM)
+        service.signal(SIGTERM)
         await service.exited()
         for (key, dueUptime) in due {
             let arrived = try #require(arrivals.current[key])

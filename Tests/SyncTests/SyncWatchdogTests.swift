@@ -27,7 +27,7 @@ struct SyncWatchdogTests {
         #expect(try await sync("enqueue", "POST", server.url("/never").absoluteString).status == 0)
         sync.environment = ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "2000000"]
         let (process, _, errors) = try sync.start(["run", "--no-reachability", "--timeout", "\(timeout)", "--log-format", "json"])
-        defer { kill(process.processIdentifier, SIGKILL) }
+        defer { process.signal(SIGKILL) }
         let log = readToEnd(errors.fileHandleForReading)
         #expect(await socket.receive(containing: "READY=1").last?.contains("READY=1") == true)
         #expect(await eventually(.seconds(20)) { arrivals.current >= 1 }, "the send reached the server")
@@ -41,9 +41,9 @@ struct SyncWatchdogTests {
         #expect(pings >= 6, "pinged every half second or so while the send waited: \(messages)")
         #expect(!messages.contains { $0.contains("stuck") }, "\(messages)")
         // The send ended by its timeout and the entry waits for its next attempt.
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         let exited = await process.exited(limit: .seconds(60))
-        if !exited { kill(process.processIdentifier, SIGKILL) }
+        if !exited { process.signal(SIGKILL) }
         let text = String(decoding: await log.value, as: UTF8.self)
         #expect(exited, "sync run stopped within a minute of SIGTERM: \(text)")
         let listed = try #require(try await sync("--json", "list").json() as? [[String: Any]])
@@ -61,7 +61,7 @@ struct SyncWatchdogTests {
         sync.environment = ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "1000000"]
         // A poll each second: each drain starts with a write, which waits for the lock.
         let (process, _, _) = try sync.start(["run", "--no-reachability", "--poll", "1", "--store-timeout", "2", "--log-format", "json"])
-        defer { kill(process.processIdentifier, SIGKILL) }
+        defer { process.signal(SIGKILL) }
         #expect(await socket.receive(containing: "READY=1").last?.contains("READY=1") == true)
         #expect(await socket.receive(containing: "WATCHDOG=1").last == "WATCHDOG=1", "alive before the lock")
 
@@ -81,7 +81,7 @@ struct SyncWatchdogTests {
         holder.release()
         let resumed = await socket.receive(containing: "WATCHDOG=1", limit: .seconds(40))
         #expect(resumed.last == "WATCHDOG=1", "pings resume once the call returns: \(resumed)")
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         try await SyncRunner.wait(for: process, limit: .seconds(30))
         #expect(process.terminationStatus == 0)
     }
@@ -90,7 +90,7 @@ struct SyncWatchdogTests {
 /// Another process holding SQLite's write lock on the queue (`BEGIN EXCLUSIVE`, Python's
 /// sqlite3) until told to let go: every write of the queue waits meanwhile.
 final class LockHolder: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     private let input: Pipe
     private let marker: String
 
@@ -104,7 +104,7 @@ final class LockHolder: Sendable {
             sys.stdin.readline()
             db.execute("COMMIT")
             """
-        process = Process()
+        process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", script, database, marker]
         input = Pipe()
@@ -120,6 +120,6 @@ final class LockHolder: Sendable {
     }
 
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { process.signal(SIGKILL) }
     }
 }

@@ -9,7 +9,7 @@ import Glibc
 /// `/page` answers 200 with an HTML page; `/login` is that page too.
 final class ProbeServer: Sendable {
     static let port = 8080
-    private let process: Process
+    private let process: ChildProcess
 
     private static let script = """
     import http.server, sys
@@ -29,7 +29,7 @@ final class ProbeServer: Sendable {
     server.serve_forever()
     """
 
-    private init(process: Process) {
+    private init(process: ChildProcess) {
         self.process = process
     }
 
@@ -38,7 +38,7 @@ final class ProbeServer: Sendable {
         guard let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: FileManager.default.isExecutableFile(atPath:)) ?? Self.which("python3") else {
             throw LabError("python3 is not installed (apt-get install python3); the probe tests serve HTTP with it")
         }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: try NetworkLab.ipTool())
         process.arguments = ["netns", "exec", namespace, python, "-c", Self.script, address, String(Self.port)]
         let output = Pipe()
@@ -62,10 +62,10 @@ final class ProbeServer: Sendable {
         return server
     }
 
-    /// Kills the server (SIGKILL: the test runner's blocked-signal mask is inherited by
-    /// children, so a SIGTERM may never be delivered). Foundation reaps it; nothing waits here.
+    /// Kills the server (SIGKILL, which nothing can block or catch). Its reaper thread reaps
+    /// it; nothing waits here.
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { process.signal(SIGKILL) }
     }
 
     private static func which(_ name: String) -> String? {

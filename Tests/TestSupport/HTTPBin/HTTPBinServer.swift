@@ -91,7 +91,7 @@ public enum LoopbackPython {
     }
 
     /// The standard-input pipes of running supervisors; closing them stops the servers.
-    private static let running = LockedBox<[Process]>([])
+    private static let running = LockedBox<[ChildProcess]>([])
 
     /// The first Python that can import `modules`: `$HTTPBIN_PYTHON`, then the venv
     /// `Tools/test` makes, then `python3` on the `PATH`.
@@ -129,7 +129,7 @@ public enum LoopbackPython {
     /// Runs `script` with the log path (and `arguments`) as its arguments, and returns the port
     /// it prints on its first line; waits at most 30 seconds.
     public static func start(python: URL, script: String, name: String, arguments: [String] = []) async throws -> Int {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = python
         process.arguments = ["-c", script, logURL(name: name).path] + arguments
         let input = Pipe()

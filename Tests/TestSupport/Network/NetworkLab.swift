@@ -88,10 +88,10 @@ public final class NetworkLab: Sendable {
 
     public static func ip(_ arguments: String...) async throws { try await ip(arguments) }
 
-    /// Starts `ip` with `arguments` and does not wait for it (Foundation reaps it).
+    /// Starts `ip` with `arguments` and does not wait for it (its reaper thread reaps it).
     static func launch(_ arguments: String...) {
         guard let tool = try? ipTool() else { return }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
@@ -110,7 +110,7 @@ public final class NetworkLab: Sendable {
     /// Runs `ip` and blocks the calling thread until it ends: only for a thread of its own
     /// (``onOwnThread(_:)``) that must hold something across the call, never in async code.
     public static func ipOnThisThread(_ arguments: [String], input: String? = nil) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: try ipTool())
         process.arguments = arguments
         let feed = Pipe(), errors = Pipe()

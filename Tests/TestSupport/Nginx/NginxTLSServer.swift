@@ -23,7 +23,7 @@ public final class NginxTLSServer: Sendable {
     public let caCertificatePath: String
     /// The temporary directory holding keys, certificates, config and logs.
     public let directory: URL
-    private let process: Process
+    private let process: ChildProcess
 
     /// `https://127.0.0.1:port`.
     public var baseURL: URL { URL(string: "https://127.0.0.1:\(port)")! }
@@ -31,7 +31,7 @@ public final class NginxTLSServer: Sendable {
     /// The body nginx answers with.
     public static let body = #"{"tls":true}"#
 
-    private init(port: Int, directory: URL, process: Process) {
+    private init(port: Int, directory: URL, process: ChildProcess) {
         self.port = port
         self.directory = directory
         self.caCertificatePath = directory.appendingPathComponent("ca.pem").path
@@ -50,7 +50,7 @@ public final class NginxTLSServer: Sendable {
         let config = directory.appendingPathComponent("nginx.conf")
         try configuration(port: port, directory: directory.path).write(to: config, atomically: true, encoding: .utf8)
 
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: nginx)
         process.arguments = ["-p", directory.path, "-c", config.path, "-e", directory.appendingPathComponent("error.log").path, "-g", "daemon off;"]
         process.standardOutput = FileHandle.nullDevice
@@ -71,12 +71,11 @@ public final class NginxTLSServer: Sendable {
         throw TestServerError("nginx did not accept connections on port \(port) within 60 s")
     }
 
-    /// Ends nginx (SIGKILL; Foundation reaps it) and removes the temporary directory.
+    /// Ends nginx (SIGKILL; its reaper thread reaps it) and removes the temporary directory.
     public func stop() {
         if process.isRunning {
-            // nginx runs as one process (`master_process off`), so SIGKILL leaves nothing behind;
-            // SIGTERM is not reliable here, since a child may inherit a mask that blocks it.
-            kill(process.processIdentifier, SIGKILL)
+            // nginx runs as one process (`master_process off`), so SIGKILL leaves nothing behind.
+            process.signal(SIGKILL)
         }
         try? FileManager.default.removeItem(at: directory)
     }

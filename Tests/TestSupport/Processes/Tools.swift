@@ -7,7 +7,7 @@ public import Foundation
 // from every other test in the process, the in-process HTTP server included. Work sent to
 // `DispatchQueue.global()` is no way out: it runs on that same root queue, which adds a thread
 // only after about a second of blocking. So pipes are read on threads of their own, and exits
-// are awaited by polling with `Task.sleep`.
+// are awaited with `ChildProcess.exited()`, which the child's own reaper thread resumes.
 
 /// What a tool run to its end printed, and how it ended.
 public struct ToolResult: Sendable {
@@ -25,7 +25,7 @@ public struct ToolResult: Sendable {
 /// Runs `executable` with `arguments` to its end (killing it after `limit`) and returns what it
 /// printed; `input`, when given, is written to its standard input.
 public func runTool(_ executable: String, _ arguments: [String], input: Data? = nil, limit: Duration = .seconds(60)) async throws -> ToolResult {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     let output = Pipe(), errors = Pipe(), feed = Pipe()
@@ -44,7 +44,7 @@ public func runTool(_ executable: String, _ arguments: [String], input: Data? = 
     }
     let finished = await process.exited(limit: limit)
     if !finished {
-        kill(process.processIdentifier, SIGKILL)
+        process.signal(SIGKILL)
         await process.exited()
     }
     let result = ToolResult(status: process.terminationStatus, stdout: await stdout.value, stderr: await stderr.value)
@@ -84,22 +84,4 @@ public func builtProduct(named name: String) throws -> URL {
         throw TestServerError("\(name) is not built; run `swift build --build-tests` first")
     }
     return fallback
-}
-
-extension Process {
-    /// Waits for the process to end without blocking a thread of the cooperative pool (the
-    /// loopback server's handlers need those threads while a child talks to it).
-    public func exited() async {
-        while isRunning { try? await Task.sleep(for: .milliseconds(5)) }
-    }
-
-    /// Waits at most `limit` for the process to end; returns whether it ended.
-    public func exited(limit: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while isRunning {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
-    }
 }
