@@ -147,14 +147,13 @@ final class QueueMetrics: Sendable {
         Self.handle(name, in: gauges) { Gauge(label: options.prefix + "_" + name, dimensions: [], factory: factory) }
     }
 
-    /// The handle kept for `key`, made by `make` (outside the lock: the factory takes its own)
-    /// and kept the first time. Two callers racing for a new key both make one; the first kept
-    /// is the one both use.
+    /// The handle kept for `key`, made by `make` the first time, under the lock: two callers
+    /// racing for a new key ask the factory once between them (the factory's own lock is taken
+    /// inside ours, never the other way round).
     private static func handle<Name: Hashable, Handle>(_ key: Name, in kept: LockedBox<[Name: Handle]>, make: () -> Handle) -> Handle {
-        if let found = kept.withLock({ $0[key] }) { return found }
-        let made = make()
-        return kept.withLock { handles in
+        kept.withLock { handles in
             if let found = handles[key] { return found }
+            let made = make()
             handles[key] = made
             return made
         }
