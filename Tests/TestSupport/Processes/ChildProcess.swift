@@ -254,16 +254,10 @@ public final class ChildProcess: @unchecked Sendable {
         let flags = Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_CLOEXEC_DEFAULT)
         #else
         let flags = Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
-        if let closeFrom = SpawnExtensions.closeFrom {
-            try check(closeFrom(&actions, 3), "addclosefrom_np")
-        } else {
-            // glibc before 2.34: close what is open now (a descriptor opened by another
-            // thread from here to the spawn is still inherited).
-            let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            for fd in open.compactMap(Int32.init) where fd > STDERR_FILENO {
-                try check(posix_spawn_file_actions_addclose(&actions, fd), "addclose")
-            }
+        guard let closeFrom = SpawnExtensions.closeFrom else {
+            throw ChildProcessError("posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later) is not available: cannot keep this process's descriptors from \(path)")
         }
+        try check(closeFrom(&actions, 3), "addclosefrom_np")
         #endif
 
         if let directory = currentDirectoryURL {
