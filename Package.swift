@@ -96,7 +96,7 @@ let package = Package(
             .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
         ]),
         module("OfflineQueue", [
-            "HTTPCore", "Reachability", httpTypes,
+            "HTTPCore", "Reachability", "QueueEncryption", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -112,7 +112,7 @@ let package = Package(
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
         // Sealing at rest: keyrings, per-entry keys, AES-GCM fields and STREAM-chunked bodies.
-        // Self-contained (Foundation and Crypto), so a user of OfflineQueue alone compiles no swift-crypto.
+        // Foundation and Crypto only; OfflineQueue seals its entries with it (QueueConfiguration.sealing).
         module("QueueEncryption", [.product(name: "Crypto", package: "swift-crypto")]),
         // systemd's notify protocol and watchdog for a QueueService under swift-service-lifecycle:
         // `sync run` and any service that embeds the queue.
@@ -248,7 +248,7 @@ let package = Package(
         tests("QueueEncryptionTests", ["QueueEncryption", .product(name: "Crypto", package: "swift-crypto")], exclude: ["known-answers.py"]),
         tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
-            "OfflineQueue", "OfflineQueuePostgres", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
+            "OfflineQueue", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -14,6 +14,7 @@ enum PostgresEntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyRef, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, deadReason
+    case sealKey, seal
 
     /// The columns' names in the `entry` table, in order.
     static let names = columnNames()
@@ -52,7 +53,7 @@ extension PostgresQueueStore {
         let budgetFrom = try cells.decode(.budgetFrom, as: Double.self)
         let next = try cells.decode(.nextAttemptAt, as: Double.self)
         let date = { (seconds: Double?) in seconds.map(Date.init(timeIntervalSince1970:)) }
-        return QueueEntry(
+        var entry = QueueEntry(
             id: id,
             idempotencyKey: try cells.decode(.idempotencyKey),
             method: try cells.decode(.method),
@@ -81,5 +82,9 @@ extension PostgresQueueStore {
             deadReason: try UnknownStoredValue.deadReason(cells.decode(.deadReason), id: id),
             nextDue: state == .pending ? DueTime(boot: now.boot, uptime: now.uptime + (next - fleet)) : nil
         )
+        if let key = try cells.decode(.sealKey, as: String?.self) {
+            entry.seal = StoredSeal(keyID: key, blob: try cells.decode(.seal, as: Data?.self) ?? Data())
+        }
+        return entry
     }
 }

@@ -28,14 +28,15 @@ extension PostgresQueueStore {
             let wait = max(0, (entry.notBefore?.timeIntervalSince(wall) ?? 0))
             let inserted = try await connection.query(PostgresQuery(unsafeSQL: sql("""
                 INSERT INTO §.entry (idempotency_key, method, url, headers, body, body_ref, body_length, scopes, name,
-                    group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14)
+                    group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, seal_key, seal)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14, $15, $16)
                 ON CONFLICT (idempotency_key) DO NOTHING
                 RETURNING id
                 """)).with(
                     entry.idempotencyKey, entry.method, entry.url, LineCoding.encode(entry.headers), inline, reference,
                     entry.body.map { Int64($0.length) }, LineCoding.encode(entry.scopes), entry.name, entry.group,
-                    Int32(clamping: entry.priority), entry.timeout.map(\.saturatingMilliseconds), fleet, fleet + wait
+                    Int32(clamping: entry.priority), entry.timeout.map(\.saturatingMilliseconds), fleet, fleet + wait,
+                    entry.seal?.keyID, entry.seal?.blob
                 ), logger: logger).decodeAll(Int64.self)
             if let id = inserted.first {
                 tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: false))
@@ -231,7 +232,7 @@ extension PostgresQueueStore {
 
     /// Entries read by a condition (and order) over ``PostgresEntryColumn``, their times on this
     /// host's clocks of `now`.
-    private func entries(
+    func entries(
         at now: QueueTime, where condition: String, _ values: (any PostgresThrowingDynamicTypeEncodable & Sendable)?...
     ) async throws(QueueError) -> [QueueEntry] {
         let fleet = try await fleetTime(now)

@@ -59,7 +59,7 @@ struct FileSafetyTests {
         _ = try makeQueue(path: folder.databasePath, server: server)
         let header = try await header(folder.databasePath)
         #expect(header.application == Self.applicationID)
-        #expect(header.version == 8)
+        #expect(header.version == 9)
         await server.shutdown()
     }
 
@@ -73,7 +73,7 @@ struct FileSafetyTests {
             _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
         }
         // What Courier wrote before the id: schema 2, no application_id, no dead_reason.
-        try await execute(folder.databasePath, """
+        try await execute(folder.databasePath, backToSchema8 + """
             PRAGMA application_id = 0; PRAGMA user_version = 2;
             DROP VIEW entry_view; DROP TABLE lease; ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
             CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
@@ -83,7 +83,7 @@ struct FileSafetyTests {
         #expect(older.application == 0 && older.version == 2)
         let queue = try makeQueue(path: folder.databasePath, server: server)
         let stamped = try await header(folder.databasePath)
-        #expect(stamped.application == Self.applicationID && stamped.version == 7)
+        #expect(stamped.application == Self.applicationID && stamped.version == 9)
         #expect(try await queue.counts().pending == 1)
         await server.shutdown()
     }
@@ -101,7 +101,7 @@ struct FileSafetyTests {
         // What schema 5 wrote for an entry in flight: the claim in the entry's own columns,
         // here under a drainer of an earlier boot.
         let owner = "host:1:0123456789abcdef:an-earlier-boot"
-        try await execute(folder.databasePath, """
+        try await execute(folder.databasePath, backToSchema8 + """
             DROP VIEW entry_view; DROP TABLE lease;
             CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
             UPDATE entry SET state = 'inflight', lease_owner = '\(owner)', lease_uptime = 1, lease_expires_at = 1, last_attempt_at = 1, attempt_uptime = 1;
@@ -112,7 +112,7 @@ struct FileSafetyTests {
         #expect(try await reader.entry(id)?.state == .inflight, "a read-only queue reads schema 5 as it is")
         #expect(try await reader.counts().inflight == 1)
         let queue = try makeQueue(path: folder.databasePath, server: server)
-        #expect(try await header(folder.databasePath).version == 7)
+        #expect(try await header(folder.databasePath).version == 9)
         let moved = try #require(try await queue.entry(id))
         #expect(moved.state == .inflight && moved.leaseOwner == owner)
         let counts = try await queue.counts()
@@ -163,7 +163,7 @@ struct FileSafetyTests {
             #expect(dead.deadReason == .rejected && dead.lastError == "HTTP 410")
         }
         // What schema 3 wrote: the reason in front of the error, no column for it.
-        try await execute(folder.databasePath, """
+        try await execute(folder.databasePath, backToSchema8 + """
             UPDATE entry SET last_error = dead_reason || ': ' || last_error;
             DROP VIEW entry_view; DROP TABLE lease; ALTER TABLE entry DROP COLUMN dead_reason; DROP TABLE pause;
             CREATE INDEX entry_lease ON entry(lease_owner, lease_uptime) WHERE state = 'inflight';
@@ -181,7 +181,7 @@ struct FileSafetyTests {
         let entry = try #require(try await migrated.entry(id))
         #expect(entry.deadReason == .rejected)
         #expect(entry.lastError == "HTTP 410")
-        #expect(try await header(folder.databasePath).version == 8)
+        #expect(try await header(folder.databasePath).version == 9)
         await server.shutdown()
     }
 

@@ -66,7 +66,7 @@ struct LeanInsertTests {
         }
         // What schema 7 kept beside its rows: AUTOINCREMENT's sequence, here past ids 4...40
         // that it gave and deleted; no `queue_meta`, no trigger.
-        try await execute(folder.databasePath, """
+        try await execute(folder.databasePath, backToSchema8 + """
             DROP TRIGGER entry_id_floor; DROP TABLE queue_meta;
             CREATE TABLE sequence_maker (id INTEGER PRIMARY KEY AUTOINCREMENT); DROP TABLE sequence_maker;
             INSERT INTO sqlite_sequence (name, seq) VALUES ('entry', 40);
@@ -77,7 +77,7 @@ struct LeanInsertTests {
         #expect(try await queue.entries(EntryFilter(limit: 10)).map(\.id) == kept)
         #expect(try await queue.enqueue(method: "POST", url: url).id == 41)
         #expect(try await queue.drain().delivered == 4)
-        #expect(try await scalar(folder.databasePath, "PRAGMA user_version") == 8)
+        #expect(try await scalar(folder.databasePath, "PRAGMA user_version") == 9)
         #expect(try await scalar(folder.databasePath, "SELECT count(*) FROM sqlite_sequence WHERE name = 'entry'") == 0, "no AUTOINCREMENT left")
         await server.shutdown()
     }

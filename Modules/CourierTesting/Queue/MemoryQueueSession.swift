@@ -194,6 +194,25 @@ final class MemoryQueueSession: QueueStorage {
     /// Memory gives back what it frees at once: nothing to release.
     func releaseFreePages() async throws(QueueError) -> Int { 0 }
 
+    // MARK: - Sealing
+
+    func sealCatalog() async throws(QueueError) -> SealCatalog {
+        store.state.withLock { $0.sealCatalog() }
+    }
+
+    func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
+        store.state.withLock { $0.recordKeyCheck(keyID: keyID, checkValue: checkValue) }
+    }
+
+    func entriesToReseal(_ selection: ResealSelection, after: EntryID?, limit: Int) async throws(QueueError) -> [QueueEntry] {
+        let now = QueueClock.system.now()
+        return store.state.withLock { $0.entriesToReseal(selection, after: after, limit: limit, now: now) }
+    }
+
+    func reseal(_ updates: [ResealUpdate]) async throws(QueueError) -> Set<EntryID> {
+        store.state.withLock { $0.reseal(updates) }
+    }
+
     func sweepOrphanBodies() async throws(QueueError) {
         let cutoff = Date().addingTimeInterval(-Self.orphanGrace)
         store.state.withLock { $0.sweepOrphanBodies(storedBefore: cutoff) }

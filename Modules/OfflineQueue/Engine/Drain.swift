@@ -57,6 +57,8 @@ extension OfflineQueue {
         let started = clock.now()
         // The machine's time: seconds on the queue's boot clock since the drain began.
         let elapsed = { Duration.clamped(seconds: clock.now().uptime - started.uptime) ?? .zero }
+        // The keys every stored entry needs, checked before any entry is claimed.
+        let sealing = try await sealGate.sealing(of: self, forDrain: true)
         try await activity.storeCall(.ownership) { () async throws(QueueError) in try await drainStore.acquireOwnership() }
         // Nothing is sent unless what it gives can be recorded, even once the disk is full.
         try await activity.storeCall(.reserve) { () async throws(QueueError) in try await drainStore.holdReserve() }
@@ -87,7 +89,7 @@ extension OfflineQueue {
                     for entry in entries {
                         if recording { sending[entry.id] = (entry.name, entry.createdAt) }
                         if broadcast.hasSubscribers { broadcast.publish(.attemptStarted(id: entry.id, attempt: entry.attempts + 1)) }
-                        group.addTask { DrainEvent.finished(await self.attemptAndSettle(entry)) }
+                        group.addTask { DrainEvent.finished(await self.attemptAndSettle(entry, sealing: sealing)) }
                     }
                 case .commit(let commit):
                     // A child task: sends keep starting and finishing while the store works.
@@ -117,6 +119,7 @@ extension OfflineQueue {
                     switch await group.next() {
                     case .finished(let result)?:
                         machine.finished(result.settlement, networkGone: result.networkGone, at: elapsed())
+                        if let failure = result.failure { machine.entryFailed(failure) }
                     case .committed(let settlements, .success(let result))?:
                         announce(settlements, lost: result.lost)
                         if !sending.isEmpty { record(settlements, lost: result.lost, sending: &sending) }
@@ -161,7 +164,7 @@ extension OfflineQueue {
 
     /// What the drain's child tasks hand back.
     enum DrainEvent: Sendable {
-        case finished((settlement: Settlement, networkGone: Bool))
+        case finished(AttemptReport)
         /// A commit the machine asked for ended; its settlements, for the events.
         case committed([Settlement], Result<ClaimResult, QueueError>)
         case stop

@@ -179,6 +179,12 @@ struct DrainMachine {
         if recording == .onFullDisk { unsettled = commit.settlements + unsettled }
     }
 
+    /// A claimed entry could not be opened: the drain stops claiming and throws `error` once
+    /// what it holds is recorded (the entry itself given back unsent).
+    mutating func entryFailed(_ error: QueueError) {
+        failure = failure ?? error
+    }
+
     /// A renewal failed: the drain stops claiming, as for a failed commit; a commit under way
     /// still ends as it ends.
     mutating func renewalFailed(_ error: QueueError) {

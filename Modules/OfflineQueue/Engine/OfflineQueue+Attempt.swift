@@ -6,14 +6,22 @@ import HTTPTypes
 /// drain's turn: the work the drain's driver hands to its child tasks and performs.
 extension OfflineQueue {
     /// Sends a claimed entry and settles how it went: the drain's child task, which hands the
-    /// machine its transition. `networkGone` says the send found the network gone.
-    func attemptAndSettle(_ entry: QueueEntry) async -> (settlement: Settlement, networkGone: Bool) {
+    /// machine its transition (``AttemptReport``).
+    func attemptAndSettle(_ entry: QueueEntry, sealing: EntrySealing) async -> AttemptReport {
         let policy = configuration.policy
         // The entry's age when its attempt starts, on the boot clock.
         let age = Duration.seconds(max(0, configuration.clock.now().uptime - entry.budgetUptime))
         let sent = ContinuousClock.now
         activity.sendBegan(entry.id, timeout: entry.timeout ?? client.configuration.timeout, margin: QueueActivity.sendMargin)
-        let outcome = await attempt(entry, age: age)
+        let outcome: AttemptOutcome
+        do throws(QueueError) {
+            outcome = try await attempt(entry, age: age, sealing: sealing)
+        } catch {
+            // A sealed entry that does not open stays as it was: given back unsent, nothing
+            // counted, and the drain stops with the error.
+            activity.sendEnded(entry.id)
+            return AttemptReport(settlement: Settlement(id: entry.id, transition: .release), networkGone: false, failure: error)
+        }
         activity.sendEnded(entry.id)
         switch outcome {
         case .interrupted, .invalid: break   // cut short, or never sent
@@ -33,19 +41,39 @@ extension OfflineQueue {
             )
         }
         let gone = if case .networkGone = outcome { true } else { false }
-        return (Settlement(id: entry.id, transition: transition), gone)
+        return AttemptReport(settlement: Settlement(id: entry.id, transition: transition), networkGone: gone, failure: nil)
+    }
+
+    /// What became of one claimed entry's attempt.
+    struct AttemptReport: Sendable {
+        var settlement: Settlement
+        /// The send found the network gone.
+        var networkGone: Bool
+        /// The entry could not be opened (``QueueError/Kind/sealBroken``, ``QueueError/Kind/keyUnavailable``):
+        /// it was not sent, and the drain stops.
+        var failure: QueueError?
     }
 
     /// Sends one claimed entry through the client (its plugins run again) and says how it went.
-    func attempt(_ entry: QueueEntry, age: Duration) async -> AttemptOutcome {
+    /// A sealed entry is opened first, its body verified in full; it throws only when the entry
+    /// cannot be opened, and then nothing was sent.
+    func attempt(_ entry: QueueEntry, age: Duration, sealing: EntrySealing) async throws(QueueError) -> AttemptOutcome {
         if Task.isCancelled { return .interrupted }
         // An entry too old at its claim is not sent; `settlements` turns it into an expiry.
         if EntryLifecycle.admit(age: age, policy: configuration.policy) != nil {
             return .invalid(message: "expired")
         }
+        let stored: RequestBody?
+        do {
+            stored = try entry.body.map { body throws(QueueError) in try drainStore.replayBody(body) }
+        } catch {
+            // A body file that is gone, or a row naming a file Courier never writes.
+            return .invalid(message: "\(error)")
+        }
+        let (opened, body) = try await sealing.open(entry, stored: stored)
         let replay: ReplayRequest
         do {
-            replay = try ReplayRequest(entry: entry, queue: self)
+            replay = try ReplayRequest(entry: opened, body: body, queue: self)
         } catch {
             // A template not allowed for the entry's origin lands here: nothing is sent.
             return .invalid(message: "\(error)")

@@ -44,6 +44,8 @@ public final class OfflineQueue: Sendable {
     let operatorStore: any QueueOperatorStorage
     /// The store as its upkeep sees it: retention, orphan bodies, integrity.
     let upkeepStore: any QueueUpkeepStorage
+    let sealStore: any QueueSealStorage
+    let sealGate = SealGate()
     let broadcast = EventBroadcast()
     /// Fired by this process's enqueues, retries and resumes, and by the store when another
     /// process enqueues where it can tell (``QueueDrainStorage/observeRemoteEnqueues(_:)``), so a
@@ -98,6 +100,7 @@ public final class OfflineQueue: Sendable {
         self.enqueueStore = storage
         self.operatorStore = storage
         self.upkeepStore = storage
+        self.sealStore = storage
         self.metrics = QueueMetrics(configuration.metrics)
         drainStore.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
     }
@@ -235,9 +238,13 @@ public final class OfflineQueue: Sendable {
         entries.reserveCapacity(requests.count)
         var files: [StoredBody] = []
         do {
+            let sealing = try await sealGate.sealing(of: self, forDrain: false)
             for request in requests {
                 var entry = try validate(request)
-                if let body = request.body {
+                if sealing.sealsNewEntries {
+                    entry.body = try await sealing.seal(&entry, body: request.body, inlineLimit: configuration.inlineBodyLimit, store: enqueueStore)
+                    if let stored = entry.body, case .file = stored { files.append(stored) }
+                } else if let body = request.body {
                     let stored = try await store(body)
                     entry.body = stored
                     if case .file = stored { files.append(stored) }

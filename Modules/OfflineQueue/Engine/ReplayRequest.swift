@@ -15,7 +15,7 @@ struct ReplayRequest {
 
     /// - Throws: ``QueueError/invalidRequest(_:)`` for a row that is not a request, or a
     ///   ``TemplateError`` for a template not allowed for the entry's origin.
-    init(entry: QueueEntry, queue: OfflineQueue) throws {
+    init(entry: QueueEntry, body: RequestBody?, queue: OfflineQueue) throws {
         guard let method = HTTPRequest.Method(entry.method) else { throw QueueError.invalidRequest("stored method \(entry.method) is invalid") }
         let target = try queue.replayTargets(entry.url)
         let origin = target.origin
@@ -44,7 +44,6 @@ struct ReplayRequest {
         } else {
             headers.append(HTTPField(name: idempotencyHeader, value: entry.idempotencyKey))
         }
-        let body = try entry.body.map { stored throws(QueueError) in try queue.drainStore.replayBody(stored) }
         self.secrets = secrets
         request = PreparedRequest(
             method: method, scheme: target.scheme, authority: target.authority, path: target.path,

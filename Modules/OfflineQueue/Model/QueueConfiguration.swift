@@ -55,6 +55,8 @@ public struct QueueConfiguration: Sendable {
     public var readOnly: Bool = false
     /// What the queue reports through swift-metrics: on, as `courier_queue_*`, unless changed.
     public var metrics = QueueMetricsOptions()
+    /// Whether entries are sealed at rest, and with which keys (``QueueSealing``). Off by default.
+    public var sealing: QueueSealing = .off
 
     public init(
         path: String,

@@ -79,6 +79,20 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     package var budgetUptime: Double = 0
     /// Why the entry is dead; `nil` unless it is.
     public var deadReason: DeadReason? = nil
+    /// The entry's seal when it is sealed at rest (``QueueSealing``): then ``url`` is its
+    /// origin alone, ``headers`` is empty and ``body`` holds the sealed bytes; the request is
+    /// opened only to be sent.
+    package var seal: StoredSeal? = nil
+
+    /// The id of the key the entry is sealed under, or `nil` when it is stored in clear.
+    public var sealKeyID: String? { seal?.keyID }
+
+    /// The size of the body as it was enqueued (``body`` holds more when the entry is sealed).
+    public var bodyLength: Int? {
+        guard let body else { return nil }
+        guard seal != nil else { return body.length }
+        return EntrySealing.plaintextLength(sealedLength: body.length)
+    }
 
     /// An entry as a store reads it back.
     package init(

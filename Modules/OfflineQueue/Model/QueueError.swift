@@ -27,6 +27,7 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         fileprivate enum Code: String, Sendable, Hashable {
             case corruptDatabase, newerSchema, cannotCreate, readOnly, databaseMissing, diskFull, io
             case invalidRequest, secretHeader, noSuchEntry, entryInFlight, unavailable
+            case keyUnavailable, sealBroken
         }
 
         fileprivate let code: Code
@@ -61,6 +62,13 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The database server cannot be reached (refused, timed out, shutting down, or the
         /// login failed). Nothing was stored or changed; try again once it is back.
         public static let unavailable = Kind(code: .unavailable)
+        /// The keys the queue needs are not there: no keyring, a key id missing from it, other
+        /// bytes under a known id, or entries in clear in a queue that requires sealing.
+        /// Nothing in the queue was changed.
+        public static let keyUnavailable = Kind(code: .keyUnavailable)
+        /// A sealed entry failed to open (its bytes were changed, cut or moved): it was left
+        /// as it is, unsent, its attempts unchanged.
+        public static let sealBroken = Kind(code: .sealBroken)
 
         /// The kind's name, such as `diskFull`.
         public var description: String { code.rawValue }
@@ -120,6 +128,8 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func entryInFlight(_ id: EntryID) -> QueueError { QueueError(.entryInFlight, entryID: id) }
     /// `location` is the database's URL without its password.
     public static func unavailable(location: String, reason: String) -> QueueError { QueueError(.unavailable, path: location, reason: reason) }
+    public static func keyUnavailable(_ reason: String) -> QueueError { QueueError(.keyUnavailable, reason: reason) }
+    public static func sealBroken(_ id: EntryID, reason: String) -> QueueError { QueueError(.sealBroken, reason: reason, entryID: id) }
 
     public var description: String {
         let path = path ?? "?", reason = reason ?? "", id = entryID.map(String.init) ?? "?"
@@ -137,6 +147,8 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         case .noSuchEntry: "no entry with id \(id)"
         case .entryInFlight: "entry \(id) is being sent by a drainer right now"
         case .unavailable: "cannot reach the queue's database at \(path): \(reason); nothing was changed"
+        case .keyUnavailable: "\(reason); nothing in the queue was changed"
+        case .sealBroken: "entry \(id) cannot be opened (\(reason)): it was left as it is, unsent"
         }
     }
 }

@@ -50,6 +50,7 @@ enum EntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyFile, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, budgetUptime, deadReason, dueUptime, clockBoot
+    case sealKey, seal
 
     private static let names = columnNames()
 
@@ -62,6 +63,7 @@ enum EntryColumn: Int, EntryColumnMap {
         switch self {
         case .deadReason: Schema.firstDeadReasonVersion
         case .dueUptime, .clockBoot: Schema.firstDueViewVersion
+        case .sealKey, .seal: Schema.firstSealVersion
         default: 1
         }
     }
@@ -141,6 +143,7 @@ extension QueueEntry {
             // Read only for a pending row: a claim's rows (in flight) skip the text.
             nextDue: state == .pending ? (row[.clockBoot] as String?).map { DueTime(boot: $0, uptime: row[.dueUptime]) } : nil
         )
+        if let key: String = row[.sealKey] { seal = StoredSeal(keyID: key, blob: row[.seal] ?? Data()) }
     }
 
     /// The reason a dead row of schema 3 or older, read without migrating it, kept as the

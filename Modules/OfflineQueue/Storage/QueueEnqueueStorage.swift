@@ -40,10 +40,13 @@ package struct NewEntry: Sendable {
     package var priority: Int
     package var timeout: Duration?
     package var notBefore: Date?
+    /// The entry's seal when it is sealed at rest: then `url` is its origin, `headers` empty,
+    /// `body` sealed.
+    package var seal: StoredSeal?
 
     package init(
         idempotencyKey: String, method: String, url: String, headers: [StoredHeader], body: StoredBody?, scopes: [String],
-        name: String, group: String?, priority: Int, timeout: Duration?, notBefore: Date?
+        name: String, group: String?, priority: Int, timeout: Duration?, notBefore: Date?, seal: StoredSeal? = nil
     ) {
         self.idempotencyKey = idempotencyKey
         self.method = method
@@ -56,5 +59,6 @@ package struct NewEntry: Sendable {
         self.priority = priority
         self.timeout = timeout
         self.notBefore = notBefore
+        self.seal = seal
     }
 }

@@ -41,6 +41,9 @@ enum Schema {
     /// (`queue_meta` holds the id floor and the boot the open rows are on).
     static let firstLeanInsertVersion = version(after: "v8-lean-insert")
 
+    /// The first schema with sealed entries, the queue's id and its key checks.
+    static let firstSealVersion = version(after: "v9-sealing")
+
     /// The oldest schema a read-only queue reads as it is: it cannot migrate, and schema 3
     /// changed only the file header, not a column.
     static let oldestReadOnlyVersion = version(after: "v2-boot-clock")
@@ -72,7 +75,7 @@ enum Schema {
     }
 
     /// The tables Courier creates; any other (outside SQLite's own) marks a foreign file.
-    static let tables: Set<String> = ["entry", "pause", "lease", "queue_meta", "grdb_migrations"]
+    static let tables: Set<String> = ["entry", "pause", "lease", "queue_meta", "queue_key", "grdb_migrations"]
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -325,6 +328,33 @@ enum Schema {
                     response_excerpt, budget_uptime, dead_reason, due_uptime, clock_boot
                 FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
                 PRAGMA user_version = 8;
+                """)
+        }
+        migrator.registerMigration("v9-sealing") { db in
+            // Sealing at rest (Docs/Encryption.md): an entry sealed under a key keeps the key's
+            // id and its sealed target and headers (`NULL` for an entry in clear); the queue
+            // keeps its own id, bound into every sealed value, and a key-check value per key id
+            // it sealed with, so that a wrong key is told before an entry is touched.
+            try db.execute(sql: """
+                ALTER TABLE entry ADD COLUMN seal_key TEXT;
+                ALTER TABLE entry ADD COLUMN seal BLOB;
+                ALTER TABLE queue_meta ADD COLUMN queue_uuid BLOB;
+                UPDATE queue_meta SET queue_uuid = randomblob(16);
+                CREATE TABLE queue_key (
+                    key_id TEXT PRIMARY KEY,
+                    check_value TEXT NOT NULL
+                ) WITHOUT ROWID;
+                DROP VIEW entry_view;
+                CREATE VIEW entry_view AS SELECT
+                    entry.id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
+                    priority, timeout_ms, CASE WHEN lease.entry_id IS NULL THEN state ELSE 'inflight' END AS state,
+                    state AS row_state,
+                    attempts, created_at, budget_from, next_attempt_at,
+                    COALESCE(lease.attempt_wall, last_attempt_at) AS last_attempt_at, finished_at, waiting_network,
+                    lease.owner AS lease_owner, lease.until_wall AS lease_expires_at, last_status, last_error,
+                    response_excerpt, budget_uptime, dead_reason, due_uptime, clock_boot, seal_key, seal
+                FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
+                PRAGMA user_version = 9;
                 """)
         }
         return migrator

@@ -1,0 +1,232 @@
+package import Foundation
+package import HTTPCore
+package import QueueEncryption
+
+/// How a queue seals an entry on its way in and opens it on its way out (``QueueSealing``),
+/// in the format of Docs/Encryption.md. An entry's seal (``StoredSeal``) is its key id, kept
+/// in a column of its own, and one value:
+///
+/// ```
+/// 0x01                        the format version
+/// salt                        16 bytes
+/// len(sealed target)          32-bit big-endian
+/// sealed target               the URL after its origin: path, query (`/orders?id=42`)
+/// sealed headers              the header lines, `name: value\n` each
+/// ```
+///
+/// The entry's `url` keeps the origin alone (`https://api.example.com:8443`), its `headers`
+/// nothing, its body the sealed bytes. The origin, method and everything else stay clear.
+package struct EntrySealing: Sendable {
+    package let queueID: UUID
+    package let keyring: Keyring?
+    package let mode: QueueSealing.Mode
+
+    /// Whether new entries are sealed.
+    package var sealsNewEntries: Bool { mode != .off }
+
+    // MARK: - Sealing
+
+    /// `entry` sealed under the primary key: its target and headers into its seal, its body
+    /// (`body`, not yet stored) sealed as it is stored by `store`.
+    package func seal(
+        _ entry: inout NewEntry, body: RequestBody?, inlineLimit: Int, store: any QueueEnqueueStorage
+    ) async throws(QueueError) -> StoredBody? {
+        guard let keyring else { throw .keyUnavailable("sealing is \(mode), but no keyring was given") }
+        let cipher = EntryCipher(sealingWith: keyring, queueID: queueID, idempotencyKey: entry.idempotencyKey)
+        let (origin, target) = Self.split(entry.url)
+        entry.seal = StoredSeal(
+            keyID: cipher.entrySeal.keyID.rawValue,
+            blob: Self.blob(cipher: cipher, target: target, headers: LineCoding.encode(entry.headers))
+        )
+        entry.url = origin
+        entry.headers = []
+        guard let body else { return nil }
+        if let data = try await Self.inlined(body, limit: inlineLimit) {
+            return .inline(cipher.seal(data, field: .body))
+        }
+        return try await store.storeBody(ByteStream(SealedChunks(base: body.makeStream(), cipher: cipher)))
+    }
+
+    private static func blob(cipher: EntryCipher, target: String, headers: String) -> Data {
+        let sealedTarget = cipher.seal(Data(target.utf8), field: .target)
+        let sealedHeaders = cipher.seal(Data(headers.utf8), field: .headers)
+        var blob = Data(capacity: 1 + SealFormat.saltSize + 4 + sealedTarget.count + sealedHeaders.count)
+        blob.append(UInt8(cipher.entrySeal.version))
+        blob.append(cipher.entrySeal.salt)
+        withUnsafeBytes(of: UInt32(sealedTarget.count).bigEndian) { blob.append(contentsOf: $0) }
+        blob.append(sealedTarget)
+        blob.append(sealedHeaders)
+        return blob
+    }
+
+    private static func inlined(_ body: RequestBody, limit: Int) async throws(QueueError) -> Data? {
+        if case .data(let data) = body.source, data.count <= limit { return data }
+        guard let length = body.length, length <= limit else { return nil }
+        do {
+            return try await body.collect(upTo: limit)
+        } catch {
+            throw .invalidRequest("cannot read the body: \(error)")
+        }
+    }
+
+    /// `url` cut after its origin: `https://h:1/p?q` into `https://h:1` and `/p?q`. Joined
+    /// again they are `url`, byte for byte.
+    package static func split(_ url: String) -> (origin: String, target: String) {
+        guard let scheme = url.range(of: "://") else { return (url, "") }
+        let rest = url[scheme.upperBound...]
+        guard let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) else { return (url, "") }
+        return (String(url[..<end]), String(url[end...]))
+    }
+
+    // MARK: - Opening
+
+    /// A sealed entry opened for its attempt: its url and headers as enqueued, and its body
+    /// (`stored`: the bytes the store keeps), verified in full before this returns, opened
+    /// again as it is sent. An entry in clear comes back as it is.
+    package func open(_ entry: QueueEntry, stored: RequestBody?) async throws(QueueError) -> (entry: QueueEntry, body: RequestBody?) {
+        guard let seal = entry.seal else { return (entry, stored) }
+        let cipher = try cipher(for: entry, seal: seal)
+        var opened = entry
+        let parts = try Self.parts(seal.blob, id: entry.id)
+        do throws(SealError) {
+            let target = try cipher.open(parts.target, field: .target)
+            let headers = try cipher.open(parts.headers, field: .headers)
+            opened.url = entry.url + String(decoding: target, as: UTF8.self)
+            opened.headers = LineCoding.decodeHeaders(String(decoding: headers, as: UTF8.self))
+        } catch {
+            throw .sealBroken(entry.id, reason: error.description)
+        }
+        opened.seal = nil
+        guard let sealed = stored else { return (opened, nil) }
+        opened.body = nil
+        if case .data(let data) = sealed.source {
+            do throws(SealError) {
+                return (opened, .data(try cipher.open(data, field: .body)))
+            } catch {
+                throw .sealBroken(entry.id, reason: error.description)
+            }
+        }
+        // The whole body authenticates before its first byte leaves: a changed or cut body
+        // never produces part of an upload.
+        let length: Int
+        do {
+            length = try await cipher.verifyBody(sealed.makeStream())
+        } catch let error as SealError {
+            throw .sealBroken(entry.id, reason: error.description)
+        } catch {
+            throw .io(path: "body of entry \(entry.id)", reason: "\(error)")
+        }
+        return (opened, .stream(length: length) { ByteStream(OpenedChunks(base: sealed.makeStream(), cipher: cipher)) })
+    }
+
+    /// The entry's target and headers and body, opened in memory (re-sealing, tests).
+    package func openFields(_ entry: QueueEntry) throws(QueueError) -> (url: String, headers: [StoredHeader]) {
+        guard let seal = entry.seal else { return (entry.url, entry.headers) }
+        let cipher = try cipher(for: entry, seal: seal)
+        let parts = try Self.parts(seal.blob, id: entry.id)
+        do throws(SealError) {
+            let target = try cipher.open(parts.target, field: .target)
+            let headers = try cipher.open(parts.headers, field: .headers)
+            return (entry.url + String(decoding: target, as: UTF8.self), LineCoding.decodeHeaders(String(decoding: headers, as: UTF8.self)))
+        } catch {
+            throw .sealBroken(entry.id, reason: error.description)
+        }
+    }
+
+    package func cipher(for entry: QueueEntry, seal: StoredSeal) throws(QueueError) -> EntryCipher {
+        guard let keyring else {
+            throw .keyUnavailable("entry \(entry.id) is sealed under key \(seal.keyID), but no keyring was given")
+        }
+        guard let keyID = KeyID(seal.keyID) else { throw .sealBroken(entry.id, reason: "its key id \(seal.keyID.debugDescription) is not one") }
+        guard seal.blob.count >= 1 + SealFormat.saltSize else { throw .sealBroken(entry.id, reason: "its seal is cut short") }
+        let start = seal.blob.startIndex
+        let version = Int(seal.blob[start])
+        let salt = seal.blob[(start + 1)..<(start + 1 + SealFormat.saltSize)]
+        do throws(SealError) {
+            return try EntryCipher(
+                opening: EntrySeal(version: version, keyID: keyID, salt: Data(salt)), with: keyring,
+                queueID: queueID, idempotencyKey: entry.idempotencyKey
+            )
+        } catch {
+            if case .unknownKey = error.kind {
+                throw .keyUnavailable("entry \(entry.id) is sealed under key \(seal.keyID), which the keyring does not hold")
+            }
+            throw .sealBroken(entry.id, reason: error.description)
+        }
+    }
+
+    private static func parts(_ blob: Data, id: EntryID) throws(QueueError) -> (target: Data, headers: Data) {
+        let start = blob.startIndex + 1 + SealFormat.saltSize
+        guard blob.count >= 1 + SealFormat.saltSize + 4 else { throw .sealBroken(id, reason: "its seal is cut short") }
+        var length = 0
+        for byte in blob[start..<(start + 4)] { length = length << 8 | Int(byte) }
+        let targetStart = start + 4
+        guard length <= blob.endIndex - targetStart else { throw .sealBroken(id, reason: "its seal is cut short") }
+        return (Data(blob[targetStart..<(targetStart + length)]), Data(blob[(targetStart + length)...]))
+    }
+
+    /// The size of a body as enqueued, from the size it is stored with once sealed.
+    package static func plaintextLength(sealedLength: Int) -> Int {
+        SealFormat.plaintextSize(sealedSize: sealedLength) ?? sealedLength
+    }
+}
+
+/// A body's plaintext pieces sealed as they arrive, one chunk held at most.
+struct SealedChunks: AsyncSequence, Sendable {
+    typealias Element = Data
+    let base: ByteStream
+    let cipher: EntryCipher
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: ByteStream.AsyncIterator
+        var sealer: BodySealer
+        var finished = false
+
+        mutating func next() async throws -> Data? {
+            while !finished {
+                guard let piece = try await base.next() else {
+                    finished = true
+                    return sealer.finish()
+                }
+                let sealed = sealer.update(piece)
+                if !sealed.isEmpty { return sealed }
+            }
+            return nil
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), sealer: cipher.bodySealer())
+    }
+}
+
+/// A sealed body's pieces opened as they arrive; each chunk authenticates before its
+/// plaintext is returned, and the end is checked (a cut body fails at its end).
+struct OpenedChunks: AsyncSequence, Sendable {
+    typealias Element = Data
+    let base: ByteStream
+    let cipher: EntryCipher
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: ByteStream.AsyncIterator
+        var opener: BodyOpener
+        var finished = false
+
+        mutating func next() async throws -> Data? {
+            while !finished {
+                guard let piece = try await base.next() else {
+                    finished = true
+                    let last = try opener.finish()
+                    return last.isEmpty ? nil : last
+                }
+                let opened = try opener.update(piece)
+                if !opened.isEmpty { return opened }
+            }
+            return nil
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), opener: cipher.bodyOpener())
+    }
+}

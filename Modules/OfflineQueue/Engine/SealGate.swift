@@ -1,0 +1,78 @@
+import Foundation
+import HTTPCore
+import QueueEncryption
+
+/// The check of a queue's keys against what it stores, made once per queue before its first
+/// enqueue or drain touches an entry (``QueueSealing``): the keys its entries need are in the
+/// keyring, with the bytes the queue recorded for them.
+final class SealGate: Sendable {
+    private struct Checked {
+        var sealing: EntrySealing
+        var forDrain: Bool
+    }
+
+    private let checked = LockedBox<Checked?>(nil)
+
+    /// The sealing of `queue`, checked for an enqueue, or for a drain (which must open every
+    /// entry, so every key id in use must be in the keyring).
+    ///
+    /// - Throws: ``QueueError/Kind/keyUnavailable`` naming the key id and how many entries it
+    ///   seals; nothing is changed.
+    func sealing(of queue: OfflineQueue, forDrain: Bool) async throws(QueueError) -> EntrySealing {
+        if let known = checked.current, known.forDrain || !forDrain { return known.sealing }
+        let settings = queue.configuration.sealing
+        // A queue that neither seals nor holds a keyring reads nothing here: a sealed entry it
+        // meets fails on its own, naming its key.
+        guard settings.mode != .off || settings.keyring != nil else {
+            let sealing = EntrySealing(queueID: UUID(), keyring: nil, mode: .off)
+            checked.withLock { $0 = Checked(sealing: sealing, forDrain: true) }
+            return sealing
+        }
+        let sealing = try await Self.checked(settings, store: queue.sealStore, forDrain: forDrain)
+        checked.withLock { current in
+            if current == nil || forDrain { current = Checked(sealing: sealing, forDrain: forDrain) }
+        }
+        return sealing
+    }
+
+    /// The sealing `settings` give, checked against what `store` holds.
+    static func checked(_ settings: QueueSealing, store: any QueueSealStorage, forDrain: Bool) async throws(QueueError) -> EntrySealing {
+        let catalog = try await store.sealCatalog()
+        let count = { (n: Int) in n == 1 ? "1 entry is" : "\(n) entries are" }
+        if settings.mode == .required, catalog.clear > 0 {
+            throw .keyUnavailable(
+                "sealing is required, but \(count(catalog.clear)) stored in clear: seal them first with `sync keys encrypt`"
+            )
+        }
+        guard let keyring = settings.keyring else {
+            throw .keyUnavailable("sealing is \(settings.mode), but no keyring was given")
+        }
+        // Other bytes under a key id the queue knows: refused whether or not entries use it.
+        for (id, checkValue) in catalog.keyChecks.sorted(by: { $0.key < $1.key }) {
+            guard let keyID = KeyID(id), let key = keyring[keyID] else { continue }
+            if key.keyCheckValue != checkValue {
+                let entries = catalog.entries[id] ?? 0
+                throw .keyUnavailable(
+                    "key \(id) in the keyring is not the key this queue recorded under that id (its key-check value differs); \(count(entries)) sealed under it"
+                )
+            }
+        }
+        if forDrain {
+            for case let (id?, entries) in catalog.entries.sorted(by: { ($0.key ?? "") < ($1.key ?? "") }) where entries > 0 {
+                guard let keyID = KeyID(id), keyring[keyID] != nil else {
+                    throw .keyUnavailable("\(count(entries)) sealed under key \(id), which the keyring does not hold")
+                }
+            }
+        }
+        if settings.mode != .off {
+            let primary = keyring.primary
+            let recorded = try await store.recordKeyCheck(keyID: primary.id.rawValue, checkValue: primary.keyCheckValue)
+            if recorded != primary.keyCheckValue {
+                throw .keyUnavailable(
+                    "key \(primary.id) in the keyring is not the key this queue recorded under that id (its key-check value differs)"
+                )
+            }
+        }
+        return EntrySealing(queueID: catalog.queueID, keyring: keyring, mode: settings.mode)
+    }
+}

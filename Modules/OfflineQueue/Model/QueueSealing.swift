@@ -1,0 +1,52 @@
+public import QueueEncryption
+
+/// Whether and how a queue seals what it stores (`QueueEncryption`): the URL's path and query,
+/// the headers and the body of each entry, with AES-256-GCM under a key derived for the entry
+/// from the keyring's primary key. The method, the origin (scheme, host, port), the entry's
+/// state, times, group, name, attempts and sizes stay clear: claiming, FIFO groups,
+/// origin-bound templates, `sync list` and `sync stats` work without a key.
+///
+/// ```swift
+/// var configuration = QueueConfiguration(path: "/var/lib/app/queue.sqlite")
+/// configuration.sealing = .on(try Keyring.load(path: "/etc/app/queue.keyring"))
+/// ```
+///
+/// A queue checks its keyring before it touches an entry, on its first enqueue or drain: each
+/// key id its entries are sealed under must be in the keyring (else
+/// ``QueueError/Kind/keyUnavailable``, naming the id and how many entries it seals), and with
+/// the bytes the queue recorded for it (a key-check value per key id, kept in the queue; never
+/// the key). An entry that fails to open is left as it is, its attempts unchanged, and stops
+/// the drain (``QueueError/Kind/sealBroken``): nothing is sent, deleted or dead-lettered.
+public struct QueueSealing: Sendable {
+    /// What is sealed.
+    public enum Mode: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        /// Nothing new is sealed. Entries sealed earlier are still opened, with the keyring.
+        case off
+        /// New entries are sealed with the keyring's primary key; entries in clear are still read.
+        case on
+        /// New entries are sealed, and nothing is ever written in clear: an enqueue without a
+        /// keyring fails, and a queue holding entries in clear is refused until
+        /// `sync keys encrypt` has sealed them.
+        case required
+
+        public var description: String { rawValue }
+    }
+
+    public var mode: Mode
+    /// The keys: the primary seals, every key opens what it sealed.
+    public var keyring: Keyring?
+
+    public init(mode: Mode = .off, keyring: Keyring? = nil) {
+        self.mode = mode
+        self.keyring = keyring
+    }
+
+    /// Nothing sealed: a queue as Courier always kept one.
+    public static let off = QueueSealing()
+
+    /// Seals new entries with `keyring`'s primary key; reads entries in clear.
+    public static func on(_ keyring: Keyring) -> QueueSealing { QueueSealing(mode: .on, keyring: keyring) }
+
+    /// Seals new entries with `keyring`'s primary key and refuses anything in clear.
+    public static func required(_ keyring: Keyring) -> QueueSealing { QueueSealing(mode: .required, keyring: keyring) }
+}

@@ -1,0 +1,89 @@
+package import Foundation
+import GRDB
+import HTTPCore
+
+/// The sealing role (``QueueSealStorage``) on SQLite: `queue_meta.queue_uuid`, the `queue_key`
+/// table, and the entries' `seal_key` and `seal` columns (schema 9).
+extension QueueStore {
+    func sealCatalog() async throws(QueueError) -> SealCatalog {
+        let version = schemaVersion
+        return try await read { db in
+            guard version >= Schema.firstSealVersion else {
+                // An older file read as it is: nothing in it is sealed.
+                let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry") ?? 0
+                return SealCatalog(queueID: UUID(uuid: UUID.zero), entries: count > 0 ? [nil: count] : [:])
+            }
+            let bytes = try Data.fetchOne(db, sql: "SELECT queue_uuid FROM queue_meta") ?? Data()
+            guard bytes.count == 16 else { throw QueueError.corruptDatabase(path: self.path, reason: "queue_meta has no queue id of 16 bytes") }
+            var catalog = SealCatalog(queueID: UUID(bytes: bytes))
+            for row in try Row.fetchAll(db, sql: "SELECT key_id, check_value FROM queue_key") {
+                catalog.keyChecks[row[0]] = row[1]
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT seal_key, count(*) FROM entry GROUP BY seal_key") {
+                catalog.entries[row[0] as String?] = row[1]
+            }
+            return catalog
+        }
+    }
+
+    func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
+        try await write { db in
+            try db.execute(sql: "INSERT INTO queue_key (key_id, check_value) VALUES (?, ?) ON CONFLICT DO NOTHING", arguments: [keyID, checkValue])
+            return try String.fetchOne(db, sql: "SELECT check_value FROM queue_key WHERE key_id = ?", arguments: [keyID]) ?? checkValue
+        }
+    }
+
+    func entriesToReseal(_ selection: ResealSelection, after: EntryID?, limit: Int) async throws(QueueError) -> [QueueEntry] {
+        guard schemaVersion >= Schema.firstSealVersion else { return [] }
+        let (condition, key): (String, String?) = switch selection {
+        case .clear: ("seal_key IS NULL", nil)
+        case .notUnder(let id): ("seal_key IS NOT NULL AND seal_key <> ?", id)
+        }
+        var arguments: StatementArguments = [after ?? 0]
+        if let key { _ = arguments.append(contentsOf: [key]) }
+        _ = arguments.append(contentsOf: [limit])
+        let selected = arguments
+        let sql = "SELECT \(entryColumns) FROM \(entrySource) WHERE id > ? AND state <> 'inflight' AND \(condition) ORDER BY id LIMIT ?"
+        return try await read { db in
+            try Row.fetchAll(db, sql: sql, arguments: selected).map { row in try QueueEntry(row: row, path: self.path) }
+        }
+    }
+
+    func reseal(_ updates: [ResealUpdate]) async throws(QueueError) -> Set<EntryID> {
+        guard !updates.isEmpty else { return [] }
+        return try await write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE entry SET url = ?, headers = ?, body = ?, body_file = ?, body_length = ?, seal_key = ?, seal = ?
+                WHERE id = ? AND seal_key IS ? AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)
+                """)
+            var applied: Set<EntryID> = []
+            for change in updates {
+                var inline: Data?
+                var file: String?
+                switch change.body {
+                case .inline(let data): inline = data
+                case .file(let name, _): file = name
+                case nil: break
+                }
+                try update.execute(arguments: [
+                    change.url, LineCoding.encode(change.headers), inline, file, change.body?.length,
+                    change.seal?.keyID, change.seal?.blob, change.id, change.expectedKeyID,
+                ])
+                if db.changesCount == 1 { applied.insert(change.id) }
+            }
+            return applied
+        }
+    }
+}
+
+extension UUID {
+    /// All zero bits: the id of a queue that has none (a file older than schema 9).
+    static let zero: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+    /// A UUID from its 16 bytes in RFC 4122 order.
+    package init(bytes: Data) {
+        var raw = UUID.zero
+        withUnsafeMutableBytes(of: &raw) { $0.copyBytes(from: bytes.prefix(16)) }
+        self.init(uuid: raw)
+    }
+}
