@@ -184,6 +184,38 @@ struct SealingTests {
         await server.shutdown()
     }
 
+    @Test("each store keeps the documented layout: a row opens with QueueEncryption alone", arguments: StoreKind.shared)
+    func documentedLayout(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
+        let server = try await TestHTTPServer.start()
+        let keyring = Keyring.generate()
+        let queue = try await queue(store, server, keyring: keyring)
+        let url = server.url("/echo/orders?id=42").absoluteString
+        let ticket = try await queue.enqueue(
+            method: "POST", url: url, headers: [("X-Private", "v")], body: .data(Data("{\"total\":12}".utf8)),
+            options: EnqueueOptions(idempotencyKey: "order-42")
+        )
+        let queueID = try await queue.sealStatus().queueID
+        await queue.close()
+        // Read the row as stored, with no Courier code between the bytes and the check.
+        let rows = RowEditor(store: store)
+        let seal = try await rows.seal(ticket.id)
+        let body = try await rows.inlineBody(ticket.id)
+        #expect(seal.first == 1, "format version 1")
+        let salt = seal.dropFirst().prefix(16)
+        let length = seal.dropFirst(17).prefix(4).reduce(0) { $0 << 8 | Int($1) }
+        let sealedTarget = seal.dropFirst(21).prefix(length)
+        let sealedHeaders = seal.dropFirst(21 + length)
+        let cipher = try EntryCipher(
+            opening: EntrySeal(version: 1, keyID: keyring.primary.id, salt: Data(salt)), with: keyring, queueID: queueID, idempotencyKey: "order-42"
+        )
+        #expect(String(decoding: try cipher.open(Data(sealedTarget), field: .target), as: UTF8.self) == "/echo/orders?id=42")
+        #expect(String(decoding: try cipher.open(Data(sealedHeaders), field: .headers), as: UTF8.self) == "X-Private: v\n")
+        #expect(String(decoding: try cipher.open(body, field: .body), as: UTF8.self) == "{\"total\":12}")
+        await server.shutdown()
+    }
+
     // MARK: - Keys missing or wrong
 
     @Test("without the key its entries were sealed with, a drain refuses before it touches a row", arguments: StoreKind.allCases)

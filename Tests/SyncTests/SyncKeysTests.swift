@@ -6,7 +6,8 @@ import Glibc
 #endif
 
 /// `sync keys new`, `add` and `list`, run as a user would: files, modes, exit codes, and no
-/// key bytes in anything printed.
+/// key bytes in anything printed; the command lines of `status`, `rotate` and `encrypt`
+/// (what they do to a queue is in SyncSealingTests).
 @Suite("sync keys: make, rotate and list a keyring")
 struct SyncKeysTests {
     /// A folder for the keyring, and `sync` with no systemd credentials. The queue database is
@@ -261,5 +262,54 @@ struct SyncKeysTests {
                 #expect(!output.contains(field.prefix(16)), "part of a key's base64 was printed")
             }
         }
+    }
+
+    @Test("one --keyring per command, before or after its name; new, add and list ignore --sealing and SYNC_SEALING and open no queue")
+    func oneKeyringOption() async throws {
+        var fixture = try Fixture()
+        defer { fixture.finish() }
+        let keyring = fixture.path("queue.keyring")
+        fixture.sync.environment["SYNC_SEALING"] = "required"
+        let made = try await fixture.sync("--keyring", keyring, "keys", "new", "--sealing", "required")
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(try await fixture.sync("keys", "add", "--keyring", keyring).status == 0)
+        let before = try await Self.listed(fixture.sync, "--keyring", keyring)
+        let after = try await fixture.sync("--json", "--keyring", keyring, "keys", "list")
+        #expect(after.status == 0, "\(after.stderr)")
+        #expect((try after.json() as? [[String: Any]])?.compactMap { $0["id"] as? String } == before.map(\.id))
+        #expect(try await fixture.sync("keys", "list", "--keyring", keyring, "--keyring", keyring).status == 0, "the last one counts, as for any option")
+
+        for command in ["new", "add", "list", "status", "rotate", "encrypt"] {
+            let help = try await fixture.sync("keys", command, "--help")
+            #expect(help.status == 0)
+            let lines = help.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            let usage = try #require(lines.first { $0.hasPrefix("USAGE:") })
+            #expect(usage.components(separatedBy: "--keyring").count == 2, "\(command): one --keyring in \(usage)")
+            #expect(lines.filter { $0.hasPrefix("--keyring <file>") }.count == 1, "\(command): one --keyring in\n\(help.stdout)")
+            let queueOptions = ["--db", "--sealing"].filter { help.stdout.contains($0) }
+            #expect(queueOptions == (["new", "add", "list"].contains(command) ? [] : ["--db", "--sealing"]), "\(command)")
+        }
+    }
+
+    @Test("status, rotate and encrypt: 64 for a bad command line or rotate and encrypt without a keyring, 66 without a database")
+    func queueCommandLines() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let keyring = fixture.path("queue.keyring")
+        #expect(try await fixture.sync("keys", "new", "--keyring", keyring).status == 0)
+        for command in ["rotate", "encrypt"] {
+            let bare = try await fixture.sync("keys", command)
+            #expect(bare.status == 64, "\(command): \(bare.stderr)")
+            #expect(bare.stderr.contains("sync keys \(command) needs a keyring: give --keyring FILE, or run under systemd with the credential courier-keyring"))
+            for batch in ["0", "10001", "many"] {
+                #expect(try await fixture.sync("keys", command, "--keyring", keyring, "--batch", batch).status == 64, "\(command) --batch \(batch)")
+            }
+            let missing = try await fixture.sync("keys", command, "--keyring", keyring)
+            #expect(missing.status == 66, "\(command): \(missing.stderr)")
+        }
+        let status = try await fixture.sync("keys", "status", "--keyring", keyring)
+        #expect(status.status == 66)
+        #expect(status.stderr.hasPrefix("sync: "))
+        #expect(try await fixture.sync("keys", "status", "--sealing", "sometimes").status == 64)
     }
 }

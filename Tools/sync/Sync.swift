@@ -23,20 +23,28 @@ struct Sync: AsyncParsableCommand {
               sync list --format csv > queue.csv
               SYNC_DB=/var/lib/myapp/queue.db sync run --probe-url https://api.example.com/health
               sync keys new --keyring /etc/courier/queue.keyring
+              sync drain --keyring /etc/courier/queue.keyring
 
-            Exit codes (sysexits.h): 0 done, 64 bad usage, 65 bad data (invalid URL or method, \
-            secret header, corrupt database, malformed keyring), 66 no such database, keyring or \
-            file, 71 cannot listen on the --metrics-address, 73 cannot create the database or \
-            keyring, 74 I/O error (disk full), 75 entries remain (try again later), 78 unsafe \
-            keyring (open to other users, a symbolic link).
+            Encryption at rest: every command that opens the queue takes --keyring FILE \
+            (default: the systemd credential $CREDENTIALS_DIRECTORY/courier-keyring when it \
+            exists) and --sealing off|on|required (default: $SYNC_SEALING, else on with a \
+            keyring, off without). See `sync keys --help`.
+
+            Exit codes (sysexits.h): 0 done, 64 bad usage (--sealing on or required without a \
+            keyring), 65 bad data (invalid URL or method, secret header, corrupt database, \
+            malformed keyring, a sealed entry that does not authenticate), 66 no such database, \
+            keyring or file, 71 cannot listen on the --metrics-address, 73 cannot create the \
+            database or keyring, 74 I/O error (disk full), 75 entries remain (try again later), \
+            78 unsafe keyring (open to other users, a symbolic link), or a keyring that does not \
+            fit the queue (a key missing or with other bytes; entries in clear under required).
             """,
         subcommands: [
             Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Keys.self, Demo.self,
         ]
     )
 
-    /// `--db` and `--json` before the command name (`sync --db PATH list`); each command also
-    /// declares them, and sees the values given here.
+    /// `--db`, `--keyring`, `--sealing` and `--json` before the command name (`sync --db PATH
+    /// list`); each command also declares them, and sees the values given here.
     @OptionGroup var options: QueueOptions
 
     /// `sync` without a command: the help, on standard error, and exit 64 (bad usage).

@@ -21,11 +21,17 @@ final class SealGate: Sendable {
     func sealing(of queue: OfflineQueue, forDrain: Bool) async throws(QueueError) -> EntrySealing {
         if let known = checked.current, known.forDrain || !forDrain { return known.sealing }
         let settings = queue.configuration.sealing
-        // A queue that neither seals nor holds a keyring reads nothing here: a sealed entry it
-        // meets fails on its own, naming its key.
+        // A queue that neither seals nor holds a keyring enqueues in clear without a look; its
+        // drain first makes sure that no entry needs a key it does not have.
         guard settings.mode != .off || settings.keyring != nil else {
+            if forDrain {
+                let catalog = try await queue.sealStore.sealCatalog()
+                if let (key, count) = catalog.entries.compactMap({ key, count in key.map { ($0, count) } }).min(by: { $0.0 < $1.0 }) {
+                    throw .keyUnavailable("\(Self.count(count)) sealed under key \(key), but no keyring was given")
+                }
+            }
             let sealing = EntrySealing(queueID: UUID(), keyring: nil, mode: .off)
-            checked.withLock { $0 = Checked(sealing: sealing, forDrain: true) }
+            checked.withLock { $0 = Checked(sealing: sealing, forDrain: forDrain) }
             return sealing
         }
         let sealing = try await Self.checked(settings, store: queue.sealStore, forDrain: forDrain)
@@ -35,10 +41,12 @@ final class SealGate: Sendable {
         return sealing
     }
 
+    /// "1 entry is", "3 entries are".
+    private static func count(_ n: Int) -> String { n == 1 ? "1 entry is" : "\(n) entries are" }
+
     /// The sealing `settings` give, checked against what `store` holds.
     static func checked(_ settings: QueueSealing, store: any QueueSealStorage, forDrain: Bool) async throws(QueueError) -> EntrySealing {
         let catalog = try await store.sealCatalog()
-        let count = { (n: Int) in n == 1 ? "1 entry is" : "\(n) entries are" }
         if settings.mode == .required, catalog.clear > 0 {
             throw .keyUnavailable(
                 "sealing is required, but \(count(catalog.clear)) stored in clear: seal them first with `sync keys encrypt`"

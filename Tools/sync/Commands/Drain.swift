@@ -24,6 +24,7 @@ struct Drain: AsyncParsableCommand {
               sync drain --concurrency 16 --timeout 10
               sync drain --once --probe-url https://api.example.com/health
               sync --json drain --no-reachability
+              sync drain --keyring /etc/courier/queue.keyring    # sealed entries need their keys
             """
     )
 

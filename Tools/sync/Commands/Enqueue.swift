@@ -22,6 +22,7 @@ struct Enqueue: AsyncParsableCommand {
               sync enqueue PUT https://api.example.com/files/a.bin --data-file ./a.bin --group files
               sync enqueue POST https://api.example.com/orders/42/items --name 'POST /orders/{id}/items' --data '{"sku":7}'
               sync --json enqueue DELETE https://api.example.com/items/7 --idempotency-key delete-item-7
+              sync enqueue POST https://api.example.com/events --data '{"n":1}' --keyring /etc/courier/queue.keyring --sealing required
             """
     )
 

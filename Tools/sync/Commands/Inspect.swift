@@ -115,13 +115,13 @@ struct Show: AsyncParsableCommand {
                 }
                 let order = ["id", "state", "method", "url", "idempotency_key", "group", "priority", "attempts", "created_at",
                              "last_attempt_at", "next_attempt_at", "finished_at", "waiting_for_network", "lease_owner",
-                             "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes"]
+                             "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes", "sealed_key_id"]
                 for key in order {
                     let value = object[key]
                     if value == nil || value is NSNull { continue }
                     print("\(key): \(Output.terminalSafe("\(value!)"))")
                 }
-                print("headers:")
+                print(entry.sealKeyID == nil ? "headers:" : "headers: sealed (the URL's path and query, the headers and the body)")
                 for (name, value) in Output.headers(entry, reveal: revealSecrets) { print(Output.terminalSafe("  \(name): \(value)")) }
                 if let body = object["body"] as? [String: Any] {
                     print("body: \(body["length"] ?? 0) bytes, \(body["stored"] ?? "")\((body["path"] as? String).map { " at \($0)" } ?? "")")

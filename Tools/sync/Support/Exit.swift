@@ -25,7 +25,8 @@ enum SysExit {
     /// EX_TEMPFAIL: entries remain; try again later.
     static let tryAgain = ExitCode(75)
     /// EX_CONFIG: a file the command is configured with is unsafe to use (a keyring open to
-    /// other users, or a symbolic link).
+    /// other users, or a symbolic link), or the keyring does not fit the queue (a key it needs
+    /// is missing or has other bytes; sealing is required but entries are in clear).
     static let unsafeConfiguration = ExitCode(78)
 }
 
@@ -52,6 +53,8 @@ func sysExit(for error: QueueError) -> ExitCode {
     case .cannotCreate, .readOnly: return SysExit.cannotCreate
     case .diskFull, .io: return SysExit.ioError
     case .unavailable: return SysExit.unavailable
+    case .keyUnavailable: return SysExit.unsafeConfiguration
+    case .sealBroken: return SysExit.dataError
     default: return SysExit.dataError
     }
 }

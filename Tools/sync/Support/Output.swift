@@ -123,6 +123,9 @@ enum Output {
         object["last_error"] = entry.lastError.map { $0 as Any } ?? NSNull()
         object["response_excerpt"] = entry.responseExcerpt.map { $0 as Any } ?? NSNull()
         object["body"] = body(entry, bodyFolder: bodyFolder)
+        // A sealed entry's URL is its origin alone, its headers are empty and its body is
+        // sealed: the key id says so (`sync keys status`).
+        object["sealed_key_id"] = entry.sealKeyID.map { $0 as Any } ?? NSNull()
         return object
     }
 
@@ -131,11 +134,12 @@ enum Output {
         case nil:
             return NSNull()
         case .inline(let data):
-            var body: [String: Any] = ["length": data.count, "stored": "inline"]
-            if data.count <= 4096, let text = String(data: data, encoding: .utf8) { body["text"] = text }
+            var body: [String: Any] = ["length": entry.bodyLength ?? data.count, "stored": "inline"]
+            if entry.sealKeyID == nil, data.count <= 4096, let text = String(data: data, encoding: .utf8) { body["text"] = text }
             return body
         case .file(let name, let length):
             // A file beside a SQLite database; chunks in the body table of a PostgreSQL one.
+            let length = entry.bodyLength ?? length
             guard let bodyFolder else { return ["length": length, "stored": "apart", "ref": name] }
             return ["length": length, "stored": "file", "path": bodyFolder + "/" + name]
         }

@@ -5,15 +5,37 @@ import HTTPCore
 import HTTPTypes
 import OfflineQueue
 import OfflineQueuePostgres
+import QueueEncryption
 import Reachability
 
-/// Where the database is, and how output looks: shared by every command.
+/// What `--sealing` takes: ``QueueSealing/Mode`` by name.
+enum SealingChoice: String, ExpressibleByArgument, CaseIterable {
+    case off, on, required
+
+    var mode: QueueSealing.Mode {
+        switch self {
+        case .off: .off
+        case .on: .on
+        case .required: .required
+        }
+    }
+}
+
+/// Where the database is, its keyring, and how output looks: shared by every command.
 struct QueueOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(
         "The queue database: a SQLite file, or postgres://USER@HOST[:PORT]/DB[?schema=S&sslmode=M] (password from PGPASSWORD or ~/.pgpass). Default: $SYNC_DB, else $STATE_DIRECTORY/queue.db under systemd, else $XDG_STATE_HOME/courier/queue.db (~/.local/state/courier/queue.db).",
         valueName: "path-or-url"
     ))
     var db: String?
+
+    @OptionGroup var keys: KeyringSource
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Seal new entries at rest: off, on (entries in clear are still read) or required (nothing in clear: a queue holding entries in clear is refused). Default: $SYNC_SEALING, else on with a keyring, off without. on and required need a keyring.",
+        valueName: "mode"
+    ))
+    var sealing: SealingChoice?
 
     @OptionGroup var output: OutputOptions
 
@@ -41,6 +63,34 @@ struct QueueOptions: ParsableArguments {
         return base + "/courier/queue.db"
     }
 
+    /// The sealing the options ask for: `--sealing`, else `$SYNC_SEALING`, else on with a
+    /// keyring and off without; the keyring from `--keyring`, else the systemd credential when
+    /// it exists. Loads the keyring, so only commands that open the queue call it.
+    ///
+    /// Says what went wrong and throws an exit status: 64 for a mode that needs a keyring
+    /// without one (or a `$SYNC_SEALING` that is no mode), and the statuses of `sync keys` for a
+    /// keyring that cannot be used (66 missing, 78 unsafe, 65 malformed, 74 unreadable).
+    func configuredSealing(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> QueueSealing {
+        var mode = sealing?.mode
+        var given = mode.map { "--sealing \($0)" }
+        if mode == nil, let text = environment["SYNC_SEALING"], !text.isEmpty {
+            guard let choice = SealingChoice(rawValue: text) else {
+                complain("SYNC_SEALING=\(text) is not a sealing mode: off, on or required")
+                throw SysExit.usage
+            }
+            mode = choice.mode
+            given = "SYNC_SEALING=\(text)"
+        }
+        guard let keyring = try keys.loadIfFound() else {
+            if let mode, mode != .off {
+                complain("\(given ?? "sealing \(mode)") needs a keyring: \(KeyringSource.howToGive)")
+                throw SysExit.usage
+            }
+            return .off
+        }
+        return QueueSealing(mode: mode ?? .on, keyring: keyring)
+    }
+
     /// Opens the queue, runs `body` with it, and closes it however `body` ends. The close
     /// waits for the writer's work, so the last connection to a SQLite file goes before the
     /// process exits and takes the file's `-wal` and `-shm` with it (a user who may only read
@@ -49,9 +99,13 @@ struct QueueOptions: ParsableArguments {
     /// Commands that only read or change existing entries pass `create: false`, so a mistyped
     /// path is a clear "no such database" (66); commands that only read pass `readOnly: true`
     /// too, so they work for a user who may not write the file.
+    ///
+    /// `sealing`: the queue's sealing; by default what ``configuredSealing(environment:)``
+    /// makes of `--keyring` and `--sealing`, checked before anything is created.
     func withQueue<T>(
         create: Bool,
         readOnly: Bool = false,
+        sealing: QueueSealing? = nil,
         secrets: SecretHandling = .reject,
         transport: (any Transport)? = nil,
         monitor: (any NetworkMonitor)? = nil,
@@ -60,6 +114,7 @@ struct QueueOptions: ParsableArguments {
         templates: HeaderTemplates = HeaderTemplates(),
         _ body: (OfflineQueue) async throws -> T
     ) async throws -> T {
+        let sealing = try sealing ?? configuredSealing()
         let path = self.path
         // A database URL is never a file path: no folder is made for it.
         if create && !DatabaseLocation.isPostgresURL(path) {
@@ -74,6 +129,7 @@ struct QueueOptions: ParsableArguments {
         configuration.secrets = secrets
         configuration.templates = templates
         configuration.readOnly = readOnly
+        configuration.sealing = sealing
         let client = APIClient(
             configuration: ClientConfiguration(baseURL: URL(string: "http://localhost")!, timeout: timeout),
             transport: transport ?? UnusedTransport()
