@@ -233,6 +233,10 @@ struct SyncSealingTests {
             #expect(refused.stderr.contains("key-check value differs"), "\(refused.stderr)")
             #expect(refused.stderr.split(separator: "\n").count == 1, "one line")
         }
+        // The service stops too, rather than logging the refusal at every poll.
+        let run = try await sync.run(["run", "--no-reachability", "--keyring", wrong], limit: .seconds(30))
+        #expect(run.status == 78, "\(run.stderr)")
+        #expect(run.stderr.contains("key-check value differs"), "\(run.stderr)")
         #expect(try await fixture.snapshot() == before)
         #expect(fixture.stub.recordedRequests.isEmpty)
         await fixture.finish()

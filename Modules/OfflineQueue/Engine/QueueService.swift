@@ -186,6 +186,11 @@ public struct QueueService: Service {
                             "remaining": "\(summary.remaining)",
                         ])
                     }
+                } catch let error as QueueError where error.kind == .keyUnavailable || error.kind == .sealBroken {
+                    // Not passing: the keys do not fit the queue, or a row was changed. Nothing
+                    // was sent; the service stops, so that its manager reports the failure.
+                    logger.critical("drain refused", metadata: ["error": "\(error)"])
+                    throw error
                 } catch {
                     logger.error("drain failed", metadata: ["error": "\(error)"])
                 }
