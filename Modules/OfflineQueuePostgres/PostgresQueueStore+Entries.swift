@@ -17,13 +17,7 @@ extension PostgresQueueStore {
         var tickets: [Ticket] = []
         tickets.reserveCapacity(entries.count)
         for entry in entries {
-            var inline: Data?
-            var reference: String?
-            switch entry.body {
-            case .inline(let data): inline = data
-            case .file(let name, _): reference = name
-            case nil: break
-            }
+            let (inline, reference) = entry.body.columns
             // `notBefore` is a wall-clock instant: the wait it leaves now, on the fleet's clock.
             let wait = max(0, (entry.notBefore?.timeIntervalSince(wall) ?? 0))
             let inserted = try await connection.query(PostgresQuery(unsafeSQL: sql("""

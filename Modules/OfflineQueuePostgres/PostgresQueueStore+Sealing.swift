@@ -64,13 +64,7 @@ extension PostgresQueueStore {
         return try await transaction { connection in
             var applied: Set<EntryID> = []
             for change in updates {
-                var inline: Data?
-                var reference: String?
-                switch change.body {
-                case .inline(let data): inline = data
-                case .file(let name, _): reference = name
-                case nil: break
-                }
+                let (inline, reference) = change.body.columns
                 let updated = try await connection.query(try PostgresQuery(unsafeSQL: statement).with(
                     change.url, LineCoding.encode(change.headers), inline, reference, change.body.map { Int64($0.length) },
                     change.seal?.keyID, change.seal?.blob, change.id, change.expectedKeyID

@@ -33,13 +33,7 @@ extension QueueStore {
             ON CONFLICT (idempotency_key) DO NOTHING
             """)
         for entry in entries {
-            var inline: Data?
-            var file: String?
-            switch entry.body {
-            case .inline(let data): inline = data
-            case .file(let name, _): file = name
-            case nil: break
-            }
+            let (inline, file) = entry.body.columns
             let timeout = entry.timeout.map(\.saturatingMilliseconds)
             let wall = now.wall.timeIntervalSince1970
             let wait = max(0, (entry.notBefore?.timeIntervalSince1970 ?? wall) - wall)

@@ -58,13 +58,7 @@ extension QueueStore {
                 """)
             var applied: Set<EntryID> = []
             for change in updates {
-                var inline: Data?
-                var file: String?
-                switch change.body {
-                case .inline(let data): inline = data
-                case .file(let name, _): file = name
-                case nil: break
-                }
+                let (inline, file) = change.body.columns
                 try update.execute(arguments: [
                     change.url, LineCoding.encode(change.headers), inline, file, change.body?.length,
                     change.seal?.keyID, change.seal?.blob, change.id, change.expectedKeyID,

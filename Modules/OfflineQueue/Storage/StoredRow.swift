@@ -52,6 +52,18 @@ package struct UnknownStoredValue: Error, CustomStringConvertible {
     }
 }
 
+extension Optional where Wrapped == StoredBody {
+    /// The row's columns for this body: its bytes in the row, or the name it is kept apart
+    /// under (a file, chunks), or neither. Inverse of ``StoredBody/init(inline:file:length:)``.
+    package var columns: (inline: Data?, file: String?) {
+        switch self {
+        case .inline(let data)?: (data, nil)
+        case .file(let name, _)?: (nil, name)
+        case nil: (nil, nil)
+        }
+    }
+}
+
 extension StoredBody {
     /// A row's body: its file when the row names one, else its bytes in the row, else none.
     package init?(inline: Data?, file: String?, length: Int?) {
