@@ -170,7 +170,7 @@ let package = Package(
         // A drainer in its own process, for the queue's kill and multi-process tests.
         .executableTarget(
             name: "queue-agent",
-            dependencies: ["OfflineQueue", "OfflineQueuePostgres", "HTTPCore", "AsyncHTTPClientTransport"],
+            dependencies: ["OfflineQueue", "OfflineQueuePostgres", "QueueEncryption", "HTTPCore", "AsyncHTTPClientTransport"],
             path: "Tests/QueueAgent",
             swiftSettings: strictSettings
         ),

@@ -105,7 +105,7 @@ public final class AsyncHTTPClientTransport: Transport {
 
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
-        let outgoing = try HTTPClientRequest(request, body: body)
+        let outgoing = try HTTPClientRequest(request, body: body, loops: client.eventLoopGroup)
         if let failure = SpecialUseDomain.failure(for: request) { throw failure }
         // Clamped: NIO traps on a TimeAmount beyond Int64 nanoseconds (292 years).
         let deadline: NIODeadline? = timeout.map { .now() + TimeAmount(min($0, .longestInput)) }
@@ -116,7 +116,7 @@ public final class AsyncHTTPClientTransport: Transport {
             } catch where Self.mayResend(request, body: body, after: error) {
                 // A pooled connection the server closed as the request went out: the request
                 // got no answer, so an idempotent one goes once more, on another connection.
-                response = try await client.execute(try HTTPClientRequest(request, body: body), deadline: deadline ?? .distantFuture)
+                response = try await client.execute(try HTTPClientRequest(request, body: body, loops: client.eventLoopGroup), deadline: deadline ?? .distantFuture)
             }
             if decodesBodies, let encoding = Self.unsupportedEncoding(response.headers["content-encoding"]) {
                 throw NetworkError.transport(TransportFailure(.invalidResponse, "the response uses content encoding \(encoding), which this transport cannot decode"))

@@ -6,6 +6,11 @@
 // Drains until no entry is open (pending or in flight), sleeping until the next due time
 // between drains, for at most `--limit-seconds` (default 60). Prints one summary line:
 // `delivered=N failed=N dead=N lost=N open=N`. Exit 0 when nothing is open, 75 otherwise.
+//
+//     queue-agent seal-roundtrip --db PATH --keyring FILE --url URL --size BYTES [--limit-seconds N] [--sealing on|off]
+//
+// Enqueues one generated body of BYTES into a sealing queue, sends it, and prints one JSON line
+// with the result and this process's peak memory (SealRoundtrip.swift).
 import AsyncHTTPClientTransport
 import Foundation
 import HTTPCore
@@ -16,6 +21,9 @@ let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
     FileHandle.standardError.write(Data("usage: queue-agent DB_PATH [--concurrency N] [--lease-ms N] [--limit-seconds N]\n".utf8))
     exit(64)
+}
+if arguments[1] == "seal-roundtrip" {
+    exit(await SealRoundtrip.run(Array(arguments.dropFirst(2))))
 }
 
 func option(_ name: String, default value: Int) -> Int {

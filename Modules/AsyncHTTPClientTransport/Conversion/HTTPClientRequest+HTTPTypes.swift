@@ -6,8 +6,9 @@ import NIOFoundationCompat
 import NIOHTTP1
 
 extension HTTPClientRequest {
-    /// The AsyncHTTPClient request for `request` with `body`, streamed.
-    init(_ request: HTTPRequest, body: RequestBody?) throws(NetworkError) {
+    /// The AsyncHTTPClient request for `request` with `body`, streamed; `loops`: the event
+    /// loops of the client that writes it (``RequestBodySequence``).
+    init(_ request: HTTPRequest, body: RequestBody?, loops: (any EventLoopGroup)? = nil) throws(NetworkError) {
         guard let scheme = request.scheme, let authority = request.authority else {
             throw .invalidRequest(.malformedURL("\(request.scheme ?? "?")://\(request.authority ?? "?")\(request.path ?? "")"))
         }
@@ -19,40 +20,64 @@ extension HTTPClientRequest {
             headers.add(name: field.name.rawName, value: field.value)
         }
         self.headers = headers
-        if let body { self.body = Body(body) }
+        if let body { self.body = Body(body, loops: loops) }
     }
 }
 
 extension HTTPClientRequest.Body {
     /// Bytes in memory go out as one buffer; files and streams are read chunk by chunk, with
     /// `Content-Length` when the length is known and chunked transfer encoding otherwise.
-    init(_ body: RequestBody) {
+    init(_ body: RequestBody, loops: (any EventLoopGroup)? = nil) {
         switch body.source {
         case .data(let data):
             self = .bytes(ByteBuffer(data: data))
         case .file, .stream:
             let length: Length = body.length.map { .known(Int64($0)) } ?? .unknown
-            self = .stream(RequestBodySequence(body.makeStream()), length: length)
+            self = .stream(RequestBodySequence(body.makeStream(), loops: loops), length: length)
         }
     }
 }
 
 /// A request body's `Data` chunks as the `ByteBuffer`s AsyncHTTPClient writes.
+///
+/// Held to the pace of the connection. AsyncHTTPClient hands each chunk to the connection's
+/// event loop as a task and asks for the next one at once while the channel is writable; the
+/// channel learns it is not only when its loop runs those tasks. A source faster than the loop
+/// (a file, a body opened from the queue) so queues chunks without limit: a 1 GiB upload grew
+/// the process by up to 157 MiB (AsyncHTTPClient issue #784). So after each `stride` bytes the
+/// sequence waits until every loop of `loops` has run what was queued on it before: the chunks
+/// given so far have reached the channel, whose writability then holds the producer back. A
+/// turn of each loop per MiB costs little, whatever the number of loops.
 struct RequestBodySequence: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let stream: ByteStream
+    let loops: (any EventLoopGroup)?
+    /// Bytes given between two waits for the loops.
+    static let stride = 1 << 20
 
-    init(_ stream: ByteStream) { self.stream = stream }
+    init(_ stream: ByteStream, loops: (any EventLoopGroup)? = nil) {
+        self.stream = stream
+        self.loops = loops
+    }
 
-    func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator()) }
+    func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator(), loops: loops) }
 
     struct Iterator: AsyncIteratorProtocol {
         var base: ByteStream.AsyncIterator
+        let loops: (any EventLoopGroup)?
+        var sinceWait = 0
 
         mutating func next() async throws -> ByteBuffer? {
+            if let loops, sinceWait >= RequestBodySequence.stride {
+                sinceWait = 0
+                for loop in loops.makeIterator() { try await loop.submit {}.get() }
+            }
             // Empty chunks are skipped: an empty buffer would end a chunked body early.
             while let chunk = try await base.next() {
-                if !chunk.isEmpty { return ByteBuffer(data: chunk) }
+                if !chunk.isEmpty {
+                    sinceWait += chunk.count
+                    return ByteBuffer(data: chunk)
+                }
             }
             return nil
         }
