@@ -15,6 +15,7 @@ let scenarioDependencies: [Target.Dependency] = [
     .product(name: "Plugins", package: "courier"),
     .product(name: "OfflineQueue", package: "courier"),
     .product(name: "OfflineQueuePostgres", package: "courier"),
+    .product(name: "QueueEncryption", package: "courier"),
     .product(name: "PostgresNIO", package: "postgres-nio"),
     .product(name: "GRDBSQLite", package: "GRDB.swift"),
     .product(name: "Logging", package: "swift-log"),

@@ -72,10 +72,40 @@ package struct EntrySealing: Sendable {
     /// `url` cut after its origin: `https://h:1/p?q` into `https://h:1` and `/p?q`. Joined
     /// again they are `url`, byte for byte.
     package static func split(_ url: String) -> (origin: String, target: String) {
+        if let split = asciiSplit(url) { return split }
         guard let scheme = url.range(of: "://") else { return (url, "") }
         let rest = url[scheme.upperBound...]
         guard let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) else { return (url, "") }
         return (String(url[..<end]), String(url[end...]))
+    }
+
+    /// ``split(_:)`` of an ASCII `url`, byte by byte: the same cut as the search by characters
+    /// (an ASCII string's characters are its bytes, `\r\n` aside, which neither `://` nor the
+    /// delimiters contain), without Foundation's `range(of:)`, which bridges through CFString
+    /// on Linux. `nil` when `url` is not ASCII.
+    private static func asciiSplit(_ url: String) -> (origin: String, target: String)? {
+        let bytes = url.utf8
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+        var schemeEnd: String.Index?
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if schemeEnd == nil, byte == UInt8(ascii: ":") {
+                let second = bytes.index(after: index)
+                if second < bytes.endIndex, bytes[second] == UInt8(ascii: "/") {
+                    let third = bytes.index(after: second)
+                    if third < bytes.endIndex, bytes[third] == UInt8(ascii: "/") {
+                        schemeEnd = bytes.index(after: third)
+                        index = schemeEnd!
+                        continue
+                    }
+                }
+            } else if schemeEnd != nil, byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {
+                return (String(url[..<index]), String(url[index...]))
+            }
+            index = bytes.index(after: index)
+        }
+        return (url, "")
     }
 
     // MARK: - Opening

@@ -1,5 +1,5 @@
 public import Foundation
-public import HTTPCore
+import HTTPCore
 public import QueueEncryption
 
 /// What a queue holds sealed, by key (`sync keys status`).

@@ -10,16 +10,29 @@ import Foundation
 /// length prefixes keep the encoding unambiguous: no two different tuples encode alike.
 enum AssociatedData {
     static func encode(queueID: UUID, idempotencyKey: String, keyID: KeyID, field: SealedField) -> Data {
-        var data = Data([UInt8(SealFormat.version)])
-        withUnsafeBytes(of: queueID.uuid) { append(Data($0), to: &data) }
-        append(Data(idempotencyKey.utf8), to: &data)
-        append(Data(keyID.rawValue.utf8), to: &data)
-        append(Data(field.name.utf8), to: &data)
+        encode(prefix: prefix(queueID: queueID, idempotencyKey: idempotencyKey, keyID: keyID), field: field)
+    }
+
+    /// The encoding up to the field's part, which is the same for every field of an entry.
+    static func prefix(queueID: UUID, idempotencyKey: String, keyID: KeyID) -> Data {
+        let key = idempotencyKey.utf8, id = keyID.rawValue.utf8
+        var data = Data(capacity: 1 + 4 + 16 + 4 + key.count + 4 + id.count + 4 + 16)
+        data.append(UInt8(SealFormat.version))
+        withUnsafeBytes(of: queueID.uuid) { append($0, to: &data) }
+        append(key, to: &data)
+        append(id, to: &data)
         return data
     }
 
-    private static func append(_ part: Data, to data: inout Data) {
+    /// `prefix` (of ``prefix(queueID:idempotencyKey:keyID:)``) followed by `field`'s part.
+    static func encode(prefix: Data, field: SealedField) -> Data {
+        var data = prefix
+        append(field.name.utf8, to: &data)
+        return data
+    }
+
+    private static func append(_ part: some Collection<UInt8>, to data: inout Data) {
         withUnsafeBytes(of: UInt32(part.count).bigEndian) { data.append(contentsOf: $0) }
-        data.append(part)
+        data.append(contentsOf: part)
     }
 }

@@ -27,6 +27,9 @@ public struct BodySealer: Sendable {
         precondition(!finished, "BodySealer.update after finish")
         let stream = stream
         var output = Data()
+        // Room for every chunk this piece can complete: a large piece (a 10 MiB body given
+        // whole) is sealed into one buffer without regrowing it.
+        if plaintext.count >= SealFormat.chunkSize { output.reserveCapacity((plaintext.count / SealFormat.chunkSize + 1) * SealFormat.sealedChunkSize) }
         cutter.append(plaintext) { chunk, number in output.append(stream.seal(chunk, chunk: number, last: false)) }
         return output
     }

@@ -19,13 +19,37 @@ struct ChunkStream: Sendable {
         HKDF<SHA256>.deriveKey(inputKeyMaterial: key, salt: salt, info: Data(info(field).utf8), outputByteCount: 32)
     }
 
+    /// HKDF's first step for the entry with `salt` (the same for all of its fields), keyed
+    /// for the second: an HMAC under the pseudorandom key, ready for ``expand(_:field:)``.
+    static func expander(from key: SymmetricKey, salt: Data) -> HMAC<SHA256> {
+        HMAC<SHA256>(key: SymmetricKey(data: HKDF<SHA256>.extract(inputKeyMaterial: key, salt: salt)))
+    }
+
+    /// The field key for `field`: the same key as ``derive(from:salt:field:)``. HKDF's expand
+    /// to 32 bytes, one SHA-256 block, is `HMAC(PRK, info || 0x01)` (RFC 5869, 2.3); here the
+    /// HMAC keyed once per entry does it for each field, where `HKDF.expand` would key a new
+    /// one per field and copy the output twice.
+    static func expand(_ expander: HMAC<SHA256>, field: SealedField) -> SymmetricKey {
+        var hmac = expander
+        hmac.update(data: expandInput(field))
+        return SymmetricKey(data: hmac.finalize())
+    }
+
+    /// `info || 0x01` per field, made once.
+    private static let expandInputs = [SealedField.target, .headers, .body].map { ($0, Data(info($0).utf8) + [1]) }
+
+    private static func expandInput(_ field: SealedField) -> Data {
+        expandInputs.first { $0.0 == field }?.1 ?? Data(info(field).utf8) + [1]
+    }
+
     /// HKDF's info: the format version and the field, such as `courier-seal v1 field=body`.
     static func info(_ field: SealedField) -> String {
         "courier-seal v\(SealFormat.version) field=\(field.name)"
     }
 
     static func nonce(chunk: Int, last: Bool) -> AES.GCM.Nonce {
-        var bytes = [UInt8](repeating: 0, count: 12)
+        // 12 bytes fit in `Data`'s inline storage: no allocation.
+        var bytes = Data(count: 12)
         var number = UInt64(chunk)
         for index in stride(from: 10, through: 3, by: -1) {
             bytes[index] = UInt8(truncatingIfNeeded: number)

@@ -32,9 +32,11 @@ import Crypto
 public struct EntryCipher: Sendable {
     /// What the entry stores in clear to be opened again: version, key id, salt.
     public let entrySeal: EntrySeal
-    private let key: SymmetricKey
-    private let queueID: UUID
-    private let idempotencyKey: String
+    /// HKDF's extract of the keyring key and the entry's salt, as the HMAC that expands each
+    /// field's key from it (``ChunkStream/expander(from:salt:)``).
+    private let expander: HMAC<SHA256>
+    /// The associated data up to the field's name: the same for every field of the entry.
+    private let associatedPrefix: Data
 
     /// A cipher for a new entry: the keyring's primary key and a new random salt.
     ///
@@ -61,9 +63,8 @@ public struct EntryCipher: Sendable {
     /// A cipher with a given seal: for known-answer tests, which fix the salt.
     init(key: QueueKey, seal: EntrySeal, queueID: UUID, idempotencyKey: String) {
         entrySeal = seal
-        self.key = key.key
-        self.queueID = queueID
-        self.idempotencyKey = idempotencyKey
+        expander = ChunkStream.expander(from: key.key, salt: seal.salt)
+        associatedPrefix = AssociatedData.prefix(queueID: queueID, idempotencyKey: idempotencyKey, keyID: seal.keyID)
     }
 
     /// `plaintext` sealed as `field`: ``SealFormat/sealedSize(plaintextSize:)`` bytes.
@@ -116,8 +117,8 @@ public struct EntryCipher: Sendable {
 
     private func stream(_ field: SealedField) -> ChunkStream {
         ChunkStream(
-            key: ChunkStream.derive(from: key, salt: entrySeal.salt, field: field),
-            associatedData: AssociatedData.encode(queueID: queueID, idempotencyKey: idempotencyKey, keyID: entrySeal.keyID, field: field),
+            key: ChunkStream.expand(expander, field: field),
+            associatedData: AssociatedData.encode(prefix: associatedPrefix, field: field),
             field: field)
     }
 }

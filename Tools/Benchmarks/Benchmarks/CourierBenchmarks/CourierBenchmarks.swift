@@ -14,5 +14,6 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = Measure.configuration()
     HTTPScenarios.register()
     QueueScenarios.register()
+    SealingScenarios.register()
     PostgresScenarios.register()
 }

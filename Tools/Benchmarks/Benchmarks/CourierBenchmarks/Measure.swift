@@ -25,10 +25,13 @@ enum Measure {
     /// SQLite file move by less than one per enqueue (a WAL checkpoint lands in some iterations
     /// and not others); one more index page written per enqueue (two writes: frame header and
     /// page) fails. On a socket they also count event-loop wake-ups, which move with the load.
-    static func budgets(writeSyscallsPerOperation: Double = 1.5) -> [BenchmarkMetric: BenchmarkThresholds] {
+    /// `scaling`: operations per iteration (the large bodies run one per iteration).
+    static func budgets(
+        allocationsPerOperation: Int = 2, writeSyscallsPerOperation: Double = 1.5, scaling: BenchmarkScalingFactor = scaling
+    ) -> [BenchmarkMetric: BenchmarkThresholds] {
         [
-            .mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 2 * count]),
-            .writeSyscalls: BenchmarkThresholds(absolute: [.p90: Int(writeSyscallsPerOperation * Double(count))]),
+            .mallocCountTotal: BenchmarkThresholds(absolute: [.p90: allocationsPerOperation * scaling.rawValue]),
+            .writeSyscalls: BenchmarkThresholds(absolute: [.p90: Int(writeSyscallsPerOperation * Double(scaling.rawValue))]),
         ]
     }
 
@@ -36,7 +39,9 @@ enum Measure {
     /// iteration, at most 20 seconds a scenario. No `retainCount`/`releaseCount`: on Linux with
     /// Swift 6.3 package-benchmark counts them only through swift-runtime-interposer (the
     /// runtime's own hooks crash there), which this machine's package mirror does not carry.
-    static func configuration(writeSyscallsPerOperation: Double = 1.5) -> Benchmark.Configuration {
+    static func configuration(
+        allocationsPerOperation: Int = 2, writeSyscallsPerOperation: Double = 1.5, scaling: BenchmarkScalingFactor = scaling
+    ) -> Benchmark.Configuration {
         let iterations = ProcessInfo.processInfo.environment["COURIER_BENCH_ITERATIONS"].flatMap { Int($0) } ?? 10
         return Benchmark.Configuration(
             metrics: [.mallocCountTotal, .writeSyscalls, .readSyscalls, syscalls, cpu, .cpuTotal, .wallClock],
@@ -45,7 +50,9 @@ enum Measure {
             scalingFactor: scaling,
             maxDuration: .seconds(20),
             maxIterations: iterations,
-            thresholds: budgets(writeSyscallsPerOperation: writeSyscallsPerOperation)
+            thresholds: budgets(
+                allocationsPerOperation: allocationsPerOperation, writeSyscallsPerOperation: writeSyscallsPerOperation, scaling: scaling
+            )
         )
     }
 

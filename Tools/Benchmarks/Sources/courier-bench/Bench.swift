@@ -58,6 +58,12 @@ enum Bench {
             try await Ratios.run(options: Options(arguments: [CommandLine.arguments[0]] + CommandLine.arguments.dropFirst(2)))
             return
         }
+        // `--sealed`: sealing on against off (enqueue, drain, 10 MiB bodies), as `--goals`
+        // measures its ratios (Docs/Benchmarks.md, *Sealing at rest*).
+        if CommandLine.arguments.dropFirst().first == "--sealed" {
+            try await Ratios.run(options: Options(arguments: [CommandLine.arguments[0]] + CommandLine.arguments.dropFirst(2)), sealed: true)
+            return
+        }
         if CommandLine.arguments.dropFirst().first == "--goals-raw" {
             try await RawTwin.serve(arguments: Array(CommandLine.arguments.dropFirst(2)))
             return

@@ -18,7 +18,7 @@ struct Options {
             case ("--concurrency", let v?): concurrency = v
             case ("--warmup", let v?): warmup = v
             default:
-                FileHandle.standardError.write(Data("usage: courier-bench [--requests N] [--rounds R] [--concurrency C] [--warmup W]; or --goals [same options; an even --rounds of at least 6], --queue, --postgres (needs COURIER_BENCH_POSTGRES_URL), --multipart, --overhead (Docs/Benchmarks.md)\n".utf8))
+                FileHandle.standardError.write(Data("usage: courier-bench [--requests N] [--rounds R] [--concurrency C] [--warmup W]; or --goals [same options; an even --rounds of at least 6], --sealed [the same], --queue, --postgres (needs COURIER_BENCH_POSTGRES_URL), --multipart, --overhead (Docs/Benchmarks.md)\n".utf8))
                 exit(2)
             }
         }

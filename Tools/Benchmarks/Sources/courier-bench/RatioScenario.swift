@@ -15,6 +15,13 @@ enum RatioScenario: String, CaseIterable, Sendable {
     case enqueue
     case bodies = "10MiB"
     case drainPostgres = "drain-PostgreSQL"
+    // `courier-bench --sealed`: sealing on (B) against off (A), the same queue otherwise.
+    case sealedEnqueue = "sealed-enqueue"
+    case sealedDrain = "sealed-drain"
+    case sealedBodies = "sealed-10MiB"
+
+    /// The scenarios of `--sealed`; `--goals` runs the others.
+    var isSealing: Bool { [.sealedEnqueue, .sealedDrain, .sealedBodies].contains(self) }
 
     var figure: String {
         switch self {
@@ -25,6 +32,9 @@ enum RatioScenario: String, CaseIterable, Sendable {
         case .enqueue: "durable enqueue (FULL) vs minimal raw SQLite insert (WAL, FULL)"
         case .bodies: "10 MiB bodies into memory, 4 at a time, vs raw collect"
         case .drainPostgres: "drain 10,000 POSTs (PostgreSQL), concurrency 16, vs raw AsyncHTTPClient POSTs"
+        case .sealedEnqueue: "durable enqueue (FULL) of 1 KiB bodies, sealed vs unsealed"
+        case .sealedDrain: "drain 10,000 POSTs (SQLite, NORMAL), concurrency 16, sealed vs unsealed"
+        case .sealedBodies: "10 MiB bodies enqueued and drained (SQLite, 4 at a time), sealed vs unsealed"
         }
     }
 
@@ -35,6 +45,8 @@ enum RatioScenario: String, CaseIterable, Sendable {
         case .drainSQLite: 0.85
         case .enqueue: 0.75
         case .drainPostgres: 0.6
+        case .sealedEnqueue, .sealedDrain: 0.9
+        case .sealedBodies: 0.8
         }
     }
 
@@ -42,16 +54,16 @@ enum RatioScenario: String, CaseIterable, Sendable {
     var operation: String {
         switch self {
         case .modelGET, .plugins, .urlSession: "call"
-        case .bodies: "body"
-        case .enqueue: "enqueue"
-        case .drainSQLite, .drainPostgres: "entry"
+        case .bodies, .sealedBodies: "body"
+        case .enqueue, .sealedEnqueue: "enqueue"
+        case .drainSQLite, .drainPostgres, .sealedDrain: "entry"
         }
     }
 
     var operations: String {
         switch self {
-        case .bodies: "bodies"
-        case .drainSQLite, .drainPostgres: "entries"
+        case .bodies, .sealedBodies: "bodies"
+        case .drainSQLite, .drainPostgres, .sealedDrain: "entries"
         default: operation + "s"
         }
     }
@@ -63,8 +75,10 @@ enum RatioScenario: String, CaseIterable, Sendable {
         // A 10 MiB body costs about as much as 400 page calls: fewer of them.
         case .bodies: (max(1, options.requests / 40), max(1, options.warmup / 40))
         // One sync per enqueue: 2,000 take about half a second on the slower side.
-        case .enqueue: (2_000, 200)
-        case .drainSQLite, .drainPostgres: (10_000, 2_000)
+        case .enqueue, .sealedEnqueue: (2_000, 200)
+        case .drainSQLite, .drainPostgres, .sealedDrain: (10_000, 2_000)
+        // 160 MiB written, synced, read and sent per side and round.
+        case .sealedBodies: (16, 4)
         }
     }
 
@@ -112,6 +126,8 @@ enum RatioScenario: String, CaseIterable, Sendable {
 
     func sides(_ context: Context) -> Sides {
         switch self {
+        case .sealedEnqueue, .sealedDrain, .sealedBodies:
+            return sealingSides(context)
         case .modelGET, .plugins, .urlSession, .bodies:
             let calls = HTTPCalls(port: context.port, concurrency: context.concurrency)
             let (raw, courier): (Variant, Variant) = switch self {
@@ -149,6 +165,33 @@ enum RatioScenario: String, CaseIterable, Sendable {
                 }
             return Sides(raw: raw, courier: courier, close: { try await httpClient.shutdown() })
         }
+    }
+
+    /// Sealing off (A) and on (B): the unsealed side is also what the A/A child runs.
+    private func sealingSides(_ context: Context) -> Sides {
+        let url = "http://127.0.0.1:\(context.port)/events"
+        let (httpClient, client) = QueueBench.drainClients(port: context.port)
+        let side = { (sealed: Bool) -> Side in
+            let name = sealed ? "sealed" : "unsealed"
+            return switch self {
+            case .sealedEnqueue:
+                Side(name: "OfflineQueue.enqueue, 1 KiB, .full, \(name)") { round, count in
+                    defer { context.remove("sealing-enqueue-\(name)-\(round).db") }
+                    return try await SealingBench.enqueues(count: count, path: context.path("sealing-enqueue-\(name)-\(round).db"), sealed: sealed)
+                }
+            case .sealedDrain:
+                Side(name: "OfflineQueue.drain, SQLite, \(name)") { round, count in
+                    defer { context.remove("sealing-drain-\(name)-\(round).db") }
+                    return try await SealingBench.drain(count: count, url: url, client: client, path: context.path("sealing-drain-\(name)-\(round).db"), sealed: sealed)
+                }
+            default:
+                Side(name: "10 MiB bodies, \(name)") { round, count in
+                    defer { context.remove("sealing-large-\(name)-\(round).db") }
+                    return try await SealingBench.largeBodies(count: count, url: url, client: client, path: context.path("sealing-large-\(name)-\(round).db"), sealed: sealed)
+                }
+            }
+        }
+        return Sides(raw: side(false), courier: side(true), close: { try await httpClient.shutdown() })
     }
 
     /// A side that runs `variant` from `concurrency` callers.

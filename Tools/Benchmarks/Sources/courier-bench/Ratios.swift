@@ -39,7 +39,9 @@ enum Ratios {
         }
     }
 
-    static func run(options: Options) async throws {
+    /// `sealed`: the scenarios of `courier-bench --sealed` (sealing on against off) instead
+    /// of the goals of the performance issue.
+    static func run(options: Options, sealed: Bool = false) async throws {
         let only = ProcessInfo.processInfo.environment["BENCH_ONLY"]
         if let only, Goals.diagnostics.contains(only) {
             let server = try ServerProcess.start()
@@ -48,16 +50,16 @@ enum Ratios {
             return
         }
         guard options.rounds >= 6, options.rounds.isMultiple(of: 2) else {
-            throw BenchError("--goals needs an even number of rounds, at least 6 (A B, then B A; --rounds \(options.rounds))")
+            throw BenchError("\(sealed ? "--sealed" : "--goals") needs an even number of rounds, at least 6 (A B, then B A; --rounds \(options.rounds))")
         }
         let picked = ProcessInfo.processInfo.environment["BENCH_GOALS"].map { Set($0.split(separator: ",").map(String.init)) }
-        let database = try PostgresBench.configuredServer()
+        let database = sealed ? nil : try PostgresBench.configuredServer()
         let server = try ServerProcess.start()
         defer { server.stop() }
         let context = try RatioScenario.Context(port: server.port, concurrency: options.concurrency, database: database)
         defer { try? FileManager.default.removeItem(at: context.folder) }
         let startLoad = Measured.loadAverage()
-        print("courier-bench --goals: \(options.rounds) rounds (A B, B A, …), \(options.concurrency) concurrent callers, A/A child per scenario; load average \(startLoad); \(Date())")
+        print("courier-bench \(sealed ? "--sealed" : "--goals"): \(options.rounds) rounds (A B, B A, …), \(options.concurrency) concurrent callers, A/A child per scenario; load average \(startLoad); \(Date())")
 
         // A raw pool to drop the PostgreSQL schemas made, at the end.
         let dropper = database?.rawClient(connections: 2)
@@ -66,7 +68,7 @@ enum Ratios {
 
         var rows: [Row] = []
         var skipped: [String] = []
-        for scenario in RatioScenario.allCases where picked?.contains(scenario.rawValue) ?? true {
+        for scenario in RatioScenario.allCases where scenario.isSealing == sealed && picked?.contains(scenario.rawValue) ?? true {
             if scenario == .drainPostgres, database == nil {
                 skipped.append(scenario.rawValue)
                 continue
@@ -78,7 +80,9 @@ enum Ratios {
                 rows.append(.failed(scenario.figure, goal: String(format: "≥ %.2f", scenario.goal), error))
             }
         }
-        if let database, picked?.contains("curve") ?? true {
+        if sealed {
+            // No PostgreSQL scale-out curve here.
+        } else if let database, picked?.contains("curve") ?? true {
             do {
                 rows.append(try await curve(database: database, context: context, rounds: options.rounds))
             } catch {
@@ -90,7 +94,7 @@ enum Ratios {
         }
         if let dropper { await PostgresBench.drop(context.made.all, raw: dropper) }
 
-        table(rows)
+        table(rows, sealed: sealed)
         if !skipped.isEmpty { print("\nskipped: \(skipped.joined(separator: ", ")). \(PostgresBench.skipped)") }
         let discarded = rows.filter(\.discarded)
         print(discarded.isEmpty
@@ -177,8 +181,8 @@ enum Ratios {
         )
     }
 
-    static func table(_ rows: [Row]) {
-        print("\n| scenario | goal | ratio | 95 % interval | verdict | CPU µs/op raw / Courier | A/A ratio (95 % interval) |")
+    static func table(_ rows: [Row], sealed: Bool = false) {
+        print("\n| scenario | goal | ratio | 95 % interval | verdict | CPU µs/op \(sealed ? "unsealed / sealed" : "raw / Courier") | A/A ratio (95 % interval) |")
         print("|---|---|---:|---|---|---:|---|")
         for row in rows {
             if let failure = row.failure {
