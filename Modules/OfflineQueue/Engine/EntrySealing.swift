@@ -41,7 +41,7 @@ package struct EntrySealing: Sendable {
         entry.url = origin
         entry.headers = []
         guard let body else { return nil }
-        if let data = try await Self.inlined(body, limit: inlineLimit) {
+        if let data = try await body.inlined(limit: inlineLimit) {
             return .inline(cipher.seal(data, field: .body))
         }
         return try await store.storeBody(ByteStream(SealedChunks(base: body.makeStream(), cipher: cipher)))
@@ -57,16 +57,6 @@ package struct EntrySealing: Sendable {
         blob.append(sealedTarget)
         blob.append(sealedHeaders)
         return blob
-    }
-
-    private static func inlined(_ body: RequestBody, limit: Int) async throws(QueueError) -> Data? {
-        if case .data(let data) = body.source, data.count <= limit { return data }
-        guard let length = body.length, length <= limit else { return nil }
-        do {
-            return try await body.collect(upTo: limit)
-        } catch {
-            throw .invalidRequest("cannot read the body: \(error)")
-        }
     }
 
     /// `url` cut after its origin: `https://h:1/p?q` into `https://h:1` and `/p?q`. Joined
@@ -117,15 +107,7 @@ package struct EntrySealing: Sendable {
         guard let seal = entry.seal else { return (entry, stored) }
         let cipher = try cipher(for: entry, seal: seal)
         var opened = entry
-        let parts = try Self.parts(seal.blob, id: entry.id)
-        do throws(SealError) {
-            let target = try cipher.open(parts.target, field: .target)
-            let headers = try cipher.open(parts.headers, field: .headers)
-            opened.url = entry.url + String(decoding: target, as: UTF8.self)
-            opened.headers = LineCoding.decodeHeaders(String(decoding: headers, as: UTF8.self))
-        } catch {
-            throw .sealBroken(entry.id, reason: error.description)
-        }
+        (opened.url, opened.headers) = try Self.fields(of: entry, seal: seal, cipher: cipher)
         opened.seal = nil
         guard let sealed = stored else { return (opened, nil) }
         opened.body = nil
@@ -149,11 +131,9 @@ package struct EntrySealing: Sendable {
         return (opened, .stream(length: length) { ByteStream(OpenedChunks(base: sealed.makeStream(), cipher: cipher)) })
     }
 
-    /// The entry's target and headers and body, opened in memory (re-sealing, tests).
-    package func openFields(_ entry: QueueEntry) throws(QueueError) -> (url: String, headers: [StoredHeader]) {
-        guard let seal = entry.seal else { return (entry.url, entry.headers) }
-        let cipher = try cipher(for: entry, seal: seal)
-        let parts = try Self.parts(seal.blob, id: entry.id)
+    /// `entry`'s url and headers as enqueued, opened with `cipher`.
+    private static func fields(of entry: QueueEntry, seal: StoredSeal, cipher: EntryCipher) throws(QueueError) -> (url: String, headers: [StoredHeader]) {
+        let parts = try parts(seal.blob, id: entry.id)
         do throws(SealError) {
             let target = try cipher.open(parts.target, field: .target)
             let headers = try cipher.open(parts.headers, field: .headers)
