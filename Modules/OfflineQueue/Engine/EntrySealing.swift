@@ -44,7 +44,7 @@ package struct EntrySealing: Sendable {
         if let data = try await body.inlined(limit: inlineLimit) {
             return .inline(cipher.seal(data, field: .body))
         }
-        return try await store.storeBody(ByteStream(SealedChunks(base: body.makeStream(), cipher: cipher)))
+        return try await store.storeBody(ByteStream(TransformedChunks(base: body.makeStream()) { cipher.bodySealer() }))
     }
 
     private static func blob(cipher: EntryCipher, target: String, headers: String) -> Data {
@@ -128,7 +128,7 @@ package struct EntrySealing: Sendable {
         } catch {
             throw .io(path: "body of entry \(entry.id)", reason: "\(error)")
         }
-        return (opened, .stream(length: length) { ByteStream(OpenedChunks(base: sealed.makeStream(), cipher: cipher)) })
+        return (opened, .stream(length: length) { ByteStream(TransformedChunks(base: sealed.makeStream()) { cipher.bodyOpener() }) })
     }
 
     /// `entry`'s url and headers as enqueued, opened with `cipher`.
@@ -181,62 +181,43 @@ package struct EntrySealing: Sendable {
     }
 }
 
-/// A body's plaintext pieces sealed as they arrive, one chunk held at most.
-struct SealedChunks: AsyncSequence, Sendable {
-    typealias Element = Data
-    let base: ByteStream
-    let cipher: EntryCipher
-
-    struct AsyncIterator: AsyncIteratorProtocol {
-        var base: ByteStream.AsyncIterator
-        var sealer: BodySealer
-        var finished = false
-
-        mutating func next() async throws -> Data? {
-            while !finished {
-                guard let piece = try await base.next() else {
-                    finished = true
-                    return sealer.finish()
-                }
-                let sealed = sealer.update(piece)
-                if !sealed.isEmpty { return sealed }
-            }
-            return nil
-        }
-    }
-
-    func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), sealer: cipher.bodySealer())
-    }
+/// What turns a body's pieces into others as they arrive, holding a chunk at most: a sealer,
+/// or an opener (whose every chunk authenticates before its plaintext is returned, and whose
+/// `finish` checks the end, so a cut body fails there).
+protocol BodyTransform: Sendable {
+    mutating func update(_ piece: Data) throws -> Data
+    mutating func finish() throws -> Data
 }
 
-/// A sealed body's pieces opened as they arrive; each chunk authenticates before its
-/// plaintext is returned, and the end is checked (a cut body fails at its end).
-struct OpenedChunks: AsyncSequence, Sendable {
+extension BodySealer: BodyTransform {}
+extension BodyOpener: BodyTransform {}
+
+/// A body's pieces through a fresh `Transform` from `make` at each iteration.
+struct TransformedChunks<Transform: BodyTransform>: AsyncSequence, Sendable {
     typealias Element = Data
     let base: ByteStream
-    let cipher: EntryCipher
+    let make: @Sendable () -> Transform
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: ByteStream.AsyncIterator
-        var opener: BodyOpener
+        var transform: Transform
         var finished = false
 
         mutating func next() async throws -> Data? {
             while !finished {
                 guard let piece = try await base.next() else {
                     finished = true
-                    let last = try opener.finish()
+                    let last = try transform.finish()
                     return last.isEmpty ? nil : last
                 }
-                let opened = try opener.update(piece)
-                if !opened.isEmpty { return opened }
+                let output = try transform.update(piece)
+                if !output.isEmpty { return output }
             }
             return nil
         }
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), opener: cipher.bodyOpener())
+        AsyncIterator(base: base.makeAsyncIterator(), transform: make())
     }
 }
