@@ -206,17 +206,55 @@ struct SealingTests {
         let rows = RowEditor(store: store)
         let seal = try await rows.seal(ticket.id)
         let body = try await rows.inlineBody(ticket.id)
-        #expect(seal.first == 1, "format version 1")
+        #expect(seal.first == 2, "format version 2")
         let salt = seal.dropFirst().prefix(16)
-        let length = seal.dropFirst(17).prefix(4).reduce(0) { $0 << 8 | Int($1) }
-        let sealedTarget = seal.dropFirst(21).prefix(length)
-        let sealedHeaders = seal.dropFirst(21 + length)
         let cipher = try EntryCipher(
-            opening: EntrySeal(version: 1, keyID: keyring.primary.id, salt: Data(salt)), with: keyring, queueID: queueID, idempotencyKey: "order-42"
+            opening: EntrySeal(version: 2, keyID: keyring.primary.id, salt: Data(salt)), with: keyring, queueID: queueID, idempotencyKey: "order-42"
         )
-        #expect(String(decoding: try cipher.open(Data(sealedTarget), field: .target), as: UTF8.self) == "/echo/orders?id=42")
-        #expect(String(decoding: try cipher.open(Data(sealedHeaders), field: .headers), as: UTF8.self) == "X-Private: v\n")
+        // The request: the target's length (32-bit big-endian), the target, the header lines.
+        let request = try cipher.open(Data(seal.dropFirst(17)), field: .request)
+        let target = "/echo/orders?id=42"
+        #expect(request.prefix(4) == Data([0, 0, 0, UInt8(target.utf8.count)]))
+        #expect(String(decoding: request.dropFirst(4), as: UTF8.self) == target + "X-Private: v\n")
         #expect(String(decoding: try cipher.open(body, field: .body), as: UTF8.self) == "{\"total\":12}")
+        await server.shutdown()
+    }
+
+    @Test("an entry sealed in format version 1 (before version 2) still opens and is delivered as enqueued", arguments: StoreKind.shared)
+    func version1EntriesStillOpen(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
+        let server = try await TestHTTPServer.start()
+        let keyring = Keyring.generate()
+        let queue = try await queue(store, server, keyring: keyring)
+        let url = server.url("/echo/v1/orders?id=7").absoluteString
+        let body = Data("{\"v\":1}".utf8)
+        let ticket = try await queue.enqueue(
+            method: "POST", url: url, headers: [("X-Private", "one")], body: .data(body), options: EnqueueOptions(idempotencyKey: "v1-entry")
+        )
+        let queueID = try await queue.sealStatus().queueID
+        await queue.close()
+        // Rewrite the row as version 1 wrote it: 0x01, salt, len(sealed target), sealed target,
+        // sealed headers; the body sealed under version 1's key for the field.
+        let salt = Data((0..<16).map { UInt8($0 * 7 + 1) })
+        let v1 = try EntryCipher(
+            opening: EntrySeal(version: 1, keyID: keyring.primary.id, salt: salt), with: keyring, queueID: queueID, idempotencyKey: "v1-entry"
+        )
+        let sealedTarget = v1.seal(Data("/echo/v1/orders?id=7".utf8), field: .target)
+        var blob = Data([1]) + salt
+        withUnsafeBytes(of: UInt32(sealedTarget.count).bigEndian) { blob.append(contentsOf: $0) }
+        blob.append(sealedTarget)
+        blob.append(v1.seal(Data("X-Private: one\n".utf8), field: .headers))
+        let rows = RowEditor(store: store)
+        try await rows.setSeal(ticket.id, blob)
+        try await rows.setInlineBody(ticket.id, v1.seal(body, field: .body))
+        let reopened = try await self.queue(store, server, keyring: keyring)
+        #expect(try await reopened.drain().delivered == 1)
+        let received = try #require(server.requests.first)
+        #expect(received.target == "/echo/v1/orders?id=7")
+        #expect(received.values(of: "X-Private") == ["one"])
+        #expect(received.bodySize == body.count && received.bodyCRC32 == CRC32.checksum(body))
+        await reopened.close()
         await server.shutdown()
     }
 

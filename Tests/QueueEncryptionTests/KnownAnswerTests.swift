@@ -3,12 +3,25 @@ import Foundation
 import Testing
 @testable import QueueEncryption
 
-/// Fixed inputs and the exact bytes they seal to. Both queue stores are held to these, and
-/// `known-answers.py` in this folder computes the same values from the format's specification
-/// with Python's `cryptography` package, independently of this module.
+/// Fixed inputs and the exact bytes they seal to, in format version 2 (what is written) and
+/// version 1 (still read). Both queue stores are held to these, and `known-answers.py` in this
+/// folder computes the same values from the format's specification with Python's
+/// `cryptography` package, independently of this module.
 @Suite struct KnownAnswerTests {
     static let key = try! QueueKey(id: KeyID("0badc0de")!, bytes: Data(0..<32))
     static let seal = EntrySeal(version: 1, keyID: KeyID("0badc0de")!, salt: Data(0xa0..<0xb0))
+    static let sealV2 = EntrySeal(version: 2, keyID: KeyID("0badc0de")!, salt: Data(0xa0..<0xb0))
+    static let headers = Data("accept: application/json\nx-private: v\n".utf8)
+
+    static let requestKeyV2 = "895e4335426192dabd6fa72dc4895f69813e25004ca569dc9faecafdd2076380"
+    static let bodyKeyV2 = "5df312e5f8f66aaa124c933be9de5ec38a1893406cd60b81923210ef539e2fcc"
+    static let requestAssociatedDataV2 =
+        "02000000106f1c2a4e3b5d4c7e9a8b0d1e2f3a4b5c000000086f726465722d34320000000830626164633064650000000772657175657374"
+    static let sealedRequestV2 =
+        "1d2df7af23dfa1edd1ffa5046c99b0214f980520eca1eba8ed8a5003e9b7af6cd3fbfa6585d39cf6f3f57f83f94c748cb446a410f830dad8b571eab58a40205543236a65b245d3b476e6a5329bfcec2c82"
+    static let bodyFirstChunkTagV2 = "c15f28a96feab0651d1caff37788030e"
+    static let bodyFinalChunkV2 = "2d195ef08406620a649cf1c219b6b66dd97f85886c"
+    static let sealedBodySHA256V2 = "c03da1ea7145a2395e2e13f50455690ae6ab62aa73df2b11891cea7dd919b953"
     static let queueID = UUID(uuidString: "6f1c2a4e-3b5d-4c7e-9a8b-0d1e2f3a4b5c")!
     static let idempotencyKey = "order-42"
     static let target = Data("/orders?id=42&name=Zoë".utf8)
@@ -26,6 +39,67 @@ import Testing
     static let sealedBodySHA256 = "a809c8e981916820b359ac08635f5fea8b3d10064a73164ff3a470be2889c8cd"
 
     let cipher = EntryCipher(key: Self.key, seal: Self.seal, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
+    let cipherV2 = EntryCipher(key: Self.key, seal: Self.sealV2, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
+
+    /// The plaintext of a version 2 request: the target's length (32-bit big-endian), the
+    /// target, the header lines.
+    static var requestV2: Data {
+        withUnsafeBytes(of: UInt32(target.count).bigEndian) { Data($0) } + target + headers
+    }
+
+    // MARK: - Version 2
+
+    @Test func fieldKeysAndAssociatedDataV2() {
+        let request = ChunkStream.deriveV2(from: Self.key.key, salt: Self.sealV2.salt, field: .request)
+        let body = ChunkStream.deriveV2(from: Self.key.key, salt: Self.sealV2.salt, field: .body)
+        #expect(request.withUnsafeBytes { Data($0) }.hexDigits == Self.requestKeyV2)
+        #expect(body.withUnsafeBytes { Data($0) }.hexDigits == Self.bodyKeyV2)
+        // The key's own extract, expanded per field, gives the same keys as HKDF whole.
+        let expander = ChunkStream.expander(for: Self.sealV2, key: Self.key)
+        #expect(ChunkStream.expand(expander, field: .request, seal: Self.sealV2).withUnsafeBytes { Data($0) }.hexDigits == Self.requestKeyV2)
+        #expect(ChunkStream.expand(expander, field: .body, seal: Self.sealV2).withUnsafeBytes { Data($0) }.hexDigits == Self.bodyKeyV2)
+        let associatedData = AssociatedData.encode(
+            version: 2, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey, keyID: Self.sealV2.keyID, field: .request)
+        #expect(associatedData.hexDigits == Self.requestAssociatedDataV2)
+    }
+
+    @Test func sealedRequestV2() throws {
+        #expect(cipherV2.seal(Self.requestV2, field: .request).hexDigits == Self.sealedRequestV2)
+        #expect(try cipherV2.open(Data(hex: Self.sealedRequestV2), field: .request) == Self.requestV2)
+        // Appended after other bytes, as an entry's seal holds it.
+        var blob = Data([2]) + Self.sealV2.salt
+        cipherV2.seal(Self.requestV2, field: .request, appendingTo: &blob)
+        #expect(blob.dropFirst(17).hexDigits == Self.sealedRequestV2)
+    }
+
+    @Test func sealedTwoChunkBodyV2() throws {
+        var sealer = cipherV2.bodySealer()
+        var sealed = Data()
+        for piece in pieces(Self.body, size: 1000) { sealed.append(sealer.update(piece)) }
+        sealed.append(sealer.finish())
+        #expect(sealed.subdata(in: SealFormat.chunkSize..<SealFormat.sealedChunkSize).hexDigits == Self.bodyFirstChunkTagV2)
+        #expect(sealed.suffix(from: SealFormat.sealedChunkSize).hexDigits == Self.bodyFinalChunkV2)
+        #expect(Data(SHA256.hash(data: sealed)).hexDigits == Self.sealedBodySHA256V2)
+        #expect(cipherV2.seal(Self.body, field: .body) == sealed)
+        #expect(try cipherV2.open(sealed, field: .body) == Self.body)
+    }
+
+    /// New entries are sealed in version 2, and a keyring opens both versions.
+    @Test func writesVersion2AndReadsBoth() throws {
+        let keyring = try Keyring(primary: Self.key)
+        let fresh = EntryCipher(sealingWith: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
+        #expect(fresh.entrySeal.version == 2 && fresh.entrySeal.salt.count == 16)
+        let v1 = try EntryCipher(opening: Self.seal, with: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
+        #expect(try v1.open(Data(hex: Self.sealedTarget), field: .target) == Self.target)
+        let v2 = try EntryCipher(opening: Self.sealV2, with: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
+        #expect(try v2.open(Data(hex: Self.sealedRequestV2), field: .request) == Self.requestV2)
+        // A value of one version does not open as the other: the key and data differ.
+        #expect(throws: SealError.self) { try v1.open(Data(hex: Self.sealedRequestV2), field: .request) }
+        let v3 = EntrySeal(version: 3, keyID: Self.sealV2.keyID, salt: Self.sealV2.salt)
+        #expect(throws: SealError.self) { try EntryCipher(opening: v3, with: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey) }
+    }
+
+    // MARK: - Version 1
 
     @Test func keyCheck() {
         #expect(Self.key.keyCheckValue == Self.keyCheckValue)
@@ -37,7 +111,7 @@ import Testing
         #expect(target.withUnsafeBytes { Data($0) }.hexDigits == Self.targetKey)
         #expect(body.withUnsafeBytes { Data($0) }.hexDigits == Self.bodyKey)
         let associatedData = AssociatedData.encode(
-            queueID: Self.queueID, idempotencyKey: Self.idempotencyKey, keyID: Self.seal.keyID, field: .target)
+            version: 1, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey, keyID: Self.seal.keyID, field: .target)
         #expect(associatedData.hexDigits == Self.targetAssociatedData)
     }
 

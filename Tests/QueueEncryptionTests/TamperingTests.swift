@@ -106,20 +106,23 @@ import Testing
         let headers = cipher.seal(Data("accept: */*".utf8), field: .headers)
         #expect(sealError { _ = try cipher.open(headers, field: .body) } == .authenticationFailed(field: .body, chunk: 0))
         #expect(sealError { _ = try cipher.open(headers, field: .target) } == .authenticationFailed(field: .target, chunk: 0))
+        let request = cipher.seal(Data("\0\0\0\u{1}/accept: */*\n".utf8), field: .request)
+        #expect(sealError { _ = try cipher.open(request, field: .body) } == .authenticationFailed(field: .body, chunk: 0))
+        #expect(sealError { _ = try cipher.open(cipher.seal(Data("x".utf8), field: .body), field: .request) } == .authenticationFailed(field: .request, chunk: 0))
     }
 
     @Test func saltSwapped() throws {
         let first = cipher("entry-1"), second = cipher("entry-1")
         let sealed = first.seal(Data("x".utf8), field: .body)
-        let swapped = EntrySeal(version: 1, keyID: first.entrySeal.keyID, salt: second.entrySeal.salt)
+        let swapped = EntrySeal(version: SealFormat.version, keyID: first.entrySeal.keyID, salt: second.entrySeal.salt)
         #expect(sealError { _ = try opener(swapped).open(sealed, field: .body) }?.kind == .authenticationFailed)
-        let short = EntrySeal(version: 1, keyID: first.entrySeal.keyID, salt: first.entrySeal.salt.prefix(8))
+        let short = EntrySeal(version: SealFormat.version, keyID: first.entrySeal.keyID, salt: first.entrySeal.salt.prefix(8))
         #expect(sealError { _ = try opener(short) }?.kind == .invalidSeal)
     }
 
     @Test func unknownKeyID() throws {
         let cipher = cipher()
-        let seal = EntrySeal(version: 1, keyID: KeyID("00000000")!, salt: cipher.entrySeal.salt)
+        let seal = EntrySeal(version: SealFormat.version, keyID: KeyID("00000000")!, salt: cipher.entrySeal.salt)
         #expect(sealError { _ = try opener(seal) } == .unknownKey(KeyID("00000000")!))
     }
 
@@ -129,15 +132,17 @@ import Testing
         keyring.addPrimary()
         let cipher = EntryCipher(sealingWith: keyring, queueID: queue, idempotencyKey: "entry-1")
         let sealed = cipher.seal(Data("x".utf8), field: .body)
-        let relabelled = EntrySeal(version: 1, keyID: old.id, salt: cipher.entrySeal.salt)
+        let relabelled = EntrySeal(version: SealFormat.version, keyID: old.id, salt: cipher.entrySeal.salt)
         let opener = try EntryCipher(opening: relabelled, with: keyring, queueID: queue, idempotencyKey: "entry-1")
         #expect(sealError { _ = try opener.open(sealed, field: .body) }?.kind == .authenticationFailed)
     }
 
     @Test func unsupportedVersion() throws {
         let cipher = cipher()
-        let seal = EntrySeal(version: 2, keyID: cipher.entrySeal.keyID, salt: cipher.entrySeal.salt)
-        #expect(sealError { _ = try opener(seal) } == .unsupportedVersion(2))
+        for version in [0, 3] {
+            let seal = EntrySeal(version: version, keyID: cipher.entrySeal.keyID, salt: cipher.entrySeal.salt)
+            #expect(sealError { _ = try opener(seal) } == .unsupportedVersion(version))
+        }
     }
 
     /// Other bytes under a known id are caught by the key-check value before anything is

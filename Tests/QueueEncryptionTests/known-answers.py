@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Computes the seal format's known-answer vectors independently of the Swift code, from
-Docs/Encryption.md alone, with the `cryptography` package (pip install cryptography).
+"""Computes the seal format's known-answer vectors (version 2, and version 1, which is still
+read) independently of the Swift code, from Docs/Encryption.md alone, with the
+`cryptography` package (pip install cryptography).
 
 KnownAnswerTests.swift holds the values this prints; run it to check them again:
     python3 Tests/QueueEncryptionTests/known-answers.py
@@ -13,9 +14,10 @@ import uuid
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF, HKDFExpand
 
 VERSION = 1
+LABEL = b"courier-seal v2"
 CHUNK = 64 * 1024
 
 KEY = bytes(range(32))
@@ -31,32 +33,56 @@ def key_check_value(key):
     return hmac.new(key, b"courier key check v1", hashlib.sha256).digest()[:16].hex()
 
 
-def field_key(key, salt, field):
-    info = f"courier-seal v{VERSION} field={field}".encode()
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=info).derive(key)
+def field_key(key, salt, field, version=1):
+    if version == 1:
+        info = f"courier-seal v1 field={field}".encode()
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=info).derive(key)
+    # Version 2: the extract depends on the key alone (salt: the label); the entry's salt and
+    # the field's name are in the info.
+    prk = hmac.new(LABEL, key, hashlib.sha256).digest()
+    return HKDFExpand(algorithm=hashes.SHA256(), length=32, info=LABEL + salt + field.encode()).derive(prk)
 
 
 def part(data):
     return struct.pack(">I", len(data)) + data
 
 
-def associated_data(field):
-    return bytes([VERSION]) + part(QUEUE_ID.bytes) + part(IDEMPOTENCY_KEY.encode()) + part(KEY_ID.encode()) + part(field.encode())
+def associated_data(field, version=1):
+    return bytes([version]) + part(QUEUE_ID.bytes) + part(IDEMPOTENCY_KEY.encode()) + part(KEY_ID.encode()) + part(field.encode())
 
 
 def nonce(chunk, last):
     return chunk.to_bytes(11, "big") + bytes([1 if last else 0])
 
 
-def seal(field, plaintext):
-    aead = AESGCM(field_key(KEY, SALT, field))
-    ad = associated_data(field)
+def seal(field, plaintext, version=1):
+    aead = AESGCM(field_key(KEY, SALT, field, version))
+    ad = associated_data(field, version)
     pieces = [plaintext[i:i + CHUNK] for i in range(0, len(plaintext), CHUNK)] or [b""]
     return [aead.encrypt(nonce(n, n == len(pieces) - 1), piece, ad) for n, piece in enumerate(pieces)]
 
 
+HEADERS = b"accept: application/json\nx-private: v\n"
+
+
+def request_plaintext(target, headers):
+    return struct.pack(">I", len(target)) + target + headers
+
+
 if __name__ == "__main__":
     print("keyCheckValue", key_check_value(KEY))
+    print("-- version 2")
+    print("requestKeyV2", field_key(KEY, SALT, "request", 2).hex())
+    print("bodyKeyV2", field_key(KEY, SALT, "body", 2).hex())
+    print("requestAssociatedDataV2", associated_data("request", 2).hex())
+    sealed_request = b"".join(seal("request", request_plaintext(TARGET, HEADERS), 2))
+    print("sealedRequestV2", sealed_request.hex())
+    print("entrySealV2", (bytes([2]) + SALT + sealed_request).hex())
+    chunks = seal("body", BODY, 2)
+    print("bodyFirstChunkTagV2", chunks[0][-16:].hex())
+    print("bodyFinalChunkV2", chunks[1].hex())
+    print("sealedBodySHA256V2", hashlib.sha256(b"".join(chunks)).hexdigest())
+    print("-- version 1")
     print("targetKey", field_key(KEY, SALT, "target").hex())
     print("bodyKey", field_key(KEY, SALT, "body").hex())
     print("targetAssociatedData", associated_data("target").hex())

@@ -7,12 +7,16 @@ package import QueueEncryption
 /// in a column of its own, and one value:
 ///
 /// ```
-/// 0x01                        the format version
+/// 0x02                        the format version
 /// salt                        16 bytes
-/// len(sealed target)          32-bit big-endian
-/// sealed target               the URL after its origin: path, query (`/orders?id=42`)
-/// sealed headers              the header lines, `name: value\n` each
+/// sealed request              field `request`, whose plaintext is:
+///     len(target)             32-bit big-endian
+///     target                  the URL after its origin: path, query (`/orders?id=42`)
+///     header lines            `name: value\n` each
 /// ```
+///
+/// Entries of version 1 (sealed before version 2) are still opened; theirs is
+/// `0x01 ‖ salt ‖ len(sealed target) ‖ sealed target ‖ sealed headers`, two fields.
 ///
 /// The entry's `url` keeps the origin alone (`https://api.example.com:8443`), its `headers`
 /// nothing, its body the sealed bytes. The origin, method and everything else stay clear.
@@ -34,10 +38,7 @@ package struct EntrySealing: Sendable {
         guard let keyring else { throw .keyUnavailable("sealing is \(mode), but no keyring was given") }
         let cipher = EntryCipher(sealingWith: keyring, queueID: queueID, idempotencyKey: entry.idempotencyKey)
         let (origin, target) = Self.split(entry.url)
-        entry.seal = StoredSeal(
-            keyID: cipher.entrySeal.keyID.rawValue,
-            blob: Self.blob(cipher: cipher, target: target, headers: LineCoding.encode(entry.headers))
-        )
+        entry.seal = StoredSeal(keyID: cipher.entrySeal.keyID.rawValue, blob: Self.blob(cipher: cipher, target: target, headers: entry.headers))
         entry.url = origin
         entry.headers = []
         guard let body else { return nil }
@@ -47,15 +48,24 @@ package struct EntrySealing: Sendable {
         return try await store.storeBody(ByteStream(TransformedChunks(base: body.makeStream()) { cipher.bodySealer() }))
     }
 
-    private static func blob(cipher: EntryCipher, target: String, headers: String) -> Data {
-        let sealedTarget = cipher.seal(Data(target.utf8), field: .target)
-        let sealedHeaders = cipher.seal(Data(headers.utf8), field: .headers)
-        var blob = Data(capacity: 1 + SealFormat.saltSize + 4 + sealedTarget.count + sealedHeaders.count)
+    /// The seal of version 2: version, salt, and the request (target and header lines) sealed
+    /// as one value, written into one buffer.
+    private static func blob(cipher: EntryCipher, target: String, headers: [StoredHeader]) -> Data {
+        var size = 4 + target.utf8.count
+        for header in headers { size += header.name.utf8.count + 2 + header.value.utf8.count + 1 }
+        var request = Data(capacity: size)
+        withUnsafeBytes(of: UInt32(target.utf8.count).bigEndian) { request.append(contentsOf: $0) }
+        request.append(contentsOf: target.utf8)
+        for header in headers {
+            request.append(contentsOf: header.name.utf8)
+            request.append(contentsOf: ": ".utf8)
+            request.append(contentsOf: header.value.utf8)
+            request.append(UInt8(ascii: "\n"))
+        }
+        var blob = Data(capacity: 1 + SealFormat.saltSize + SealFormat.sealedSize(plaintextSize: size))
         blob.append(UInt8(cipher.entrySeal.version))
         blob.append(cipher.entrySeal.salt)
-        withUnsafeBytes(of: UInt32(sealedTarget.count).bigEndian) { blob.append(contentsOf: $0) }
-        blob.append(sealedTarget)
-        blob.append(sealedHeaders)
+        cipher.seal(request, field: .request, appendingTo: &blob)
         return blob
     }
 
@@ -133,7 +143,28 @@ package struct EntrySealing: Sendable {
 
     /// `entry`'s url and headers as enqueued, opened with `cipher`.
     private static func fields(of entry: QueueEntry, seal: StoredSeal, cipher: EntryCipher) throws(QueueError) -> (url: String, headers: [StoredHeader]) {
-        let parts = try parts(seal.blob, id: entry.id)
+        if cipher.entrySeal.version == 1 { return try fieldsV1(of: entry, seal: seal, cipher: cipher) }
+        let sealed = seal.blob.dropFirst(1 + SealFormat.saltSize)
+        let request: Data
+        do throws(SealError) {
+            request = try cipher.open(sealed, field: .request)
+        } catch {
+            throw .sealBroken(entry.id, reason: error.description)
+        }
+        // The request authenticated, so its layout is what a sealer wrote; checked anyway.
+        let start = request.startIndex
+        guard request.count >= 4 else { throw .sealBroken(entry.id, reason: "its sealed request is cut short") }
+        var length = 0
+        for byte in request[start..<(start + 4)] { length = length << 8 | Int(byte) }
+        guard length <= request.count - 4 else { throw .sealBroken(entry.id, reason: "its sealed request is cut short") }
+        let target = request[(start + 4)..<(start + 4 + length)]
+        let headers = request[(start + 4 + length)...]
+        return (entry.url + String(decoding: target, as: UTF8.self), headers.isEmpty ? [] : LineCoding.decodeHeaders(String(decoding: headers, as: UTF8.self)))
+    }
+
+    /// ``fields(of:seal:cipher:)`` of a version 1 entry: target and headers sealed apart.
+    private static func fieldsV1(of entry: QueueEntry, seal: StoredSeal, cipher: EntryCipher) throws(QueueError) -> (url: String, headers: [StoredHeader]) {
+        let parts = try partsV1(seal.blob, id: entry.id)
         do throws(SealError) {
             let target = try cipher.open(parts.target, field: .target)
             let headers = try cipher.open(parts.headers, field: .headers)
@@ -154,7 +185,7 @@ package struct EntrySealing: Sendable {
         let salt = seal.blob[(start + 1)..<(start + 1 + SealFormat.saltSize)]
         do throws(SealError) {
             return try EntryCipher(
-                opening: EntrySeal(version: version, keyID: keyID, salt: Data(salt)), with: keyring,
+                opening: EntrySeal(version: version, keyID: keyID, salt: salt), with: keyring,
                 queueID: queueID, idempotencyKey: entry.idempotencyKey
             )
         } catch {
@@ -165,7 +196,7 @@ package struct EntrySealing: Sendable {
         }
     }
 
-    private static func parts(_ blob: Data, id: EntryID) throws(QueueError) -> (target: Data, headers: Data) {
+    private static func partsV1(_ blob: Data, id: EntryID) throws(QueueError) -> (target: Data, headers: Data) {
         let start = blob.startIndex + 1 + SealFormat.saltSize
         guard blob.count >= 1 + SealFormat.saltSize + 4 else { throw .sealBroken(id, reason: "its seal is cut short") }
         var length = 0

@@ -9,15 +9,15 @@ import Foundation
 /// queue; the key is unique within a queue and known before the store assigns a row id. The
 /// length prefixes keep the encoding unambiguous: no two different tuples encode alike.
 enum AssociatedData {
-    static func encode(queueID: UUID, idempotencyKey: String, keyID: KeyID, field: SealedField) -> Data {
-        encode(prefix: prefix(queueID: queueID, idempotencyKey: idempotencyKey, keyID: keyID), field: field)
+    static func encode(version: Int, queueID: UUID, idempotencyKey: String, keyID: KeyID, field: SealedField) -> Data {
+        encode(prefix: prefix(version: version, queueID: queueID, idempotencyKey: idempotencyKey, keyID: keyID), field: field)
     }
 
     /// The encoding up to the field's part, which is the same for every field of an entry.
-    static func prefix(queueID: UUID, idempotencyKey: String, keyID: KeyID) -> Data {
+    static func prefix(version: Int, queueID: UUID, idempotencyKey: String, keyID: KeyID) -> Data {
         let key = idempotencyKey.utf8, id = keyID.rawValue.utf8
         var data = Data(capacity: 1 + 4 + 16 + 4 + key.count + 4 + id.count + 4 + 16)
-        data.append(UInt8(SealFormat.version))
+        data.append(UInt8(version))
         withUnsafeBytes(of: queueID.uuid) { append($0, to: &data) }
         append(key, to: &data)
         append(id, to: &data)

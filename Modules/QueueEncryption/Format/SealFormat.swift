@@ -1,9 +1,12 @@
-/// The sealed format's constants and size arithmetic (version 1). Docs/Encryption.md is its
-/// specification.
+/// The sealed format's constants and size arithmetic (version 2; version 1 is still read).
+/// Docs/Encryption.md is its specification.
 public enum SealFormat {
-    /// The format version this module writes, and the only one it reads. Stored in clear with
-    /// each entry, and bound into its keys and associated data.
-    public static let version = 1
+    /// The format version this module writes. Stored in clear with each entry, and bound into
+    /// its keys and associated data.
+    public static let version = 2
+    /// The format versions this module opens: 1 (the first, whose field keys need an HKDF
+    /// extract per entry, and which seals an entry's target and headers apart) and 2.
+    public static let readableVersions: ClosedRange<Int> = 1...2
     /// Plaintext bytes per chunk. Every chunk but the last holds exactly this many; the last
     /// holds 1 to this many, or 0 when the whole value is empty.
     public static let chunkSize = 64 * 1024
@@ -15,6 +18,9 @@ public enum SealFormat {
     public static let saltSize = 16
 
     static let keyCheckLabel = "courier key check v1"
+    /// Version 2's label: HKDF's salt when a keyring key is extracted (once per key), and the
+    /// start of every field key's info.
+    static let keyLabel = "courier-seal v2"
 
     /// The number of chunks a value of `plaintextSize` bytes is sealed in: at least one.
     public static func chunkCount(plaintextSize: Int) -> Int {

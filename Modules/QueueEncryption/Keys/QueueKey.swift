@@ -9,6 +9,9 @@ public struct QueueKey: Sendable, CustomStringConvertible, CustomDebugStringConv
     /// The key's name, stored in clear beside every entry it seals.
     public let id: KeyID
     let key: SymmetricKey
+    /// Version 2's HKDF extract of the key (salt ``SealFormat/keyLabel``), as the HMAC that
+    /// expands every field key from it: keyed once per key, not once per entry.
+    let expander: HMAC<SHA256>
 
     /// The size of a key in bytes.
     public static let byteCount = 32
@@ -17,13 +20,14 @@ public struct QueueKey: Sendable, CustomStringConvertible, CustomDebugStringConv
     public init(id: KeyID, bytes: some ContiguousBytes) throws(SealError) {
         let key = SymmetricKey(data: bytes)
         guard key.bitCount == 256 else { throw .invalidSeal("a key has \(key.bitCount / 8) bytes, not \(Self.byteCount)") }
-        self.id = id
-        self.key = key
+        self.init(id: id, key: key)
     }
 
     init(id: KeyID, key: SymmetricKey) {
         self.id = id
         self.key = key
+        let extracted = HKDF<SHA256>.extract(inputKeyMaterial: key, salt: Data(SealFormat.keyLabel.utf8))
+        expander = HMAC<SHA256>(key: SymmetricKey(data: extracted))
     }
 
     /// A new random key (`SymmetricKey(size: .bits256)`) under a new random id.

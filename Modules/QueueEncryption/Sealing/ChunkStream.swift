@@ -14,40 +14,80 @@ struct ChunkStream: Sendable {
     let associatedData: Data
     let field: SealedField
 
-    /// The field key for `field` of the entry with `salt`, derived from the keyring key.
+    /// Version 1's field key for `field` of the entry with `salt`, derived from the keyring key
+    /// with HKDF-SHA256: the entry's salt as HKDF's salt, `courier-seal v1 field=<name>` as info.
     static func derive(from key: SymmetricKey, salt: Data, field: SealedField) -> SymmetricKey {
-        HKDF<SHA256>.deriveKey(inputKeyMaterial: key, salt: salt, info: Data(info(field).utf8), outputByteCount: 32)
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: key, salt: salt, info: Data(infoV1(field).utf8), outputByteCount: 32)
     }
 
-    /// HKDF's first step for the entry with `salt` (the same for all of its fields), keyed
-    /// for the second: an HMAC under the pseudorandom key, ready for ``expand(_:field:)``.
-    static func expander(from key: SymmetricKey, salt: Data) -> HMAC<SHA256> {
-        HMAC<SHA256>(key: SymmetricKey(data: HKDF<SHA256>.extract(inputKeyMaterial: key, salt: salt)))
+    /// Version 2's field key for `field` of the entry with `salt`: HKDF-SHA256 with
+    /// ``SealFormat/keyLabel`` as HKDF's salt, and as info the label, the entry's 16-byte salt
+    /// and the field's name. The extract depends on the keyring key alone, so it is made once
+    /// per key (``QueueKey/expander``), not once per entry.
+    static func deriveV2(from key: SymmetricKey, salt: Data, field: SealedField) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: key, salt: Data(SealFormat.keyLabel.utf8),
+            info: Data(SealFormat.keyLabel.utf8) + salt + Data(field.name.utf8), outputByteCount: 32)
     }
 
-    /// The field key for `field`: the same key as ``derive(from:salt:field:)``. HKDF's expand
-    /// to 32 bytes, one SHA-256 block, is `HMAC(PRK, info || 0x01)` (RFC 5869, 2.3); here the
-    /// HMAC keyed once per entry does it for each field, where `HKDF.expand` would key a new
-    /// one per field and copy the output twice.
-    static func expand(_ expander: HMAC<SHA256>, field: SealedField) -> SymmetricKey {
+    /// HKDF's extract for an entry sealed with `seal` under `key`, keyed as the HMAC that
+    /// expands its field keys (``expand(_:field:seal:)``): in version 1 the entry's own
+    /// extract (its salt is HKDF's salt), in version 2 the key's, made when the key was.
+    static func expander(for seal: EntrySeal, key: QueueKey) -> HMAC<SHA256> {
+        guard seal.version == 1 else { return key.expander }
+        return HMAC<SHA256>(key: SymmetricKey(data: HKDF<SHA256>.extract(inputKeyMaterial: key.key, salt: seal.salt)))
+    }
+
+    /// The field key for `field` of the entry with `seal`: the same key as ``derive(from:salt:field:)``
+    /// (version 1) or ``deriveV2(from:salt:field:)`` (version 2). HKDF's expand to 32 bytes,
+    /// one SHA-256 block, is `HMAC(PRK, info || 0x01)` (RFC 5869, 2.3); here the HMAC keyed
+    /// once (per entry in version 1, per key in version 2) does it for each field, where
+    /// `HKDF.expand` would key a new one per field and copy the output twice.
+    static func expand(_ expander: HMAC<SHA256>, field: SealedField, seal: EntrySeal) -> SymmetricKey {
         var hmac = expander
-        hmac.update(data: expandInput(field))
+        if seal.version == 1 {
+            hmac.update(data: expandInputV1(field))
+        } else {
+            // label ‖ salt ‖ name ‖ 0x01 in one stack buffer: one call into the generic
+            // `update`, not three.
+            let label = SealFormat.keyLabel.utf8, suffix = field.expandSuffix
+            withUnsafeTemporaryAllocation(byteCount: label.count + seal.salt.count + suffix.count, alignment: 1) { buffer in
+                var offset = buffer.withMemoryRebound(to: UInt8.self) { bytes in
+                    var offset = 0
+                    for byte in label { bytes[offset] = byte; offset += 1 }
+                    return offset
+                }
+                for part in [seal.salt, suffix] {
+                    part.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]).copyMemory(from: $0) }
+                    offset += part.count
+                }
+                hmac.update(data: UnsafeRawBufferPointer(buffer))
+            }
+        }
         return SymmetricKey(data: hmac.finalize())
     }
 
-    /// `info || 0x01` per field, made once.
-    private static let expandInputs = [SealedField.target, .headers, .body].map { ($0, Data(info($0).utf8) + [1]) }
+    /// Version 1's `info || 0x01` per field, made once.
+    private static let expandInputsV1 = [SealedField.target, .headers, .body].map { ($0, Data(infoV1($0).utf8) + [1]) }
 
-    private static func expandInput(_ field: SealedField) -> Data {
-        expandInputs.first { $0.0 == field }?.1 ?? Data(info(field).utf8) + [1]
+    private static func expandInputV1(_ field: SealedField) -> Data {
+        expandInputsV1.first { $0.0 == field }?.1 ?? Data(infoV1(field).utf8) + [1]
     }
 
-    /// HKDF's info: the format version and the field, such as `courier-seal v1 field=body`.
-    static func info(_ field: SealedField) -> String {
-        "courier-seal v\(SealFormat.version) field=\(field.name)"
+    /// Version 1's info: `courier-seal v1 field=` and the field's name.
+    static func infoV1(_ field: SealedField) -> String {
+        "courier-seal v1 field=\(field.name)"
     }
+
+    /// The nonces of a value's first chunk, made once: most values are that chunk alone.
+    private static let firstNonces = (inner: makeNonce(chunk: 0, last: false), last: makeNonce(chunk: 0, last: true))
 
     static func nonce(chunk: Int, last: Bool) -> AES.GCM.Nonce {
+        guard chunk != 0 else { return last ? firstNonces.last : firstNonces.inner }
+        return makeNonce(chunk: chunk, last: last)
+    }
+
+    private static func makeNonce(chunk: Int, last: Bool) -> AES.GCM.Nonce {
         // 12 bytes fit in `Data`'s inline storage: no allocation.
         var bytes = Data(count: 12)
         var number = UInt64(chunk)

@@ -32,8 +32,8 @@ import Crypto
 public struct EntryCipher: Sendable {
     /// What the entry stores in clear to be opened again: version, key id, salt.
     public let entrySeal: EntrySeal
-    /// HKDF's extract of the keyring key and the entry's salt, as the HMAC that expands each
-    /// field's key from it (``ChunkStream/expander(from:salt:)``).
+    /// HKDF's extract, as the HMAC that expands each field's key from it
+    /// (``ChunkStream/expander(for:key:)``).
     private let expander: HMAC<SHA256>
     /// The associated data up to the field's name: the same for every field of the entry.
     private let associatedPrefix: Data
@@ -50,33 +50,55 @@ public struct EntryCipher: Sendable {
     /// A cipher for an entry sealed with `seal`.
     ///
     /// Throws `unknownKey` when the keyring has no key with the seal's id,
-    /// `unsupportedVersion` for a format version other than ``SealFormat/version``, and
+    /// `unsupportedVersion` for a format version not in ``SealFormat/readableVersions``, and
     /// `invalidSeal` for a salt of the wrong length.
     public init(opening seal: EntrySeal, with keyring: Keyring, queueID: UUID, idempotencyKey: String) throws(SealError) {
-        guard seal.version == SealFormat.version else { throw .unsupportedVersion(seal.version) }
+        guard SealFormat.readableVersions.contains(seal.version) else { throw .unsupportedVersion(seal.version) }
         guard seal.salt.count == SealFormat.saltSize else {
             throw .invalidSeal("the salt has \(seal.salt.count) bytes, not \(SealFormat.saltSize)")
         }
         self.init(key: try keyring.key(seal.keyID), seal: seal, queueID: queueID, idempotencyKey: idempotencyKey)
     }
 
-    /// A cipher with a given seal: for known-answer tests, which fix the salt.
+    /// A cipher with a given seal, of either readable version: for known-answer tests, which
+    /// fix the salt, and for tests that write version 1 entries.
     init(key: QueueKey, seal: EntrySeal, queueID: UUID, idempotencyKey: String) {
         entrySeal = seal
-        expander = ChunkStream.expander(from: key.key, salt: seal.salt)
-        associatedPrefix = AssociatedData.prefix(queueID: queueID, idempotencyKey: idempotencyKey, keyID: seal.keyID)
+        expander = ChunkStream.expander(for: seal, key: key)
+        associatedPrefix = AssociatedData.prefix(version: seal.version, queueID: queueID, idempotencyKey: idempotencyKey, keyID: seal.keyID)
     }
 
     /// `plaintext` sealed as `field`: ``SealFormat/sealedSize(plaintextSize:)`` bytes.
     public func seal(_ plaintext: Data, field: SealedField) -> Data {
-        var sealer = sealer(field)
-        var sealed = sealer.update(plaintext)
-        sealed.append(sealer.finish())
+        var sealed = Data(capacity: SealFormat.sealedSize(plaintextSize: plaintext.count))
+        seal(plaintext, field: field, appendingTo: &sealed)
         return sealed
+    }
+
+    /// `plaintext` sealed as `field`, appended to `output`: a caller that stores the sealed
+    /// value after other bytes (an entry's seal after its version and salt) writes it there
+    /// without a buffer of its own.
+    package func seal(_ plaintext: Data, field: SealedField, appendingTo output: inout Data) {
+        // A value of one chunk (every request and most bodies) is that chunk sealed, without
+        // the sealer's buffers.
+        if plaintext.count <= SealFormat.chunkSize {
+            output.append(stream(field).seal(plaintext, chunk: 0, last: true))
+            return
+        }
+        var sealer = sealer(field)
+        output.append(sealer.update(plaintext))
+        output.append(sealer.finish())
     }
 
     /// The plaintext of `sealed`, which was sealed as `field`; throws as ``BodyOpener`` does.
     public func open(_ sealed: Data, field: SealedField) throws(SealError) -> Data {
+        if sealed.count <= SealFormat.sealedChunkSize, sealed.count >= SealFormat.tagSize,
+            let plaintext = stream(field).open(sealed, chunk: 0, last: true)
+        {
+            return plaintext
+        }
+        // Anything else (more chunks, or a value that fails) goes the whole way, which names
+        // what is wrong with it.
         var opener = opener(field)
         var plaintext = try opener.update(sealed)
         plaintext.append(try opener.finish())
@@ -117,7 +139,7 @@ public struct EntryCipher: Sendable {
 
     private func stream(_ field: SealedField) -> ChunkStream {
         ChunkStream(
-            key: ChunkStream.expand(expander, field: field),
+            key: ChunkStream.expand(expander, field: field, seal: entrySeal),
             associatedData: AssociatedData.encode(prefix: associatedPrefix, field: field),
             field: field)
     }
