@@ -132,13 +132,15 @@ package struct EntrySealing: Sendable {
         // never produces part of an upload.
         let length: Int
         do {
-            length = try await cipher.verifyBody(sealed.makeStream())
+            length = try await cipher.verifyBody(sealed.makeStream(chunkSize: SealFormat.sealedChunkSize))
         } catch let error as SealError {
             throw .sealBroken(entry.id, reason: error.description)
         } catch {
             throw .io(path: "body of entry \(entry.id)", reason: "\(error)")
         }
-        return (opened, .stream(length: length) { ByteStream(TransformedChunks(base: sealed.makeStream()) { cipher.bodyOpener() }) })
+        // Read in sealed chunks, so that the opener takes each piece as it is, without
+        // copying it into a chunk of its own.
+        return (opened, .stream(length: length) { ByteStream(TransformedChunks(base: sealed.makeStream(chunkSize: SealFormat.sealedChunkSize)) { cipher.bodyOpener() }) })
     }
 
     /// `entry`'s url and headers as enqueued, opened with `cipher`.

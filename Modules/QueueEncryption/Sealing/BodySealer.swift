@@ -22,15 +22,22 @@ public struct BodySealer: Sendable {
     }
 
     /// Takes the next piece of plaintext; returns the chunks it completed, sealed (possibly
-    /// none). The last chunk is held back until ``finish()``.
+    /// none). The last chunk is held back until ``finish()``. What it returns (and what
+    /// ``finish()`` returns) may be a slice whose indices do not start at 0.
     public mutating func update(_ plaintext: Data) -> Data {
         precondition(!finished, "BodySealer.update after finish")
         let stream = stream
         var output = Data()
         // Room for every chunk this piece can complete: a large piece (a 10 MiB body given
         // whole) is sealed into one buffer without regrowing it.
-        if plaintext.count >= SealFormat.chunkSize { output.reserveCapacity((plaintext.count / SealFormat.chunkSize + 1) * SealFormat.sealedChunkSize) }
-        cutter.append(plaintext) { chunk, number in output.append(stream.seal(chunk, chunk: number, last: false)) }
+        let reserved = plaintext.count >= 2 * SealFormat.chunkSize
+        if reserved { output.reserveCapacity((plaintext.count / SealFormat.chunkSize + 1) * SealFormat.sealedChunkSize) }
+        cutter.append(plaintext) { chunk, number in
+            let sealed = stream.seal(chunk, chunk: number, last: false)
+            // A piece that completes one chunk (a body read in chunks) returns that chunk as
+            // AES-GCM sealed it, without copying it.
+            if output.isEmpty && !reserved { output = sealed } else { output.append(sealed) }
+        }
         return output
     }
 
@@ -40,6 +47,6 @@ public struct BodySealer: Sendable {
         precondition(!finished, "BodySealer.finish called twice")
         finished = true
         let (chunk, number) = cutter.finish()
-        return Data(stream.seal(chunk, chunk: number, last: true))
+        return stream.seal(chunk, chunk: number, last: true)
     }
 }

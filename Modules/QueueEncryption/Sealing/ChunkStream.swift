@@ -100,7 +100,9 @@ struct ChunkStream: Sendable {
         return try! AES.GCM.Nonce(data: bytes)
     }
 
-    /// Chunk number `chunk`, sealed: its ciphertext, then its 16-byte tag.
+    /// Chunk number `chunk`, sealed: its ciphertext, then its 16-byte tag. A slice of the
+    /// buffer AES-GCM wrote (after its nonce), so its indices start at 12, not 0: use it as a
+    /// collection (`startIndex`, `append`, `withUnsafeBytes`), never with literal indices.
     func seal(_ plaintext: Data, chunk: Int, last: Bool) -> Data {
         // AES-GCM refuses only a key or nonce of the wrong size; both are fixed here.
         let box = try! AES.GCM.seal(plaintext, using: key, nonce: Self.nonce(chunk: chunk, last: last), authenticating: associatedData)
