@@ -1,0 +1,104 @@
+import Foundation
+import Hummingbird
+import Logging
+import OfflineQueue
+
+/// The actions: POST forms answered with 303 to a page (post/redirect/get), or with the
+/// result as JSON when the client asked for JSON. Each checks ``ConsoleAction/states`` first
+/// and writes an audit line whatever the result.
+extension QueueConsole {
+    func addActionRoutes(to router: Router<ConsoleContext>) {
+        let routes = router.group(RouterPath(prefix))
+        routes.post("/entries/:id/retry") { request, context in
+            let id = try entryID(context)
+            return try await act(.retry, ids: [id], back: path("/entries/\(id)"), request, context)
+        }
+        routes.post("/entries/:id/discard") { request, context in
+            let id = try entryID(context)
+            return try await act(.discard, ids: [id], back: path("/entries"), request, context)
+        }
+        routes.post("/bulk/retry") { request, context in
+            try await act(.retry, ids: try await bulkIDs(request), back: path("/entries"), request, context)
+        }
+        routes.post("/bulk/discard") { request, context in
+            try await act(.discard, ids: try await bulkIDs(request), back: path("/entries"), request, context)
+        }
+        routes.post("/purge-delivered") { request, context in
+            let purged = try await queue.purge(.states([.delivered], finishedBefore: nil))
+            let result = ActionResultView(action: ConsoleAction.purgeDelivered.rawValue, changed: [], skipped: [], message: "purged \(purged) delivered entries")
+            return try finish(result, back: path("/"), request, context)
+        }
+        routes.post("/pause") { request, context in try await pause(.pause, request, context) }
+        routes.post("/resume") { request, context in try await pause(.resume, request, context) }
+    }
+
+    private func entryID(_ context: ConsoleContext) throws -> EntryID {
+        guard let id = context.parameters.get("id", as: EntryID.self) else { throw HTTPError(.badRequest, message: "not an entry id") }
+        return id
+    }
+
+    /// The posted `id` fields: at least one, at most ``bulkLimit``.
+    private func bulkIDs(_ request: Request) async throws -> [EntryID] {
+        let fields = try await request.formFields().filter { $0.name == "id" }
+        guard fields.count <= Self.bulkLimit else { throw HTTPError(.contentTooLarge, message: "at most \(Self.bulkLimit) entries at once") }
+        let ids = fields.compactMap { EntryID($0.value) }
+        guard !ids.isEmpty, ids.count == fields.count else { throw HTTPError(.badRequest, message: "select entries by id") }
+        return Array(Set(ids)).sorted()
+    }
+
+    /// Retries or discards `ids`: those whose state the action applies to; the rest (and
+    /// those that do not exist) are skipped and reported.
+    private func act(_ action: ConsoleAction, ids: [EntryID], back: String, _ request: Request, _ context: ConsoleContext) async throws -> Response {
+        var allowed: [EntryID] = []
+        var skipped: [EntryID] = []
+        for id in ids {
+            if let entry = try await queue.entry(id), action.applies(to: entry.state) { allowed.append(id) } else { skipped.append(id) }
+        }
+        var changed: [EntryID] = []
+        let message: String
+        do {
+            if !allowed.isEmpty {
+                switch action {
+                case .retry: changed = try await queue.retry(allowed)
+                default:
+                    try await queue.purge(.ids(allowed))
+                    changed = allowed
+                }
+            }
+            message = "\(action == .retry ? "retried" : "discarded") \(changed.count)" + (skipped.isEmpty ? "" : ", skipped \(skipped.count) (\(action.rawValue) applies to \(action.states.map(\.rawValue).sorted().joined(separator: ", ")) entries)")
+        } catch {
+            // An entry moved (a drainer took it) between the check and the change: nothing changed.
+            audit(action, context, ids: ids, result: "failed: \(error)")
+            throw HTTPError(.conflict, message: "\(action.rawValue) failed, nothing changed: \(error)")
+        }
+        let result = ActionResultView(action: action.rawValue, changed: changed, skipped: skipped, message: message)
+        // Nothing the action applies to: 409 for a JSON client (a browser sees the notice).
+        return try finish(result, back: back, request, context, status: changed.isEmpty && !skipped.isEmpty ? .conflict : .ok)
+    }
+
+    private func pause(_ action: ConsoleAction, _ request: Request, _ context: ConsoleContext) async throws -> Response {
+        let group = try await request.formFields().first { $0.name == "group" }.map(\.value).flatMap { $0.isEmpty ? nil : $0 }
+        let changed: Bool
+        if action == .pause { changed = try await queue.pause(group: group) } else { changed = try await queue.resume(group: group) }
+        let what = group.map { "group \($0)" } ?? "the queue"
+        let message = action == .pause ? (changed ? "paused \(what)" : "\(what) was already paused") : (changed ? "resumed \(what)" : "\(what) was not paused")
+        let result = ActionResultView(action: action.rawValue, changed: [], skipped: [], message: message)
+        return try finish(result, back: path("/"), request, context)
+    }
+
+    /// Audits the result, then answers it: JSON, or 303 to `back` with the message as a notice.
+    private func finish(_ result: ActionResultView, back: String, _ request: Request, _ context: ConsoleContext, status: HTTPResponse.Status = .ok) throws -> Response {
+        audit(ConsoleAction(rawValue: result.action) ?? .retry, context, ids: result.changed + result.skipped, result: result.message)
+        if request.wantsJSON { return try ConsoleResponse.json(result, status: status) }
+        return ConsoleResponse.seeOther("\(back.isEmpty ? "/" : back)?notice=\(formEncode(result.message))")
+    }
+
+    private func audit(_ action: ConsoleAction, _ context: ConsoleContext, ids: [EntryID], result: String) {
+        logger.notice("console action", metadata: [
+            "user": "\(context.user?.name ?? "-")",
+            "action": "\(action.rawValue)",
+            "ids": .array(ids.map { "\($0)" }),
+            "result": "\(result)",
+        ])
+    }
+}
