@@ -18,9 +18,9 @@ struct SealingTests {
     /// A queue sealing with `keyring` (or with `mode` and no keyring).
     func queue(
         _ store: TestStore, _ server: TestHTTPServer, keyring: Keyring?, mode: QueueSealing.Mode = .on,
-        inlineLimit: Int = 64 * 1024
+        inlineLimit: Int = 64 * 1024, timeout: Duration = .seconds(30)
     ) async throws -> OfflineQueue {
-        try await makeQueue(on: store, server: server) {
+        try await makeQueue(on: store, server: server, timeout: timeout) {
             $0.sealing = QueueSealing(mode: mode, keyring: keyring)
             $0.inlineBodyLimit = inlineLimit
         }
@@ -140,7 +140,9 @@ struct SealingTests {
         let store = try TestStore(.sqlite)
         defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
-        let queue = try await queue(store, server, keyring: Keyring.generate())
+        // A debug build beside the other suites may take minutes to send 100 MiB: no attempt
+        // may time out (the test asserts one delivery, not a speed).
+        let queue = try await queue(store, server, keyring: Keyring.generate(), timeout: .seconds(900))
         let size = 100 * 1024 * 1024
         let piece = Data((0..<(1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 13) })
         var crc = CRC32()
@@ -156,8 +158,10 @@ struct SealingTests {
                 }
             })
         }
-        _ = try await queue.enqueue(method: "PUT", url: server.url("/echo/big").absoluteString, body: body)
-        #expect(try await queue.drain().delivered == 1)
+        let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/big").absoluteString, body: body)
+        let delivered = try await queue.drain().delivered
+        let lastError = try await queue.entry(ticket.id)?.lastError
+        #expect(delivered == 1, "\(lastError ?? "no error recorded")")
         #expect(server.requests.last?.bodySize == size)
         #expect(server.requests.last?.bodyCRC32 == crc.value)
         await queue.close()

@@ -73,7 +73,8 @@ struct ChildProcessTests {
         // While a child sleeps, closing this process's write end ends the pipe for the reader.
         let sleeper = ChildProcess()
         sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        sleeper.arguments = ["5"]
+        // Far longer than the test: it is killed below, and a loaded machine may take seconds per step.
+        sleeper.arguments = ["600"]
         sleeper.standardOutput = FileHandle.nullDevice
         try sleeper.run()
         defer { sleeper.signal(SIGKILL) }
@@ -81,7 +82,7 @@ struct ChildProcessTests {
         let read = readToEnd(unrelated.fileHandleForReading)
         let ended = await withTaskGroup(of: Bool.self) { group in
             group.addTask { _ = await read.value; return true }
-            group.addTask { try? await Task.sleep(for: .seconds(3)); return false }
+            group.addTask { try? await Task.sleep(for: .seconds(60)); return false }
             let first = await group.next() ?? false
             group.cancelAll()
             return first

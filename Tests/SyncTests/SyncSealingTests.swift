@@ -434,7 +434,9 @@ struct SyncSealingTests {
     func rotateWhileInFlight() async throws {
         let fixture = try await Fixture()
         let sync = fixture.sync
-        fixture.stub.on(.post, "/slow", respond: StubTransport.Stub(status: .ok, delay: .seconds(3)))
+        // Answers long after the rotation below has run, however slowly processes start here
+        // (3 s ran out at load 4: the entries were delivered, then re-sealed).
+        fixture.stub.on(.post, "/slow", respond: StubTransport.Stub(status: .ok, delay: .seconds(20)))
         let (keyring, first) = try await fixture.newKeyring()
         for n in 1...3 {
             #expect(try await sync("enqueue", "POST", fixture.url("/slow?n=\(n)"), "--data", "\(n)", "--keyring", keyring).status == 0)
@@ -452,7 +454,7 @@ struct SyncSealingTests {
         #expect(summary["remaining"] as? Int == 3)
         #expect(try await fixture.status()["sealed"] as? [String: Int] == [first: 3])
 
-        #expect(await eventually(.seconds(20)) { (try? await sync("--json", "stats").json() as? [String: Any])?["delivered"] as? Int == 3 })
+        #expect(await eventually(.seconds(90)) { (try? await sync("--json", "stats").json() as? [String: Any])?["delivered"] as? Int == 3 })
         service.signal(SIGTERM)
         await service.exited()
         let again = try await sync("keys", "rotate", "--keyring", keyring)
