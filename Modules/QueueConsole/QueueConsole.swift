@@ -25,16 +25,22 @@ public struct QueueConsole: Sendable {
     public let countsMaxAge: Duration
     /// Where the audit lines go (`console action`, with user, action, ids and result).
     public let logger: Logger
+    /// The role of a request without `Authorization`, or `nil` (the default) to answer it 401.
+    /// For a console bound to a loopback address only, such as `sync console` without users:
+    /// even then such a request is refused (403) unless its `Host` is `localhost`, a 127/8
+    /// address or `[::1]`, so a page on another site cannot reach it through DNS rebinding.
+    public let anonymous: ConsoleRole?
 
     /// The most ids a bulk action takes.
     public static let bulkLimit = 1_000
 
-    public init(queue: OfflineQueue, users: ConsoleUsers, prefix: String = "", countsMaxAge: Duration = .seconds(1), logger: Logger = Logger(label: "courier.console")) {
+    public init(queue: OfflineQueue, users: ConsoleUsers, prefix: String = "", countsMaxAge: Duration = .seconds(1), logger: Logger = Logger(label: "courier.console"), anonymous: ConsoleRole? = nil) {
         self.queue = queue
         self.users = users
         self.prefix = Self.normalized(prefix: prefix)
         self.countsMaxAge = countsMaxAge
         self.logger = logger
+        self.anonymous = anonymous
     }
 
     /// `queue/`, `/queue/` and `/queue` all mean `/queue`; `/` and `` mean no prefix.
@@ -56,7 +62,7 @@ public struct QueueConsole: Sendable {
     public func addRoutes(to router: Router<ConsoleContext>) {
         router.add(middleware: SecurityHeadersMiddleware())
         router.add(middleware: CrossOriginMiddleware())
-        router.add(middleware: AuthenticationMiddleware(users: users, openPaths: [path("/healthz"), path("/console.css")]))
+        router.add(middleware: AuthenticationMiddleware(users: users, openPaths: [path("/healthz"), path("/console.css")], anonymous: anonymous))
         addPageRoutes(to: router)
         addActionRoutes(to: router)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import Logging
 import OfflineQueue
@@ -22,6 +23,28 @@ struct ConsoleSafetyTests {
             #expect(try await client.send(.post, "/pause", as: Auth.bearer, json: true).status == .ok)
             #expect(try await client.send(.post, "/pause", as: nil).status == .unauthorized)
         }
+    }
+
+    @Test func anonymousAccessOnlyThroughALoopbackHostName() async throws {
+        let fixture = try ConsoleFixture()
+        let console = QueueConsole(queue: fixture.queue, users: try ConsoleUsers(parsing: ""), countsMaxAge: .zero, anonymous: .admin)
+        do {
+            try await Application(router: console.router()).test(.router) { (client: any TestClientProtocol) async throws in
+                for host in ["localhost:9090", "127.0.0.1:9090", "127.1.2.3", "[::1]:9090"] {
+                    #expect(try await client.send(.get, "/", as: nil, headers: [HTTPField.Name("Host")!: host]).status == .ok, "\(host)")
+                }
+                #expect(try await client.send(.post, "/pause", as: nil, json: true, headers: [HTTPField.Name("Host")!: "localhost:9090"]).status == .ok)
+                for host in ["evil.example:9090", "127.0.0.1.evil.example", "[::2]:9090"] {
+                    #expect(try await client.send(.get, "/", as: nil, headers: [HTTPField.Name("Host")!: host]).status == .forbidden, "\(host)")
+                }
+                // Credentials are still checked: there is no user to match them.
+                #expect(try await client.send(.get, "/", as: Auth.admin, headers: [HTTPField.Name("Host")!: "localhost"]).status == .unauthorized)
+            }
+        } catch {
+            await fixture.close()
+            throw error
+        }
+        await fixture.close()
     }
 
     @Test func readOnlyUsersGet403OnChangesAndSeeNoForms() async throws {
