@@ -156,7 +156,8 @@ let package = Package(
             name: "sync",
             dependencies: [
                 "OfflineQueue", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins",
-                "CourierTesting", httpTypes,
+                "CourierTesting", "QueueConsole", httpTypes,
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -164,8 +165,6 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Tools/sync",
             swiftSettings: strictSettings

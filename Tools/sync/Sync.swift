@@ -39,7 +39,7 @@ struct Sync: AsyncParsableCommand {
             fit the queue (a key missing or with other bytes; entries in clear under required).
             """,
         subcommands: [
-            Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Keys.self, Demo.self,
+            Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Console.self, Keys.self, Demo.self,
         ]
     )
 

@@ -72,6 +72,9 @@ public struct ConsoleUsers: Sendable {
         "\(name) \(role.rawValue) \(TokenHash.make(token: token))"
     }
 
+    /// The users' names, in the file's order.
+    public var names: [String] { accounts.map(\.user.name) }
+
     /// Whether there is no user at all.
     public var isEmpty: Bool { accounts.isEmpty }
 
