@@ -45,7 +45,6 @@ struct SealingMemoryTests {
 
     @Test(
         "peak memory when enqueuing and sending a 1 GiB body sealed stays within 16 MiB of a 100 MiB one",
-        .enabled(if: ProcessInfo.processInfo.environment["COURIER_SKIP_LARGE"] == nil),
         .timeLimit(.minutes(20))
     )
     func peakMemory() async throws {

@@ -135,7 +135,7 @@ struct SealingTests {
         await server.shutdown()
     }
 
-    @Test("a 100 MiB body streamed in is sealed and sent in full", .enabled(if: ProcessInfo.processInfo.environment["COURIER_SKIP_LARGE"] == nil))
+    @Test("a 100 MiB body streamed in is sealed and sent in full")
     func hundredMiB() async throws {
         let store = try TestStore(.sqlite)
         defer { Task { await store.remove() } }

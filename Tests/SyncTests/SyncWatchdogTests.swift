@@ -26,7 +26,7 @@ struct SyncWatchdogTests {
         var sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
         #expect(try await sync("enqueue", "POST", server.url("/never").absoluteString).status == 0)
         sync.environment = ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "2000000"]
-        let (process, _, errors) = try sync.start(["run", "--no-reachability", "--timeout", "\(timeout)", "--log-format", "json"])
+        let (process, _, errors) = try sync.start(["run", "--no-reachability", "--timeout", "\(timeout)", "--log-format", "json", "--log-level", "debug"])
         defer { process.signal(SIGKILL) }
         let log = readToEnd(errors.fileHandleForReading)
         #expect(await socket.receive(containing: "READY=1").last?.contains("READY=1") == true)

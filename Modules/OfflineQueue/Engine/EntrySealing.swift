@@ -41,10 +41,10 @@ package struct EntrySealing: Sendable {
         entry.url = origin
         entry.headers = []
         guard let body else { return nil }
-        if let data = try await Self.inlined(body, limit: inlineLimit) {
+        if let data = try await body.inlined(limit: inlineLimit) {
             return .inline(cipher.seal(data, field: .body))
         }
-        return try await store.storeBody(ByteStream(SealedChunks(base: body.makeStream(), cipher: cipher)))
+        return try await store.storeBody(ByteStream(TransformedChunks(base: body.makeStream()) { cipher.bodySealer() }))
     }
 
     private static func blob(cipher: EntryCipher, target: String, headers: String) -> Data {
@@ -57,16 +57,6 @@ package struct EntrySealing: Sendable {
         blob.append(sealedTarget)
         blob.append(sealedHeaders)
         return blob
-    }
-
-    private static func inlined(_ body: RequestBody, limit: Int) async throws(QueueError) -> Data? {
-        if case .data(let data) = body.source, data.count <= limit { return data }
-        guard let length = body.length, length <= limit else { return nil }
-        do {
-            return try await body.collect(upTo: limit)
-        } catch {
-            throw .invalidRequest("cannot read the body: \(error)")
-        }
     }
 
     /// `url` cut after its origin: `https://h:1/p?q` into `https://h:1` and `/p?q`. Joined
@@ -117,15 +107,7 @@ package struct EntrySealing: Sendable {
         guard let seal = entry.seal else { return (entry, stored) }
         let cipher = try cipher(for: entry, seal: seal)
         var opened = entry
-        let parts = try Self.parts(seal.blob, id: entry.id)
-        do throws(SealError) {
-            let target = try cipher.open(parts.target, field: .target)
-            let headers = try cipher.open(parts.headers, field: .headers)
-            opened.url = entry.url + String(decoding: target, as: UTF8.self)
-            opened.headers = LineCoding.decodeHeaders(String(decoding: headers, as: UTF8.self))
-        } catch {
-            throw .sealBroken(entry.id, reason: error.description)
-        }
+        (opened.url, opened.headers) = try Self.fields(of: entry, seal: seal, cipher: cipher)
         opened.seal = nil
         guard let sealed = stored else { return (opened, nil) }
         opened.body = nil
@@ -146,14 +128,12 @@ package struct EntrySealing: Sendable {
         } catch {
             throw .io(path: "body of entry \(entry.id)", reason: "\(error)")
         }
-        return (opened, .stream(length: length) { ByteStream(OpenedChunks(base: sealed.makeStream(), cipher: cipher)) })
+        return (opened, .stream(length: length) { ByteStream(TransformedChunks(base: sealed.makeStream()) { cipher.bodyOpener() }) })
     }
 
-    /// The entry's target and headers and body, opened in memory (re-sealing, tests).
-    package func openFields(_ entry: QueueEntry) throws(QueueError) -> (url: String, headers: [StoredHeader]) {
-        guard let seal = entry.seal else { return (entry.url, entry.headers) }
-        let cipher = try cipher(for: entry, seal: seal)
-        let parts = try Self.parts(seal.blob, id: entry.id)
+    /// `entry`'s url and headers as enqueued, opened with `cipher`.
+    private static func fields(of entry: QueueEntry, seal: StoredSeal, cipher: EntryCipher) throws(QueueError) -> (url: String, headers: [StoredHeader]) {
+        let parts = try parts(seal.blob, id: entry.id)
         do throws(SealError) {
             let target = try cipher.open(parts.target, field: .target)
             let headers = try cipher.open(parts.headers, field: .headers)
@@ -201,62 +181,43 @@ package struct EntrySealing: Sendable {
     }
 }
 
-/// A body's plaintext pieces sealed as they arrive, one chunk held at most.
-struct SealedChunks: AsyncSequence, Sendable {
-    typealias Element = Data
-    let base: ByteStream
-    let cipher: EntryCipher
-
-    struct AsyncIterator: AsyncIteratorProtocol {
-        var base: ByteStream.AsyncIterator
-        var sealer: BodySealer
-        var finished = false
-
-        mutating func next() async throws -> Data? {
-            while !finished {
-                guard let piece = try await base.next() else {
-                    finished = true
-                    return sealer.finish()
-                }
-                let sealed = sealer.update(piece)
-                if !sealed.isEmpty { return sealed }
-            }
-            return nil
-        }
-    }
-
-    func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), sealer: cipher.bodySealer())
-    }
+/// What turns a body's pieces into others as they arrive, holding a chunk at most: a sealer,
+/// or an opener (whose every chunk authenticates before its plaintext is returned, and whose
+/// `finish` checks the end, so a cut body fails there).
+protocol BodyTransform: Sendable {
+    mutating func update(_ piece: Data) throws -> Data
+    mutating func finish() throws -> Data
 }
 
-/// A sealed body's pieces opened as they arrive; each chunk authenticates before its
-/// plaintext is returned, and the end is checked (a cut body fails at its end).
-struct OpenedChunks: AsyncSequence, Sendable {
+extension BodySealer: BodyTransform {}
+extension BodyOpener: BodyTransform {}
+
+/// A body's pieces through a fresh `Transform` from `make` at each iteration.
+struct TransformedChunks<Transform: BodyTransform>: AsyncSequence, Sendable {
     typealias Element = Data
     let base: ByteStream
-    let cipher: EntryCipher
+    let make: @Sendable () -> Transform
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: ByteStream.AsyncIterator
-        var opener: BodyOpener
+        var transform: Transform
         var finished = false
 
         mutating func next() async throws -> Data? {
             while !finished {
                 guard let piece = try await base.next() else {
                     finished = true
-                    let last = try opener.finish()
+                    let last = try transform.finish()
                     return last.isEmpty ? nil : last
                 }
-                let opened = try opener.update(piece)
-                if !opened.isEmpty { return opened }
+                let output = try transform.update(piece)
+                if !output.isEmpty { return output }
             }
             return nil
         }
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), opener: cipher.bodyOpener())
+        AsyncIterator(base: base.makeAsyncIterator(), transform: make())
     }
 }

@@ -273,15 +273,7 @@ public final class OfflineQueue: Sendable {
     /// `body`'s bytes when it fits in a row (``QueueConfiguration/inlineBodyLimit``); `nil` when
     /// it is kept apart.
     package func inlined(_ body: RequestBody) async throws(QueueError) -> Data? {
-        if case .data(let data) = body.source, data.count <= configuration.inlineBodyLimit {
-            return data
-        }
-        guard let length = body.length, length <= configuration.inlineBodyLimit else { return nil }
-        do {
-            return try await body.collect(upTo: configuration.inlineBodyLimit)
-        } catch {
-            throw .invalidRequest("cannot read the body: \(error)")
-        }
+        try await body.inlined(limit: configuration.inlineBodyLimit)
     }
 
     // MARK: - Looking and changing
@@ -355,6 +347,19 @@ public final class OfflineQueue: Sendable {
         default:
             guard error.isConnectivityFailure, let monitor else { return false }
             return !monitor.status.isOnline
+        }
+    }
+}
+
+extension RequestBody {
+    /// The body's bytes when it fits in a row of `limit` bytes; `nil` when it is kept apart.
+    func inlined(limit: Int) async throws(QueueError) -> Data? {
+        if case .data(let data) = source, data.count <= limit { return data }
+        guard let length, length <= limit else { return nil }
+        do {
+            return try await collect(upTo: limit)
+        } catch {
+            throw .invalidRequest("cannot read the body: \(error)")
         }
     }
 }

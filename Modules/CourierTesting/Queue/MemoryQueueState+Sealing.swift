@@ -1,0 +1,46 @@
+import Foundation
+import OfflineQueue
+
+/// The sealing role of the storage contract (``QueueSealStorage``) on the in-memory rows: the
+/// queue's id, its key checks, and re-sealing entries in place.
+extension MemoryQueueState {
+    func sealCatalog() -> SealCatalog {
+        var catalog = SealCatalog(queueID: queueID, keyChecks: keyChecks)
+        for row in rows.values { catalog.entries[row.entry.seal?.keyID, default: 0] += 1 }
+        return catalog
+    }
+
+    mutating func recordKeyCheck(keyID: String, checkValue: String) -> String {
+        if let recorded = keyChecks[keyID] { return recorded }
+        keyChecks[keyID] = checkValue
+        return checkValue
+    }
+
+    func entriesToReseal(_ selection: ResealSelection, after: EntryID?, limit: Int, now: QueueTime) -> [QueueEntry] {
+        rows.values
+            .filter { row in
+                guard row.entry.id > (after ?? 0), row.entry.state != .inflight else { return false }
+                return switch selection {
+                case .clear: row.entry.seal == nil
+                case .notUnder(let key): row.entry.seal.map { $0.keyID != key } ?? false
+                }
+            }
+            .sorted { $0.entry.id < $1.entry.id }
+            .prefix(max(0, limit))
+            .map { entry($0, now: now) }
+    }
+
+    mutating func reseal(_ updates: [ResealUpdate]) -> Set<EntryID> {
+        var applied: Set<EntryID> = []
+        for update in updates {
+            guard var row = rows[update.id], row.entry.state != .inflight, row.entry.seal?.keyID == update.expectedKeyID else { continue }
+            row.entry.url = update.url
+            row.entry.headers = update.headers
+            row.entry.body = update.body
+            row.entry.seal = update.seal
+            rows[update.id] = row
+            applied.insert(update.id)
+        }
+        return applied
+    }
+}
