@@ -150,22 +150,10 @@ extension QueueStore {
 
     func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
         try await read { db in
-            var clauses: [String] = []
-            var arguments = StatementArguments()
-            if !filter.states.isEmpty, filter.states.count < EntryState.allCases.count {
-                let (condition, stateArguments) = self.stateCondition(filter.states)
-                clauses.append(condition)
-                _ = arguments.append(contentsOf: stateArguments)
-                if filter.states == [.inflight], self.schemaVersion >= Schema.firstLeaseVersion {
-                    // Driven by the few leases, not by walking every pending row for the leased
-                    // ones.
-                    clauses.append("id IN (SELECT entry_id FROM lease)")
-                }
-            }
-            if let group = filter.group {
-                clauses.append("group_key = ?")
-                _ = arguments.append(contentsOf: [group])
-            }
+            let (states, stateArguments) = self.stateClauses(filter.states)
+            let (others, otherArguments) = Self.matchClauses(filter)
+            var clauses = states + others
+            var arguments = stateArguments + otherArguments
             if let after = filter.after {
                 clauses.append("id > ?")
                 _ = arguments.append(contentsOf: [after])
@@ -174,6 +162,114 @@ extension QueueStore {
             _ = arguments.append(contentsOf: [max(0, filter.limit)])
             return try Row.fetchAll(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) \(whereClause) ORDER BY id LIMIT ?", arguments: arguments)
                 .map { row in try QueueEntry(row: row, path: self.path) }
+        }
+    }
+
+    /// The entries of `filter` among the first `scanLimit` rows of its states past its
+    /// cursor: the rows are walked by id through the state's index (or the table's), and the
+    /// group, name and origin are matched on those rows only.
+    func entryPage(_ filter: EntryFilter, scanLimit: Int, now: QueueTime) async throws(QueueError) -> EntryPage {
+        try await read { db in
+            let (states, stateArguments) = self.stateClauses(filter.states)
+            var window = states
+            var windowArguments = stateArguments
+            if let after = filter.after {
+                window.append("id > ?")
+                _ = windowArguments.append(contentsOf: [after])
+            }
+            let windowWhere = window.isEmpty ? "" : "WHERE " + window.joined(separator: " AND ")
+            let scan = max(scanLimit, filter.limit, 1)
+            // The last row of the window, when the window is full: where a short page's next one starts.
+            let windowEnd = try EntryID.fetchOne(db, sql: "SELECT id FROM \(self.entrySource) \(windowWhere) ORDER BY id LIMIT 1 OFFSET ?",
+                                                 arguments: windowArguments + [scan - 1])
+            let (others, otherArguments) = Self.matchClauses(filter)
+            var clauses = window + others
+            var arguments = windowArguments + otherArguments
+            if let windowEnd {
+                clauses.append("id <= ?")
+                _ = arguments.append(contentsOf: [windowEnd])
+            }
+            _ = arguments.append(contentsOf: [max(0, filter.limit)])
+            let found = try Row.fetchAll(db, sql: """
+                SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE \(clauses.isEmpty ? "1" : clauses.joined(separator: " AND ")) ORDER BY id LIMIT ?
+                """, arguments: arguments).map { row in try QueueEntry(row: row, path: self.path) }
+            if filter.limit > 0, found.count == filter.limit, let last = found.last {
+                let more = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(self.entrySource) WHERE \((states + ["id > ?"]).joined(separator: " AND ")))",
+                                             arguments: stateArguments + [last.id]) ?? false
+                return EntryPage(entries: found, next: more ? last.id : nil)
+            }
+            return EntryPage(entries: found, next: windowEnd)
+        }
+    }
+
+    /// The conditions on ``entrySource`` for `states` (none for every state) and their arguments.
+    func stateClauses(_ states: Set<EntryState>) -> ([String], StatementArguments) {
+        guard !states.isEmpty, states.count < EntryState.allCases.count else { return ([], StatementArguments()) }
+        let (condition, arguments) = stateCondition(states)
+        var clauses = [condition]
+        if states == [.inflight], schemaVersion >= Schema.firstLeaseVersion {
+            // Driven by the few leases, not by walking every pending row for the leased ones.
+            clauses.append("id IN (SELECT entry_id FROM lease)")
+        }
+        return (clauses, arguments)
+    }
+
+    /// The conditions on ``entrySource`` (aliased `alias`) for a filter's group, name and origin.
+    static func matchClauses(_ filter: EntryFilter, alias: String? = nil) -> ([String], StatementArguments) {
+        let prefix = alias.map { $0 + "." } ?? ""
+        var clauses: [String] = []
+        var arguments = StatementArguments()
+        if let group = filter.group {
+            clauses.append("\(prefix)group_key = ?")
+            _ = arguments.append(contentsOf: [group])
+        }
+        if let name = filter.name {
+            clauses.append("\(prefix)name = ?")
+            _ = arguments.append(contentsOf: [name])
+        }
+        if let origin = filter.origin {
+            // ``EntryFilter/matches(origin:url:)``: the origin, then nothing, a path or a query.
+            clauses.append("(\(prefix)url = ? OR substr(\(prefix)url, 1, length(?) + 1) IN (? || '/', ? || '?'))")
+            _ = arguments.append(contentsOf: [origin, origin, origin, origin])
+        }
+        return (clauses, arguments)
+    }
+
+    /// Entries by group, name and state among the newest `newest` (a walk of the table's id
+    /// order from its end), the network waiters (their index), and the deliveries of the last
+    /// minutes (a walk of the newest delivered rows in the finished rows' index).
+    func tally(newest: Int, now: QueueTime) async throws(QueueError) -> EntryTally {
+        let path = self.path
+        let leases = schemaVersion >= Schema.firstLeaseVersion
+        let notLeased = leases ? "AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)" : ""
+        let finished = schemaVersion >= Schema.firstLeanInsertVersion ? "INDEXED BY entry_state" : ""
+        return try await read { db in
+            var tally = EntryTally()
+            for row in try Row.fetchAll(db, sql: """
+                SELECT group_key, name, state, count(*), min(id) FROM (SELECT id, group_key, name, state FROM \(self.entrySource) ORDER BY id DESC LIMIT ?)
+                GROUP BY group_key, name, state
+                """, arguments: [max(0, newest)]) {
+                let count: Int = row[3]
+                do throws(UnknownStoredValue) {
+                    let state = try UnknownStoredValue.state(row[2], id: row[4])
+                    tally.counts[EntryTally.Key(group: row[0], name: row[1], state: state), default: 0] += count
+                } catch {
+                    throw error.corruptDatabase(path)
+                }
+                tally.examined += count
+            }
+            tally.waitingForNetwork = try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM entry INDEXED BY entry_network_wait WHERE state = 'pending' AND waiting_network = 1 \(notLeased)
+                """) ?? 0
+            let wall = now.wall.timeIntervalSince1970
+            if let row = try Row.fetchOne(db, sql: """
+                SELECT count(*) FILTER (WHERE finished_at >= ?), count(*) FILTER (WHERE finished_at >= ?) FROM (
+                    SELECT finished_at FROM entry \(finished) WHERE state = 'delivered' AND state <> 'pending' ORDER BY id DESC LIMIT ?)
+                """, arguments: [wall - 60, wall - 300, EntryTally.deliveryWindow]) {
+                tally.deliveredLastMinute = row[0]
+                tally.deliveredLastFiveMinutes = row[1]
+            }
+            return tally
         }
     }
 
