@@ -31,16 +31,27 @@ public struct QueueConsole: Sendable {
     /// address or `[::1]`, so a page on another site cannot reach it through DNS rebinding.
     public let anonymous: ConsoleRole?
 
+    /// How many groups and names the overview shows (the rest summed in one line).
+    public let overviewTop: Int
+    /// How many of the newest entries the overview's groups and names count: a bounded read
+    /// however large the queue (``OfflineQueue/recentOverview(maxAge:top:window:)``).
+    public let overviewWindow: Int
+
     /// The most ids a bulk action takes.
     public static let bulkLimit = 1_000
 
-    public init(queue: OfflineQueue, users: ConsoleUsers, prefix: String = "", countsMaxAge: Duration = .seconds(1), logger: Logger = Logger(label: "courier.console"), anonymous: ConsoleRole? = nil) {
+    public init(
+        queue: OfflineQueue, users: ConsoleUsers, prefix: String = "", countsMaxAge: Duration = .seconds(1), logger: Logger = Logger(label: "courier.console"),
+        anonymous: ConsoleRole? = nil, overviewTop: Int = 50, overviewWindow: Int = QueueOverview.defaultWindow
+    ) {
         self.queue = queue
         self.users = users
         self.prefix = Self.normalized(prefix: prefix)
         self.countsMaxAge = countsMaxAge
         self.logger = logger
         self.anonymous = anonymous
+        self.overviewTop = overviewTop
+        self.overviewWindow = overviewWindow
     }
 
     /// `queue/`, `/queue/` and `/queue` all mean `/queue`; `/` and `` mean no prefix.

@@ -29,6 +29,42 @@ struct ConsolePagesTests {
         }
     }
 
+    @Test func overviewByGroupAndNameWithPausesAndRecentDeliveries() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            try await fixture.enqueue("/ok", name: "orders", group: "g1")
+            try await fixture.enqueue("/missing", name: "orders", group: "g2")
+            try await fixture.enqueue("/ok", name: "users")
+            try await fixture.drain()
+            try await fixture.enqueue("/ok", name: "orders", group: "g1")
+            try await fixture.enqueue("/ok", name: "<b>odd</b>", group: "g&2")
+            _ = try await fixture.queue.pause(group: "g1")
+            let overview = try await client.send(.get, "/", json: true).decode(OverviewJSON.self)
+            #expect(overview.deliveredLastMinute == 2 && overview.deliveredLastFiveMinutes == 2)
+            #expect(overview.counts.waitingForNetwork == 0 && overview.tallied == 5 && overview.talliedAll)
+            let g1 = try #require(overview.groups.first)
+            #expect(g1.label == "g1" && g1.pending == 1 && g1.delivered == 1 && g1.total == 2 && g1.paused && g1.query == "group=g1")
+            #expect(overview.groups.map(\.label) == ["g1", "(none)", "g&2", "g2"], "by total, then the entries without a group, then by name")
+            #expect(overview.groups.filter(\.paused).map(\.label) == ["g1"])
+            #expect(overview.groups[1].query.isEmpty, "no filter selects the entries without a group")
+            #expect(overview.names.map(\.label) == ["orders", "<b>odd</b>", "users"])
+            #expect(overview.names[0].pending == 1 && overview.names[0].delivered == 1 && overview.names[0].dead == 1)
+            let html = try await client.send(.get, "/").text
+            #expect(html.contains(#"<a href="/entries?group=g1">g1</a> <span class="paused">paused</span>"#))
+            #expect(html.contains(#"<a href="/entries?name=%3Cb%3Eodd%3C%2Fb%3E">&lt;b&gt;odd&lt;/b&gt;</a>"#))
+            #expect(html.contains(#"<input type="hidden" name="group" value="g1"><button>Resume</button>"#))
+            #expect(html.contains(#"<input type="hidden" name="group" value="g&amp;2"><button>Pause</button>"#))
+            #expect(html.contains("Delivered in the last minute: 2"))
+            // Beyond the largest: one line sums the rest; a small window counts the newest only.
+            let console = QueueConsole(queue: fixture.queue, users: fixture.console.users, countsMaxAge: .zero, overviewTop: 1, overviewWindow: 2)
+            try await Application(router: console.router()).test(.router) { small in
+                let capped = try await small.send(.get, "/", json: true).decode(OverviewJSON.self)
+                #expect(capped.tallied == 2 && !capped.talliedAll)
+                #expect(capped.groups.map(\.label) == ["g&2", "1 others"] && capped.groups[1].pending == 1 && capped.groups[1].query.isEmpty)
+                #expect(try await small.send(.get, "/").text.contains("Groups and names count the newest 2 entries."))
+            }
+        }
+    }
+
     @Test func overviewCountsAreSharedWithinTheirMaxAge() async throws {
         let fixture = try ConsoleFixture()
         let console = QueueConsole(queue: fixture.queue, users: fixture.console.users, countsMaxAge: .seconds(60))

@@ -99,12 +99,19 @@ extension TestResponse {
 
 /// The JSON twins' shapes, as much as the tests read.
 struct OverviewJSON: Decodable {
-    struct Counts: Decodable { var pending, delivered, dead, inflight, total: Int }
+    struct Counts: Decodable { var pending, delivered, dead, inflight, total, waitingForNetwork: Int }
     struct Group: Decodable { var name: String }
+    struct Tally: Decodable { var label, key, query: String; var pending, inflight, delivered, dead, total: Int; var paused: Bool }
     var counts: Counts
     var queuePaused: Bool
     var pausedGroups: [Group]
     var oldestPendingAgeSeconds: Int
+    var groups: [Tally]
+    var names: [Tally]
+    var tallied: Int
+    var talliedAll: Bool
+    var deliveredLastMinute: Int
+    var deliveredLastFiveMinutes: Int
 }
 
 struct EntriesJSON: Decodable {

@@ -15,6 +15,8 @@ struct AuthenticationMiddleware: RouterMiddleware {
     let openPaths: Set<String>
     /// The role of a request without `Authorization` whose `Host` is a loopback name; `nil`: 401.
     var anonymous: ConsoleRole? = nil
+    /// Passwords verified in the last minute: a polling page costs no hash per request.
+    var verified = VerifiedCredentials()
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if openPaths.contains(request.uri.path) { return try await next(request, context) }
@@ -54,7 +56,9 @@ struct AuthenticationMiddleware: RouterMiddleware {
     }
 
     private func signedIn(_ request: Request) -> ConsoleUser? {
-        if let basic = request.headers.basic { return users.user(name: basic.username, password: basic.password) }
+        if let basic = request.headers.basic {
+            return verified.user(name: basic.username, password: basic.password) { users.user(name: basic.username, password: basic.password) }
+        }
         if let bearer = request.headers.bearer { return users.user(token: bearer.token) }
         return nil
     }

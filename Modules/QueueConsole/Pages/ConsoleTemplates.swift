@@ -24,9 +24,11 @@ enum ConsoleTemplates {
     <html lang="en"><head><meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>{{title}} · Courier queue</title>
+    {{#hasRefresh}}<meta http-equiv="refresh" content="{{refresh}}">{{/hasRefresh}}
     <link rel="stylesheet" href="{{prefix}}/console.css">
     </head><body>
-    <header><nav><a href="{{prefix}}/">Overview</a> <a href="{{prefix}}/entries">Entries</a></nav>
+    <header><nav><a href="{{prefix}}/{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}">Overview</a> <a href="{{prefix}}/entries{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}">Entries</a></nav>
+    <form method="get" action="{{route}}" class="refresh">{{#kept}}<input type="hidden" name="{{name}}" value="{{value}}">{{/kept}}<label>Reload every <select name="refresh">{{#refreshOptions}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/refreshOptions}}</select></label><button>Set</button></form>
     <span class="user">{{user}}{{^canAct}} (read-only){{/canAct}}</span></header>
     <main>
     {{#hasNotice}}<p class="notice">{{notice}}</p>{{/hasNotice}}
@@ -46,6 +48,7 @@ enum ConsoleTemplates {
     <table class="counts">
     <tr><th>Pending</th><td><a href="{{prefix}}/entries?state=pending">{{counts.pending}}</a></td></tr>
     <tr><th>Due now</th><td>{{counts.due}}</td></tr>
+    <tr><th>Waiting for the network</th><td>{{counts.waitingForNetwork}}</td></tr>
     <tr><th>In flight</th><td><a href="{{prefix}}/entries?state=inflight">{{counts.inflight}}</a></td></tr>
     <tr><th>Held by a dead owner</th><td>{{counts.inflightOrphaned}}</td></tr>
     <tr><th>Delivered</th><td><a href="{{prefix}}/entries?state=delivered">{{counts.delivered}}</a></td></tr>
@@ -54,6 +57,17 @@ enum ConsoleTemplates {
     <p>Oldest pending: {{#hasOldestPending}}{{oldestPendingAt}} ({{oldestPendingAgeSeconds}} s ago){{/hasOldestPending}}{{^hasOldestPending}}none{{/hasOldestPending}}.
     Last delivery: {{#hasLastDelivery}}{{lastDeliveredAt}}{{/hasLastDelivery}}{{^hasLastDelivery}}none{{/hasLastDelivery}}.
     Held back by pauses: {{pendingHeldByPauses}}.</p>
+    <p>Delivered in the last minute: {{deliveredLastMinute}}; in the last 5 minutes: {{deliveredLastFiveMinutes}}.</p>
+    {{#hasGroups}}<h2>By group</h2>
+    {{^talliedAll}}<p class="note">Groups and names count the newest {{tallied}} entries.</p>{{/talliedAll}}
+    <table class="tally"><thead><tr><th>Group</th><th>Pending</th><th>In flight</th><th>Delivered</th><th>Dead</th>{{#canAct}}<th></th>{{/canAct}}</tr></thead><tbody>
+    {{#groups}}<tr><td>{{#hasQuery}}<a href="{{prefix}}/entries?{{query}}">{{label}}</a>{{/hasQuery}}{{^hasQuery}}{{label}}{{/hasQuery}}{{#paused}} <span class="paused">paused</span>{{/paused}}</td><td>{{pending}}</td><td>{{inflight}}</td><td>{{delivered}}</td><td>{{dead}}</td>
+    {{#canAct}}<td>{{#isGroup}}{{#pausedItself}}<form method="post" action="{{prefix}}/resume"><input type="hidden" name="group" value="{{key}}"><button>Resume</button></form>{{/pausedItself}}{{^pausedItself}}<form method="post" action="{{prefix}}/pause"><input type="hidden" name="group" value="{{key}}"><button>Pause</button></form>{{/pausedItself}}{{/isGroup}}</td>{{/canAct}}</tr>
+    {{/groups}}</tbody></table>{{/hasGroups}}
+    {{#hasNames}}<h2>By name</h2>
+    <table class="tally"><thead><tr><th>Name</th><th>Pending</th><th>In flight</th><th>Delivered</th><th>Dead</th></tr></thead><tbody>
+    {{#names}}<tr><td>{{#hasQuery}}<a href="{{prefix}}/entries?{{query}}">{{label}}</a>{{/hasQuery}}{{^hasQuery}}{{label}}{{/hasQuery}}</td><td>{{pending}}</td><td>{{inflight}}</td><td>{{delivered}}</td><td>{{dead}}</td></tr>
+    {{/names}}</tbody></table>{{/hasNames}}
     {{#hasPausedGroups}}<h2>Paused groups</h2><ul>
     {{#pausedGroups}}<li><a href="{{prefix}}/entries?{{query}}">{{name}}</a>
     {{#canAct}}<form method="post" action="{{prefix}}/resume"><input type="hidden" name="group" value="{{name}}"><button>Resume</button></form>{{/canAct}}</li>
@@ -81,6 +95,7 @@ enum ConsoleTemplates {
     <label>Origin <input name="origin" value="{{origin}}" placeholder="https://api.example.com"></label>
     <label>Id <input name="id" value="{{id}}" inputmode="numeric"></label>
     {{/filter}}
+    {{#hasRefresh}}<input type="hidden" name="refresh" value="{{refresh}}">{{/hasRefresh}}
     <button>Filter</button></form>
     {{#isEmpty}}<p>No entries match.</p>{{/isEmpty}}
     {{^isEmpty}}

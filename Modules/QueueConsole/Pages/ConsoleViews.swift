@@ -7,15 +7,53 @@ import OfflineQueue
 // through its template (every value escaped there). Values a template shows are strings or
 // flags, never optionals, so an absent value renders as nothing.
 
-/// The overview: counts by state, pauses, the oldest pending entry.
+/// The overview: counts by state, by group and by name, pauses, the oldest pending entry,
+/// the recent deliveries.
 struct OverviewView: Encodable, Sendable {
     struct Counts: Encodable, Sendable {
-        var pending, due, inflight, inflightOrphaned, delivered, dead, total: Int
+        var pending, due, waitingForNetwork, inflight, inflightOrphaned, delivered, dead, total: Int
     }
     struct PausedGroup: Encodable, Sendable {
         var name: String
         /// `group=NAME`, percent-encoded, for the link to its entries.
         var query: String
+    }
+    /// A group's or a name's counts, or the rest of them summed.
+    struct Tally: Encodable, Sendable {
+        /// The group or name as shown: `(none)` for entries without a group, `N others`.
+        var label: String
+        /// The group or name itself; empty for entries without a group and for the others.
+        var key: String
+        /// `group=KEY` or `name=KEY`, percent-encoded, for the link to its entries; empty when
+        /// there is no such filter.
+        var query: String
+        var hasQuery: Bool
+        var pending, inflight, delivered, dead, total: Int
+        /// Whether a pause holds it back (the queue's or its own).
+        var paused: Bool
+        /// Whether it is a group of its own (so it can be paused and resumed), and whether it
+        /// has a pause of its own (so the form resumes it).
+        var isGroup: Bool
+        var pausedItself = false
+
+        init(_ tally: QueueOverview.Tally, field: String?) {
+            if tally.keys > 1 || field == nil {
+                label = "\(tally.keys) others"
+            } else {
+                label = tally.key ?? "(none)"
+            }
+            key = tally.keys > 1 ? "" : tally.key ?? ""
+            let filterable = field != nil && tally.keys == 1 && tally.key != nil
+            query = filterable ? "\(field!)=\(formEncode(tally.key!))" : ""
+            hasQuery = filterable
+            pending = tally.pending
+            inflight = tally.inflight
+            delivered = tally.delivered
+            dead = tally.dead
+            total = tally.total
+            paused = tally.paused
+            isGroup = field == "group" && filterable
+        }
     }
 
     var counts: Counts
@@ -26,15 +64,27 @@ struct OverviewView: Encodable, Sendable {
     /// Seconds since the oldest pending entry was enqueued; 0 when none is pending.
     var oldestPendingAgeSeconds: Int
     var lastDeliveredAt: String
+    var deliveredLastMinute: Int
+    var deliveredLastFiveMinutes: Int
+    /// The largest groups and names, then the rest summed (a last line when there are others).
+    var groups: [Tally]
+    var names: [Tally]
+    /// How many of the newest entries the groups and names count, and whether that is all.
+    var tallied: Int
+    var talliedAll: Bool
     // Flags for the template (it reads stored properties only, and a string is never false).
     var hasPausedGroups: Bool
     var hasOldestPending: Bool
     var hasLastDelivery: Bool
+    var hasGroups: Bool
+    var hasNames: Bool
 
-    init(counts: QueueCounts, pauses: PauseStatus, now: Date) {
+    init(_ overview: QueueOverview, now: Date) {
+        let counts = overview.counts
+        let pauses = overview.pauses
         self.counts = Counts(
-            pending: counts.pending, due: counts.due, inflight: counts.inflight, inflightOrphaned: counts.inflightOrphaned,
-            delivered: counts.delivered, dead: counts.dead, total: counts.total
+            pending: counts.pending, due: counts.due, waitingForNetwork: overview.waitingForNetwork, inflight: counts.inflight,
+            inflightOrphaned: counts.inflightOrphaned, delivered: counts.delivered, dead: counts.dead, total: counts.total
         )
         queuePaused = pauses.queuePaused
         pausedGroups = pauses.pausedGroups.map { PausedGroup(name: $0, query: "group=" + formEncode($0)) }
@@ -42,9 +92,22 @@ struct OverviewView: Encodable, Sendable {
         oldestPendingAt = counts.oldestPendingCreatedAt.map(wallTime) ?? ""
         oldestPendingAgeSeconds = counts.oldestPendingCreatedAt.map { max(0, Int(now.timeIntervalSince($0))) } ?? 0
         lastDeliveredAt = counts.lastDeliveredAt.map(wallTime) ?? ""
+        deliveredLastMinute = overview.deliveredLastMinute
+        deliveredLastFiveMinutes = overview.deliveredLastFiveMinutes
+        let ownPauses = Set(pauses.pausedGroups)
+        groups = overview.groups.map { tally in
+            var view = Tally(tally, field: "group")
+            view.pausedItself = view.isGroup && ownPauses.contains(view.key)
+            return view
+        } + (overview.otherGroups.map { [Tally($0, field: nil)] } ?? [])
+        names = overview.names.map { Tally($0, field: "name") } + (overview.otherNames.map { [Tally($0, field: nil)] } ?? [])
+        tallied = overview.examined
+        talliedAll = overview.complete
         hasPausedGroups = !pausedGroups.isEmpty
         hasOldestPending = counts.oldestPendingCreatedAt != nil
         hasLastDelivery = counts.lastDeliveredAt != nil
+        hasGroups = !groups.isEmpty
+        hasNames = !names.isEmpty
     }
 }
 
@@ -191,8 +254,27 @@ struct Page<Content: Encodable & Sendable>: Sendable {
     var notice: String
     var hasNotice: Bool
     var content: Content
+    /// The page's own path (prefix included), where the refresh form goes.
+    var route: String
+    /// Seconds between reloads (a `<meta http-equiv="refresh">`, no script), 0 for none.
+    var refresh: Int
+    var hasRefresh: Bool
+    var refreshOptions: [RefreshOption]
+    /// The page's other query fields, kept by the refresh form.
+    var kept: [Field]
 
-    init(title: String, prefix: String, user: ConsoleUser?, notice: String, content: Content) {
+    struct RefreshOption: Encodable, Sendable {
+        var value: String
+        var label: String
+        var selected: Bool
+    }
+
+    struct Field: Encodable, Sendable {
+        var name: String
+        var value: String
+    }
+
+    init(title: String, prefix: String, user: ConsoleUser?, notice: String, content: Content, route: String, query: [(name: String, value: String)]) {
         self.title = title
         self.prefix = prefix
         self.user = user?.name ?? ""
@@ -200,6 +282,27 @@ struct Page<Content: Encodable & Sendable>: Sendable {
         self.notice = notice
         hasNotice = !notice.isEmpty
         self.content = content
+        self.route = route
+        let refresh = Refresh.seconds(query.last { $0.name == "refresh" }?.value)
+        self.refresh = refresh
+        hasRefresh = refresh > 0
+        var choices = Refresh.choices
+        if refresh > 0 && !choices.contains(refresh) { choices = (choices + [refresh]).sorted() }
+        refreshOptions = [RefreshOption(value: "off", label: "off", selected: refresh == 0)]
+            + choices.map { RefreshOption(value: String($0), label: "\($0) s", selected: $0 == refresh) }
+        kept = query.filter { $0.name != "refresh" && $0.name != "notice" }.map { Field(name: $0.name, value: $0.value) }
+    }
+}
+
+/// The live pages' reload interval, as `?refresh=SECONDS` (or `off`) keeps it in the URL.
+enum Refresh {
+    /// The intervals the pages offer; any from 1 to 3,600 s is taken from a URL.
+    static let choices = [1, 5, 10, 30, 60]
+
+    /// The interval `value` asks for: 0 (off) unless it is a whole number of seconds from 1 to 3,600.
+    static func seconds(_ value: String?) -> Int {
+        guard let value, let seconds = Int(value), (1...3_600).contains(seconds) else { return 0 }
+        return seconds
     }
 }
 
