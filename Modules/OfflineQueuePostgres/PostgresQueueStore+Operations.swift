@@ -65,12 +65,12 @@ extension PostgresQueueStore {
         return (clauses.joined(separator: " AND "), binds.values)
     }
 
-    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> Int {
+    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount {
         let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
         let fleet = try await fleetTime(now)
         let (condition, values) = matching(selection, fleet: fleet)
         // `$1` is the lock name in the other queries of a selection; unused here, so bound to nothing.
-        var query = PostgresQuery(unsafeSQL: sql("SELECT count(*) FROM §.entry AS e WHERE $1::text IS NULL AND \(condition)"))
+        var query = PostgresQuery(unsafeSQL: sql("SELECT count(*), max(e.id) FROM §.entry AS e WHERE $1::text IS NULL AND \(condition)"))
         do {
             try query.binds.bind(nil)
             try query.binds.bind(states.map(\.rawValue).sorted())
@@ -80,7 +80,11 @@ extension PostgresQueueStore {
         }
         let fixed = query
         return try await reading { connection in
-            Int(try await connection.query(fixed, logger: self.logger).decodeAll(Int64.self).first ?? 0)
+            var found = SelectionCount()
+            for try await (count, newest) in try await connection.query(fixed, logger: self.logger).decode((Int64, Int64?).self) {
+                found = SelectionCount(count: Int(count), newest: newest)
+            }
+            return found
         }
     }
 

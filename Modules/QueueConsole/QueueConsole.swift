@@ -39,6 +39,8 @@ public struct QueueConsole: Sendable {
 
     /// The most ids a bulk action takes.
     public static let bulkLimit = 1_000
+    /// How many entries one transaction of a bulk action on every entry a filter matches changes.
+    public static let bulkBatch = 500
 
     public init(
         queue: OfflineQueue, users: ConsoleUsers, prefix: String = "", countsMaxAge: Duration = .seconds(1), logger: Logger = Logger(label: "courier.console"),

@@ -403,10 +403,12 @@ struct StoreConformanceTests {
         })
         let storage = contract.storage
         let now = contract.now
-        #expect(try await storage.count(matching: EntrySelection(), now: now) == 7)
-        #expect(try await storage.count(matching: EntrySelection(name: "even"), now: now) == 4)
-        #expect(try await storage.count(matching: EntrySelection(name: "even", origin: "https://example.test", limit: 1), now: now) == 3, "a count ignores the limit")
-        #expect(try await storage.count(matching: EntrySelection(states: [.dead], name: "even"), now: now) == 0)
+        #expect(try await storage.count(matching: EntrySelection(), now: now) == SelectionCount(count: 7, newest: ids[6]))
+        #expect(try await storage.count(matching: EntrySelection(name: "even"), now: now) == SelectionCount(count: 4, newest: ids[6]))
+        #expect(try await storage.count(matching: EntrySelection(name: "even", origin: "https://example.test", limit: 1), now: now) == SelectionCount(count: 3, newest: ids[6]),
+                "a count ignores the limit")
+        #expect(try await storage.count(matching: EntrySelection(name: "odd", through: ids[4]), now: now) == SelectionCount(count: 2, newest: ids[3]))
+        #expect(try await storage.count(matching: EntrySelection(states: [.dead], name: "even"), now: now) == SelectionCount())
         let selection = EntrySelection(name: "even", origin: "https://example.test", through: ids[5], limit: 1)
         let dry = try await storage.purge(matching: selection, now: now, dryRun: true)
         #expect(dry.ids == [ids[0]])

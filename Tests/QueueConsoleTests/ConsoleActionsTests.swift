@@ -1,6 +1,9 @@
 import Foundation
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
+import InMemoryLogging
+import Logging
 import OfflineQueue
 import QueueConsole
 import Testing
@@ -36,6 +39,59 @@ struct ConsoleActionsTests {
             }
             #expect(ConsoleAction.discard.applies(to: .inflight) == false)
             #expect(ConsoleAction.retry.applies(to: .delivered) == false && ConsoleAction.retry.applies(to: .inflight) == false)
+        }
+    }
+
+    @Test func bulkActionOnEveryMatchingEntryAfterAConfirmationWithItsCount() async throws {
+        let fixture = try ConsoleFixture()
+        let logs = InMemoryLogHandler()
+        let console = QueueConsole(queue: fixture.queue, users: fixture.console.users, logger: Logger(label: "audit") { _ in logs })
+        let deadOrders = [try await fixture.enqueue("/missing", name: "orders"), try await fixture.enqueue("/missing", name: "orders")]
+        let deliveredOrder = try await fixture.enqueue("/ok", name: "orders")
+        let deadUser = try await fixture.enqueue("/missing", name: "users")
+        try await fixture.drain()
+        try await Application(router: console.router()).test(.router) { client in
+            // The first POST changes nothing: it shows the count and a form that confirms it.
+            let page = try await client.send(.post, "/bulk/discard-matching", form: "state=&group=&name=orders&origin=")
+            #expect(page.status == .ok)
+            #expect(page.text.contains("Discard <strong>3</strong> entries"))
+            #expect(page.text.contains("Filter: name orders."))
+            #expect(page.text.contains(#"<form method="post" action="/bulk/discard-matching/confirm">"#))
+            #expect(page.text.contains(#"<input type="hidden" name="through" value="\#(deliveredOrder)">"#))
+            #expect(try await fixture.queue.counts().total == 4)
+            let preview = try await client.send(.post, "/bulk/discard-matching", json: true, form: "name=orders").decode(ConfirmJSON.self)
+            #expect(preview.count == 3 && preview.through == deliveredOrder && preview.confirm == "/bulk/discard-matching/confirm")
+            // Retry applies to pending and dead entries: the delivered one is not counted.
+            let retry = try await client.send(.post, "/bulk/retry-matching", json: true, form: "name=orders").decode(ConfirmJSON.self)
+            #expect(retry.count == 2 && retry.through == deadOrders[1])
+            let nothing = try await client.send(.post, "/bulk/retry-matching", json: true, form: "state=delivered")
+            #expect(nothing.status == .conflict)
+            #expect(try nothing.decode(ConfirmJSON.self).count == 0)
+            // An entry enqueued after the count is left alone by the confirmed action.
+            let later = try await fixture.enqueue("/missing", name: "orders")
+            let done = try await client.send(.post, "/bulk/discard-matching/confirm", form: "state=&group=&name=orders&origin=&through=\(deliveredOrder)")
+            #expect(done.status == .seeOther)
+            #expect(done.headers[.location] == "/entries?name=orders&notice=discarded%203%20matching%20entries")
+            #expect(try await fixture.queue.entries().map(\.id) == [deadUser, later])
+            #expect(try await client.send(.post, "/bulk/discard-matching/confirm", form: "name=orders").status == .badRequest, "no through: not confirmed")
+            #expect(try await client.send(.post, "/bulk/discard-matching", as: Auth.viewer, form: "name=orders").status == .forbidden)
+        }
+        let audit = logs.entries.filter { $0.message == "console action" }
+        #expect(audit.count == 1)
+        #expect(audit.first?.metadata["filter"] == "name=orders" && audit.first?.metadata["result"] == "discarded 3 matching entries")
+        await fixture.close()
+    }
+
+    @Test func bulkActionOnAFilterGoesInBatches() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            let ids = try await fixture.queue.enqueue((0..<(QueueConsole.bulkBatch * 2 + 1)).map { _ in
+                QueuedRequest(method: "POST", url: "https://api.example.com/ok", name: "many")
+            }).map(\.id)
+            let preview = try await client.send(.post, "/bulk/discard-matching", json: true, form: "name=many").decode(ConfirmJSON.self)
+            #expect(preview.count == ids.count)
+            let done = try await client.send(.post, "/bulk/discard-matching/confirm", json: true, form: "name=many&through=\(ids.last!)")
+            #expect(try done.decode(MatchingJSON.self).changed == ids.count)
+            #expect(try await fixture.queue.counts().total == 0)
         }
     }
 

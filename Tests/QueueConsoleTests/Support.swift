@@ -138,3 +138,17 @@ struct ActionJSON: Decodable {
     var skipped: [Int64]
     var message: String
 }
+
+struct ConfirmJSON: Decodable {
+    var action: String
+    var count: Int
+    var through: Int64?
+    var confirm: String
+}
+
+struct MatchingJSON: Decodable {
+    var action: String
+    var changed: Int
+    var skipped: Int
+    var message: String
+}

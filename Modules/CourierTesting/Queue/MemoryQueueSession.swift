@@ -142,11 +142,12 @@ final class MemoryQueueSession: QueueStorage {
         store.state.withLock { $0.entryPage(filter, scanLimit: scanLimit, now: now) }
     }
 
-    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> Int {
+    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount {
         var all = selection
         all.limit = nil
         let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
-        return store.state.withLock { $0.matching(all, states: states, now: now).count }
+        let found = store.state.withLock { $0.matching(all, states: states, now: now) }
+        return SelectionCount(count: found.count, newest: found.last?.entry.id)
     }
 
     func tally(newest: Int, now: QueueTime) async throws(QueueError) -> EntryTally {

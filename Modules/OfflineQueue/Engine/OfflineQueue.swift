@@ -307,9 +307,9 @@ public final class OfflineQueue: Sendable {
         try await operatorStore.entryPage(filter, scanLimit: max(scanLimit, filter.limit), now: configuration.clock.now())
     }
 
-    /// How many entries `selection` matches (every state when it names none); its `limit` is
-    /// ignored.
-    public func count(matching selection: EntrySelection) async throws(QueueError) -> Int {
+    /// How many entries `selection` matches (every state when it names none; its `limit` is
+    /// ignored), and the newest of them.
+    public func count(matching selection: EntrySelection) async throws(QueueError) -> SelectionCount {
         try await operatorStore.count(matching: selection, now: configuration.clock.now())
     }
 

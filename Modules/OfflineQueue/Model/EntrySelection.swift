@@ -55,6 +55,19 @@ public struct EntrySelection: Sendable, Hashable {
     }
 }
 
+/// How many entries a selection matches, and the newest of them: a change made later in
+/// batches goes ``EntrySelection/through`` it, so it touches no entry enqueued since.
+public struct SelectionCount: Sendable, Hashable {
+    public var count: Int
+    /// The largest id matched; `nil` when nothing is.
+    public var newest: EntryID?
+
+    public init(count: Int = 0, newest: EntryID? = nil) {
+        self.count = count
+        self.newest = newest
+    }
+}
+
 /// What a bulk retry or purge changed, or, in a dry run, would change. All of it happened in
 /// one transaction: a concurrent drainer saw either none of it or all of it.
 public struct BulkChange: Sendable, Hashable {

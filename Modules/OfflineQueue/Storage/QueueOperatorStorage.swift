@@ -24,7 +24,7 @@ package protocol QueueOperatorStorage: Sendable {
     /// first, `nil` when no row of its states is left.
     func entryPage(_ filter: EntryFilter, scanLimit: Int, now: QueueTime) async throws(QueueError) -> EntryPage
     /// How many entries `selection` matches, every state when it names none (its limit ignored).
-    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> Int
+    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount
     /// The entries by group, name and state among the `newest` entries (a walk of the id order
     /// from the end, bounded however many there are), the entries waiting for the network,
     /// and the deliveries of the last one and five minutes.

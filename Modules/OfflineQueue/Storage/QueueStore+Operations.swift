@@ -95,11 +95,14 @@ extension QueueStore {
         return (clauses.joined(separator: " AND "), arguments)
     }
 
-    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> Int {
+    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount {
         let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
         let (filter, arguments) = matching(selection, states: states, now: now)
         return try await read { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM \(self.entrySource) AS e WHERE \(filter)", arguments: arguments) ?? 0
+            guard let row = try Row.fetchOne(db, sql: "SELECT count(*), max(e.id) FROM \(self.entrySource) AS e WHERE \(filter)", arguments: arguments) else {
+                return SelectionCount()
+            }
+            return SelectionCount(count: row[0], newest: row[1])
         }
     }
 

@@ -53,10 +53,12 @@ struct EntriesQuery: Encodable, Sendable, Hashable {
     }
 
     /// The selection of a bulk action on every entry this filter matches, among `states`
-    /// (the action's), up to `through` (the newest id when the action was confirmed).
-    func selection(states: Set<EntryState>, through: EntryID?) -> EntrySelection {
+    /// (the action's), up to `through` (the newest id when the action was confirmed); `nil`
+    /// when the filter's state is not one of them.
+    func selection(states: Set<EntryState>, through: EntryID?) -> EntrySelection? {
         let filter = storeFilter
         let chosen = filter.states.isEmpty ? states : filter.states.intersection(states)
+        guard !chosen.isEmpty else { return nil }
         return EntrySelection(states: chosen, group: filter.group, name: filter.name, origin: filter.origin, through: through)
     }
 

@@ -9,7 +9,7 @@ enum ConsoleTemplates {
     static let library: MustacheLibrary = {
         var library = MustacheLibrary()
         // The templates are constants: one that does not parse is a bug caught by every test.
-        for (name, text) in [("head", head), ("foot", foot), ("overview", overview), ("entries", entries), ("entry", entry)] {
+        for (name, text) in [("head", head), ("foot", foot), ("overview", overview), ("entries", entries), ("entry", entry), ("confirm", confirm)] {
             try! library.register(text, named: name)
         }
         return library
@@ -106,6 +106,9 @@ enum ConsoleTemplates {
     {{#canAct}}<p><button>Retry selected</button> <button formaction="{{prefix}}/bulk/discard">Discard selected</button> (at most 1,000)</p></form>{{/canAct}}
     {{/isEmpty}}
     {{#hasNext}}<p><a rel="next" href="{{prefix}}/entries?{{nextQuery}}">Next page</a></p>{{/hasNext}}
+    {{#canAct}}{{^isEmpty}}<p>Every entry this filter matches, on every page:
+    {{#filter}}<form method="post" action="{{prefix}}/bulk/retry-matching"><input type="hidden" name="state" value="{{state}}"><input type="hidden" name="group" value="{{group}}"><input type="hidden" name="name" value="{{name}}"><input type="hidden" name="origin" value="{{origin}}"><button>Retry all matching…</button></form>
+    <form method="post" action="{{prefix}}/bulk/discard-matching"><input type="hidden" name="state" value="{{state}}"><input type="hidden" name="group" value="{{group}}"><input type="hidden" name="name" value="{{name}}"><input type="hidden" name="origin" value="{{origin}}"><button>Discard all matching…</button></form>{{/filter}}</p>{{/isEmpty}}{{/canAct}}
     {{/content}}
     {{> foot}}
     """
@@ -137,6 +140,21 @@ enum ConsoleTemplates {
     {{#canRetry}}<form method="post" action="{{prefix}}/entries/{{id}}/retry"><button>Retry now</button></form>{{/canRetry}}
     {{#canDiscard}}<form method="post" action="{{prefix}}/entries/{{id}}/discard"><button>Discard</button></form>{{/canDiscard}}
     {{/canAct}}
+    {{/content}}
+    {{> foot}}
+    """
+
+    static let confirm = """
+    {{> head}}
+    {{#content}}
+    <h1>{{verb}} every matching entry?</h1>
+    <p>Filter: {{described}}.</p>
+    {{#hasMatches}}
+    <p class="notice">{{verb}} <strong>{{count}}</strong> entries ({{action}} applies to {{states}} entries). Entries enqueued from now on are left alone; those in flight when it runs are skipped.</p>
+    <form method="post" action="{{confirm}}">{{#filter}}<input type="hidden" name="state" value="{{state}}"><input type="hidden" name="group" value="{{group}}"><input type="hidden" name="name" value="{{name}}"><input type="hidden" name="origin" value="{{origin}}">{{/filter}}<input type="hidden" name="through" value="{{through}}"><button>{{verb}} {{count}} entries</button></form>
+    {{/hasMatches}}
+    {{^hasMatches}}<p class="notice">No entry this filter matches can be changed by {{action}} (it applies to {{states}} entries).</p>{{/hasMatches}}
+    <p><a href="{{prefix}}/entries?{{backQuery}}">Back to the entries</a></p>
     {{/content}}
     {{> foot}}
     """

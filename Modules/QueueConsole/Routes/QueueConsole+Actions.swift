@@ -23,6 +23,10 @@ extension QueueConsole {
         routes.post("/bulk/discard") { request, context in
             try await act(.discard, ids: try await bulkIDs(request), back: path("/entries"), request, context)
         }
+        routes.post("/bulk/retry-matching") { request, context in try await confirmMatching(.retry, request, context) }
+        routes.post("/bulk/discard-matching") { request, context in try await confirmMatching(.discard, request, context) }
+        routes.post("/bulk/retry-matching/confirm") { request, context in try await actOnMatching(.retry, request, context) }
+        routes.post("/bulk/discard-matching/confirm") { request, context in try await actOnMatching(.discard, request, context) }
         routes.post("/purge-delivered") { request, context in
             let purged = try await queue.purge(.states([.delivered], finishedBefore: nil))
             let result = ActionResultView(action: ConsoleAction.purgeDelivered.rawValue, changed: [], skipped: [], message: "purged \(purged) delivered entries")
@@ -76,6 +80,55 @@ extension QueueConsole {
         return try finish(result, back: back, request, context, status: changed.isEmpty && !skipped.isEmpty ? .conflict : .ok)
     }
 
+    /// The first step of a bulk action on every entry a filter matches: a page (or JSON) with
+    /// how many entries it would change now, among the states the action applies to, and a
+    /// form that confirms it for those entries (up to the newest of them). Changes nothing.
+    private func confirmMatching(_ action: ConsoleAction, _ request: Request, _ context: ConsoleContext) async throws -> Response {
+        let filter = EntriesQuery(parameters: try await request.formFields())
+        var found = SelectionCount()
+        if let selection = filter.selection(states: action.states, through: nil) { found = try await queue.count(matching: selection) }
+        let view = ConfirmView(action: action, filter: filter, found: found, confirm: path("/bulk/\(action.rawValue)-matching/confirm"))
+        if request.wantsJSON { return try ConsoleResponse.json(view, status: found.count == 0 ? .conflict : .ok) }
+        let page = Page(title: "Confirm", prefix: prefix, user: context.user, notice: "", content: view, route: path("/entries"), query: [])
+        return ConsoleResponse.html(ConsoleTemplates.render(page, "confirm"))
+    }
+
+    /// The confirmed bulk action: the entries the filter matches up to `through` (none
+    /// enqueued since the count), changed ``bulkBatch`` at a time, each batch in one
+    /// transaction; those a drainer holds are skipped. Audited with the filter and the counts.
+    private func actOnMatching(_ action: ConsoleAction, _ request: Request, _ context: ConsoleContext) async throws -> Response {
+        let fields = try await request.formFields()
+        let filter = EntriesQuery(parameters: fields)
+        guard let through = fields.last(where: { $0.name == "through" }).flatMap({ EntryID($0.value) }) else {
+            throw HTTPError(.badRequest, message: "confirm from the confirmation page: through=ID is missing")
+        }
+        guard var selection = filter.selection(states: action.states, through: through) else {
+            throw HTTPError(.conflict, message: "\(action.rawValue) applies to no entry in state \(filter.state)")
+        }
+        selection.limit = Self.bulkBatch
+        var changed = 0
+        var skipped = 0
+        do {
+            while true {
+                let change = action == .retry ? try await queue.retry(matching: selection) : try await queue.purge(matching: selection)
+                changed += change.ids.count
+                skipped += change.skipped.count
+                guard change.ids.count + change.skipped.count == Self.bulkBatch, let last = (change.ids + change.skipped).max() else { break }
+                selection.after = last
+            }
+        } catch {
+            let result = "failed after \(changed) changed: \(error)"
+            audit(action, context, ids: [], result: result, filter: filter.filterQuery)
+            throw HTTPError(.internalServerError, message: "\(action.rawValue) stopped: \(result)")
+        }
+        let message = "\(action == .retry ? "retried" : "discarded") \(changed) matching entries" + (skipped == 0 ? "" : ", skipped \(skipped) in flight")
+        audit(action, context, ids: [], result: message, filter: filter.filterQuery)
+        let result = MatchingResultView(action: action.rawValue, changed: changed, skipped: skipped, message: message)
+        if request.wantsJSON { return try ConsoleResponse.json(result) }
+        let back = path("/entries") + "?" + ([filter.filterQuery, "notice=\(formEncode(message))"].filter { !$0.isEmpty }.joined(separator: "&"))
+        return ConsoleResponse.seeOther(back)
+    }
+
     private func pause(_ action: ConsoleAction, _ request: Request, _ context: ConsoleContext) async throws -> Response {
         let group = try await request.formFields().first { $0.name == "group" }.map(\.value).flatMap { $0.isEmpty ? nil : $0 }
         let changed: Bool
@@ -93,12 +146,14 @@ extension QueueConsole {
         return ConsoleResponse.seeOther("\(back.isEmpty ? "/" : back)?notice=\(formEncode(result.message))")
     }
 
-    private func audit(_ action: ConsoleAction, _ context: ConsoleContext, ids: [EntryID], result: String) {
-        logger.notice("console action", metadata: [
+    private func audit(_ action: ConsoleAction, _ context: ConsoleContext, ids: [EntryID], result: String, filter: String? = nil) {
+        var metadata: Logger.Metadata = [
             "user": "\(context.user?.name ?? "-")",
             "action": "\(action.rawValue)",
             "ids": .array(ids.map { "\($0)" }),
             "result": "\(result)",
-        ])
+        ]
+        if let filter { metadata["filter"] = "\(filter)" }
+        logger.notice("console action", metadata: metadata)
     }
 }
