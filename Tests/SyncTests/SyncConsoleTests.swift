@@ -162,6 +162,16 @@ struct SyncConsoleTests {
         let open = try await sync.run(["console", "add-user", "late", "--role", "read", "--credentials", users], input: "pw\n")
         #expect(open.status == 78, "\(open.stderr)")
         #expect(try String(contentsOfFile: users, encoding: .utf8) == text)
+        // Nor is such a file served from, by sync console or sync run --console, nor a link to a private one.
+        for arguments in [["console", "--address", "127.0.0.1:0"], ["run", "--no-reachability", "--console", "127.0.0.1:0"]] {
+            let refused = try await sync.run(arguments + ["--credentials", users], limit: .seconds(30))
+            #expect(refused.status == 78 && refused.stderr.contains("its group may read or write it; chmod 600 it"), "\(arguments): \(refused.stderr)")
+        }
+        chmod(users, 0o600)
+        let link = fixture.folder.appendingPathComponent("users-link").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: users)
+        let linked = try await sync.run(["console", "--address", "127.0.0.1:0", "--credentials", link], limit: .seconds(30))
+        #expect(linked.status == 78 && linked.stderr.contains("symbolic link"), "\(linked.stderr)")
         await fixture.finish()
     }
 

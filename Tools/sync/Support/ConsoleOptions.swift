@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OfflineQueue
 import QueueConsole
+import QueueEncryption
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,7 +34,9 @@ struct ConsoleOptions: ParsableArguments {
     }
 
     /// The users: from `--credentials` (which must exist: 66), else from the credential when
-    /// it exists, else none. A line that does not parse: 65; a file that cannot be read: 74.
+    /// it exists, else none. A line that does not parse: 65; a file that cannot be read: 74; a
+    /// file open to other users, a symbolic link or not a regular file: 78, as the keyring is
+    /// refused (the password hashes would be open to an offline guess).
     func loadUsers() throws -> ConsoleUsers { try Self.loadUsers(given: credentials) }
 
     /// The users of ``loadUsers()`` with `--credentials` `given`.
@@ -45,18 +48,55 @@ struct ConsoleOptions: ParsableArguments {
             complain("no credentials file at \(path)")
             throw SysExit.noInput
         }
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            complain("cannot read the credentials file \(path): \((error as NSError).localizedDescription)")
-            throw SysExit.ioError
-        }
+        let text = try readPrivate(path)
         do {
             return try ConsoleUsers(parsing: text)
         } catch {
             complain("\(path): \(error)")
             throw SysExit.dataError
+        }
+    }
+
+    /// The text of the credentials file at `path`, refused unless it is a regular file private
+    /// to this user (or root's with an ACL that gives this user alone access, as systemd's
+    /// credentials are): the keyring's rule, ``KeyringFile/unsafeReason(_:descriptor:)``.
+    static func readPrivate(_ path: String) throws -> String {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ELOOP {
+                complain("refusing the credentials file \(path): it is a symbolic link")
+                throw SysExit.unsafeConfiguration
+            }
+            complain("cannot read the credentials file \(path): \(String(cString: strerror(code)))")
+            throw SysExit.ioError
+        }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            complain("cannot read the credentials file \(path): \(String(cString: strerror(errno)))")
+            throw SysExit.ioError
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            complain("refusing the credentials file \(path): it is not a regular file")
+            throw SysExit.unsafeConfiguration
+        }
+        if let reason = KeyringFile.unsafeReason(info, descriptor: fd) {
+            complain("refusing the credentials file \(path): \(reason) (mode \(String(info.st_mode & 0o777, radix: 8)))")
+            throw SysExit.unsafeConfiguration
+        }
+        do {
+            let data = try handle.readToEnd() ?? Data()
+            guard let text = String(data: data, encoding: .utf8) else {
+                complain("\(path): the credentials file is not UTF-8 text")
+                throw SysExit.dataError
+            }
+            return text
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            complain("cannot read the credentials file \(path): \((error as NSError).localizedDescription)")
+            throw SysExit.ioError
         }
     }
 
