@@ -1,5 +1,6 @@
 public import Hummingbird
 public import Logging
+public import Metrics
 public import OfflineQueue
 
 /// An operator console for an ``OfflineQueue`` in the browser: an overview, the entries list,
@@ -31,6 +32,9 @@ public struct QueueConsole: Sendable {
     /// address or `[::1]`, so a page on another site cannot reach it through DNS rebinding.
     public let anonymous: ConsoleRole?
 
+    /// Where the action counts go (`courier_console_actions_total`, by `action` and
+    /// `result`); the bootstrapped `MetricsSystem`'s factory when `nil`.
+    public let metricsFactory: (any MetricsFactory)?
     /// How many groups and names the overview shows (the rest summed in one line).
     public let overviewTop: Int
     /// How many of the newest entries the overview's groups and names count: a bounded read
@@ -44,8 +48,10 @@ public struct QueueConsole: Sendable {
 
     public init(
         queue: OfflineQueue, users: ConsoleUsers, prefix: String = "", countsMaxAge: Duration = .seconds(1), logger: Logger = Logger(label: "courier.console"),
-        anonymous: ConsoleRole? = nil, overviewTop: Int = 50, overviewWindow: Int = QueueOverview.defaultWindow
+        anonymous: ConsoleRole? = nil, overviewTop: Int = 50, overviewWindow: Int = QueueOverview.defaultWindow,
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
+        self.metricsFactory = metricsFactory
         self.queue = queue
         self.users = users
         self.prefix = Self.normalized(prefix: prefix)

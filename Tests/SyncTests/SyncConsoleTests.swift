@@ -45,12 +45,14 @@ struct SyncConsoleTests {
         /// `GET path` with these headers: the status, the headers (names in lower case) and the
         /// body. A plain HTTP/1.1 exchange on a socket: URLSession on Linux waits forever on a
         /// 401 with `WWW-Authenticate`.
-        func get(_ path: String, json: Bool = false, authorization: String? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
+        /// `method` (GET unless told) with a form body when there is one.
+        func get(_ path: String, method: String = "GET", json: Bool = false, authorization: String? = nil, form: String? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
             let host = try #require(base.host), port = try #require(base.port)
-            var request = "GET \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n"
+            var request = "\(method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n"
             if json { request += "Accept: application/json\r\n" }
             if let authorization { request += "Authorization: \(authorization)\r\n" }
-            request += "\r\n"
+            if let form { request += "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n" }
+            request += "\r\n" + (form ?? "")
             let answer = await onOwnThread { [request] in Self.exchange(host: host, port: port, request: Array(request.utf8)) }
             let bytes = try #require(answer, "no answer from \(host):\(port)")
             let separator = Data("\r\n\r\n".utf8)
@@ -213,6 +215,10 @@ struct SyncConsoleTests {
         #expect(metrics.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
         let text = String(decoding: metrics.body, as: UTF8.self)
         #expect(text.contains(#"courier_queue_delivered_total{endpoint="POST /echo",status_class="2xx"} 1"#), "\(text)")
+        // A console action counts in the same /metrics.
+        #expect(try await served.get("/pause", method: "POST", json: true, form: "group=g1").status == 200)
+        let after = String(decoding: try await served.get("/metrics").body, as: UTF8.self)
+        #expect(after.contains(#"courier_console_actions_total{action="pause",result="changed"} 1"#), "\(after)")
         #expect(try await served.stop() == 0, "\(served.log.text.current)")
         await fixture.finish()
     }

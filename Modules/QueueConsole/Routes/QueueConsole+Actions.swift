@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import OfflineQueue
 
 /// The actions: POST forms answered with 303 to a page (post/redirect/get), or with the
@@ -30,7 +31,7 @@ extension QueueConsole {
         routes.post("/purge-delivered") { request, context in
             let purged = try await queue.purge(.states([.delivered], finishedBefore: nil))
             let result = ActionResultView(action: ConsoleAction.purgeDelivered.rawValue, changed: [], skipped: [], message: "purged \(purged) delivered entries")
-            return try finish(result, back: path("/"), request, context)
+            return try finish(result, back: path("/"), request, context, changed: purged > 0)
         }
         routes.post("/pause") { request, context in try await pause(.pause, request, context) }
         routes.post("/resume") { request, context in try await pause(.resume, request, context) }
@@ -72,12 +73,12 @@ extension QueueConsole {
             message = "\(action == .retry ? "retried" : "discarded") \(changed.count)" + (skipped.isEmpty ? "" : ", skipped \(skipped.count) (\(action.rawValue) applies to \(action.states.map(\.rawValue).sorted().joined(separator: ", ")) entries)")
         } catch {
             // An entry moved (a drainer took it) between the check and the change: nothing changed.
-            audit(action, context, ids: ids, result: "failed: \(error)")
+            audit(action, context, ids: ids, result: "failed: \(error)", outcome: "failed")
             throw HTTPError(.conflict, message: "\(action.rawValue) failed, nothing changed: \(error)")
         }
         let result = ActionResultView(action: action.rawValue, changed: changed, skipped: skipped, message: message)
         // Nothing the action applies to: 409 for a JSON client (a browser sees the notice).
-        return try finish(result, back: back, request, context, status: changed.isEmpty && !skipped.isEmpty ? .conflict : .ok)
+        return try finish(result, back: back, request, context, status: changed.isEmpty && !skipped.isEmpty ? .conflict : .ok, changed: !changed.isEmpty)
     }
 
     /// The first step of a bulk action on every entry a filter matches: a page (or JSON) with
@@ -118,11 +119,11 @@ extension QueueConsole {
             }
         } catch {
             let result = "failed after \(changed) changed: \(error)"
-            audit(action, context, ids: [], result: result, filter: filter.filterQuery)
+            audit(action, context, ids: [], result: result, filter: filter.filterQuery, outcome: "failed")
             throw HTTPError(.internalServerError, message: "\(action.rawValue) stopped: \(result)")
         }
         let message = "\(action == .retry ? "retried" : "discarded") \(changed) matching entries" + (skipped == 0 ? "" : ", skipped \(skipped) in flight")
-        audit(action, context, ids: [], result: message, filter: filter.filterQuery)
+        audit(action, context, ids: [], result: message, filter: filter.filterQuery, outcome: changed > 0 ? "changed" : "unchanged")
         let result = MatchingResultView(action: action.rawValue, changed: changed, skipped: skipped, message: message)
         if request.wantsJSON { return try ConsoleResponse.json(result) }
         let back = path("/entries") + "?" + ([filter.filterQuery, "notice=\(formEncode(message))"].filter { !$0.isEmpty }.joined(separator: "&"))
@@ -136,17 +137,22 @@ extension QueueConsole {
         let what = group.map { "group \($0)" } ?? "the queue"
         let message = action == .pause ? (changed ? "paused \(what)" : "\(what) was already paused") : (changed ? "resumed \(what)" : "\(what) was not paused")
         let result = ActionResultView(action: action.rawValue, changed: [], skipped: [], message: message)
-        return try finish(result, back: path("/"), request, context)
+        return try finish(result, back: path("/"), request, context, changed: changed)
     }
 
     /// Audits the result, then answers it: JSON, or 303 to `back` with the message as a notice.
-    private func finish(_ result: ActionResultView, back: String, _ request: Request, _ context: ConsoleContext, status: HTTPResponse.Status = .ok) throws -> Response {
-        audit(ConsoleAction(rawValue: result.action) ?? .retry, context, ids: result.changed + result.skipped, result: result.message)
+    private func finish(_ result: ActionResultView, back: String, _ request: Request, _ context: ConsoleContext, status: HTTPResponse.Status = .ok, changed: Bool) throws -> Response {
+        audit(ConsoleAction(rawValue: result.action) ?? .retry, context, ids: result.changed + result.skipped, result: result.message, outcome: changed ? "changed" : "unchanged")
         if request.wantsJSON { return try ConsoleResponse.json(result, status: status) }
         return ConsoleResponse.seeOther("\(back.isEmpty ? "/" : back)?notice=\(formEncode(result.message))")
     }
 
-    private func audit(_ action: ConsoleAction, _ context: ConsoleContext, ids: [EntryID], result: String, filter: String? = nil) {
+    /// The audit line, and one more of `courier_console_actions_total{action, result}`, where
+    /// `outcome` is `changed` (something changed), `unchanged` (nothing the action applies to,
+    /// or nothing to do) or `failed`.
+    private func audit(_ action: ConsoleAction, _ context: ConsoleContext, ids: [EntryID], result: String, filter: String? = nil, outcome: String) {
+        Counter(label: "courier_console_actions_total", dimensions: [("action", action.rawValue), ("result", outcome)], factory: metricsFactory ?? MetricsSystem.factory)
+            .increment()
         var metadata: Logger.Metadata = [
             "user": "\(context.user?.name ?? "-")",
             "action": "\(action.rawValue)",
