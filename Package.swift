@@ -263,7 +263,8 @@ let package = Package(
         // known-answers.py computes the known-answer vectors again from the format's specification.
         tests("QueueEncryptionTests", ["QueueEncryption", .product(name: "Crypto", package: "swift-crypto")], exclude: ["known-answers.py"]),
         tests("QueueConsoleTests", [
-            "QueueConsole", "OfflineQueue", "HTTPCore", "CourierTesting", httpTypes,
+            "QueueConsole", "OfflineQueue", "OfflineQueuePostgres", "HTTPCore", "CourierTesting", httpTypes,
+            .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),

@@ -244,7 +244,7 @@ extension PostgresQueueStore {
         var clauses = window + Self.matchClauses(filter, alias: nil, &binds)
         if let windowEnd { clauses.append("id <= \(binds.add(windowEnd))") }
         let found = try await entries(
-            at: now, where: clauses.joined(separator: " AND ") + " ORDER BY id LIMIT \(binds.add(Int64(max(0, filter.limit))))", binds.values
+            at: now, where: (clauses.isEmpty ? "true" : clauses.joined(separator: " AND ")) + " ORDER BY id LIMIT \(binds.add(Int64(max(0, filter.limit))))", binds.values
         )
         if filter.limit > 0, found.count == filter.limit, let last = found.last {
             var moreBinds = PostgresBinds()

@@ -386,6 +386,8 @@ struct StoreConformanceTests {
         // A full page says to go on after its last entry, unless no row is left.
         let full = try await storage.entryPage(EntryFilter(name: "a", limit: 2), scanLimit: 100, now: now)
         #expect(full.entries.map(\.id) == [ids[0], ids[2]] && full.next == ids[2])
+        let unfiltered = try await storage.entryPage(EntryFilter(limit: 3), scanLimit: 100, now: now)
+        #expect(unfiltered.entries.map(\.id) == Array(ids[0..<3]) && unfiltered.next == ids[2], "no condition at all")
         let end = try await storage.entryPage(EntryFilter(name: "a", limit: 1, after: ids[4]), scanLimit: 100, now: now)
         #expect(end.entries.map { $0.id } == [ids[6]] && end.next == nil)
         // The window is over the filter's states.

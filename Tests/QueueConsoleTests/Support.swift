@@ -7,6 +7,8 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import OfflineQueue
+import OfflineQueuePostgres
+import PostgresNIO
 import QueueConsole
 import Testing
 
@@ -18,6 +20,8 @@ struct ConsoleFixture {
     let folder: URL
     let queue: OfflineQueue
     let console: QueueConsole
+    /// The queue's schema, on PostgreSQL (dropped by ``close()``); `nil` on SQLite.
+    var schema: String? = nil
 
     static let users = """
     # test users
@@ -27,20 +31,71 @@ struct ConsoleFixture {
     """
 
     init(prefix: String = "") throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-console-\(UUID().uuidString.prefix(8))")
+        folder = Self.newFolder()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        queue = try OfflineQueue(configuration: Self.configuration(folder.appendingPathComponent("queue.db").path), client: Self.client())
+        console = QueueConsole(queue: queue, users: try ConsoleUsers(parsing: Self.users), prefix: prefix, countsMaxAge: .zero)
+    }
+
+    /// The same console over a PostgreSQL queue in a schema of its own, in the cluster of
+    /// `COURIER_TEST_POSTGRES_URL` (with `PGPASSWORD`).
+    init(postgres url: String) async throws {
+        folder = Self.newFolder()
+        let schema = "c_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
+        self.schema = schema
+        queue = try await OfflineQueue.open(configuration: Self.configuration(url + (url.contains("?") ? "&" : "?") + "schema=" + schema), client: Self.client())
+        console = QueueConsole(queue: queue, users: try ConsoleUsers(parsing: Self.users), countsMaxAge: .zero)
+    }
+
+    /// The test cluster's URL, when `Tools/test` (or a shell) set one.
+    static var postgresURL: String? {
+        ProcessInfo.processInfo.environment["COURIER_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    private static func newFolder() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("courier-console-\(UUID().uuidString.prefix(8))")
+    }
+
+    private static func configuration(_ path: String) -> QueueConfiguration {
+        var configuration = QueueConfiguration(path: path, durability: .normal, secrets: .store)
+        configuration.metrics.isEnabled = false
+        return configuration
+    }
+
+    private static func client() -> APIClient {
         let transport = StubTransport(fallback: StubTransport.Stub(status: .badRequest, body: Data(#"<script>alert(1)</script>"><img src=x onerror=alert(2)>"#.utf8)))
         transport.on(.post, "/ok", respond: .status(200))
-        var configuration = QueueConfiguration(path: folder.appendingPathComponent("queue.db").path, durability: .normal, secrets: .store)
-        configuration.metrics.isEnabled = false
-        let client = APIClient(configuration: ClientConfiguration(baseURL: URL(string: "https://api.example.com")!), transport: transport)
-        queue = try OfflineQueue(configuration: configuration, client: client)
-        console = QueueConsole(queue: queue, users: try ConsoleUsers(parsing: Self.users), prefix: prefix, countsMaxAge: .zero)
+        return APIClient(configuration: ClientConfiguration(baseURL: URL(string: "https://api.example.com")!), transport: transport)
     }
 
     func close() async {
         await queue.close()
         try? FileManager.default.removeItem(at: folder)
+        if let schema, let url = Self.postgresURL { await Self.drop(schema: schema, url: url) }
+    }
+
+    private static func drop(schema: String, url: String) async {
+        guard let location = try? PostgresLocation(url: url) else { return }
+        let configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user,
+            password: ProcessInfo.processInfo.environment["PGPASSWORD"], database: location.database, tls: .disable
+        )
+        guard let connection = try? await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "courier.tests")) else { return }
+        _ = try? await connection.query(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE"), logger: Logger(label: "courier.tests"))
+        try? await connection.close()
+    }
+
+    /// Runs `body` with a fixture of `kind` and a router test client, then closes the fixture.
+    static func with(_ kind: ConsoleStore, _ body: @escaping @Sendable (ConsoleFixture, any TestClientProtocol) async throws -> Void) async throws {
+        let fixture = kind == .sqlite ? try ConsoleFixture() : try await ConsoleFixture(postgres: try #require(postgresURL))
+        do {
+            let app = Application(router: fixture.console.router())
+            try await app.test(.router) { client in try await body(fixture, client) }
+        } catch {
+            await fixture.close()
+            throw error
+        }
+        await fixture.close()
     }
 
     /// Runs `body` with a fixture and a router test client, then closes the fixture.
@@ -151,4 +206,14 @@ struct MatchingJSON: Decodable {
     var changed: Int
     var skipped: Int
     var message: String
+}
+
+/// The stores the parity suite runs the console on; PostgreSQL only with a test cluster.
+enum ConsoleStore: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    static var available: [ConsoleStore] { ConsoleFixture.postgresURL == nil ? [.sqlite] : allCases }
+
+    var testDescription: String { rawValue }
 }
