@@ -113,6 +113,7 @@ extension OfflineQueue {
         let tally = try await activity.storeCall(.counts) { () async throws(QueueError) in
             try await operatorStore.tally(newest: window, now: configuration.clock.now())
         }
+        metrics.answered(.tally)
         return QueueOverview(counts: counts, pauses: pauses, tally: tally, window: window, top: top)
     }
 }

@@ -315,7 +315,9 @@ public final class OfflineQueue: Sendable {
 
     /// How many entries are in each state, the oldest pending and the next due time.
     public func counts() async throws(QueueError) -> QueueCounts {
-        try await activity.storeCall(.counts) { () async throws(QueueError) in try await operatorStore.counts(now: configuration.clock.now()) }
+        let counts = try await activity.storeCall(.counts) { () async throws(QueueError) in try await operatorStore.counts(now: configuration.clock.now()) }
+        metrics.answered(.counts)
+        return counts
     }
 
     /// Makes these entries due now with a fresh attempt budget (delivered ones are left alone).
