@@ -107,7 +107,7 @@ struct SyncConsoleTests {
         #expect(try await sync("pause", "--group", "g1").status == 0)
         let stats = try #require(try await sync("--json", "stats").json() as? [String: Any])
 
-        let served = try await Served.start(sync, ["console", "--address", "127.0.0.1:0"])
+        let served = try await Served.start(sync, ["console", "--address", "127.0.0.1:0", "--log-level", "debug"])
         let page = try await served.get("/")
         #expect(page.status == 200)
         #expect(String(decoding: page.body, as: UTF8.self).contains("<html"))
@@ -125,6 +125,7 @@ struct SyncConsoleTests {
         #expect(try await served.get("/healthz").status == 200)
         #expect(try await served.stop() == 0, "\(served.log.text.current)")
         #expect(served.log.text.current.contains("sync console stopped"))
+        #expect(served.log.text.current.contains("level=debug"), "--log-level debug lets debug lines through")
         await fixture.finish()
     }
 
@@ -191,6 +192,8 @@ struct SyncConsoleTests {
         #expect(missing.status == 66, "\(missing.stderr)")
         let bad = try await sync("console", "--address", "host:port")
         #expect(bad.status == 64 && bad.stderr.contains("--address"), "\(bad.stderr)")
+        let level = try await sync("console", "--log-level", "loud")
+        #expect(level.status == 64 && level.stderr.contains("--log-level loud is not a level"), "\(level.stderr)")
         await fixture.finish()
     }
 

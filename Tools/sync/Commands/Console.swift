@@ -47,15 +47,18 @@ struct ConsoleServe: AsyncParsableCommand {
     @Option(name: .long, help: "Log lines as logfmt or json.")
     var logFormat: LogFormat = .logfmt
 
+    @Option(name: .long, help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
     func validate() throws {
         if ListenAddress(address) == nil {
             throw ValidationError("--address \(address.debugDescription) is not HOST:PORT, [IPv6]:PORT or a port (0 to 65535)")
         }
+        _ = try LineLogHandler.level(logLevel)
     }
 
     func run() async throws {
-        let format = logFormat
-        LoggingSystem.bootstrap { label in LineLogHandler(label: label, format: format) }
+        LineLogHandler.bootstrap(format: logFormat, level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "courier.console")
         let address = ListenAddress(self.address)!
         let users = try console.loadUsers()

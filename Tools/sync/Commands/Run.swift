@@ -83,17 +83,11 @@ struct Run: AsyncParsableCommand {
         }
         try Seconds.check(poll, option: "--poll")
         try Seconds.check(storeTimeout, option: "--store-timeout")
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
+        _ = try LineLogHandler.level(logLevel)
     }
 
     func run() async throws {
-        let format = logFormat
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = LineLogHandler(label: label, format: format)
-            handler.logLevel = level
-            return handler
-        }
+        LineLogHandler.bootstrap(format: logFormat, level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "courier.sync")
         // Checked before the queue opens: missing or malformed users, or a console on the
         // network without users, stop `sync run` at once.
