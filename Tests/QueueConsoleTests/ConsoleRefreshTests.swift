@@ -35,6 +35,37 @@ struct ConsoleRefreshTests {
         }
     }
 
+    @Test func anActionsRedirectKeepsTheRefreshInterval() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            let dead = try await fixture.enqueue("/missing", name: "orders")
+            try await fixture.drain()
+            // The page's forms carry the interval in their action; the redirect keeps it.
+            let entry = try await client.send(.get, "/entries/\(dead)?refresh=5").text
+            #expect(entry.contains(#"<form method="post" action="/entries/\#(dead)/retry?refresh=5">"#))
+            let retried = try await client.send(.post, "/entries/\(dead)/retry?refresh=5")
+            #expect(retried.status == .seeOther)
+            #expect(retried.headers[.location]?.hasPrefix("/entries/\(dead)?notice=retried") == true)
+            #expect(retried.headers[.location]?.hasSuffix("&refresh=5") == true, "\(retried.headers[.location] ?? "")")
+            let overview = try await client.send(.get, "/?refresh=10").text
+            #expect(overview.contains(#"<form method="post" action="/pause?refresh=10"><button>Pause the queue</button></form>"#))
+            let paused = try await client.send(.post, "/pause?refresh=10", form: "")
+            #expect(paused.headers[.location] == "/?notice=paused%20the%20queue&refresh=10")
+            // Without an interval, none is added.
+            let resumed = try await client.send(.post, "/resume", form: "")
+            #expect(resumed.headers[.location] == "/?notice=resumed%20the%20queue")
+            // A bulk action on a filter: the confirmation's form, then the list it redirects to.
+            try await fixture.drain()
+            let entries = try await client.send(.get, "/entries?name=orders&refresh=30").text
+            #expect(entries.contains(#"<form method="post" action="/bulk/discard-matching?refresh=30">"#))
+            #expect(entries.contains(#"formaction="/bulk/discard?refresh=30""#))
+            let confirm = try await client.send(.post, "/bulk/discard-matching?refresh=30", form: "name=orders").text
+            #expect(confirm.contains(#"action="/bulk/discard-matching/confirm?refresh=30""#))
+            #expect(!confirm.contains("http-equiv"), "a confirmation never reloads itself")
+            let done = try await client.send(.post, "/bulk/discard-matching/confirm?refresh=30", form: "name=orders&through=\(dead)")
+            #expect(done.headers[.location] == "/entries?name=orders&notice=discarded%201%20matching%20entries&refresh=30")
+        }
+    }
+
     @Test func aVerifiedPasswordIsTakenWithoutHashingAgainUntilItExpires() {
         let now = LockedBox(100.0)
         let cache = VerifiedCredentials(timeToLive: .seconds(60), capacity: 2, clock: { now.withLock { $0 } })

@@ -62,7 +62,7 @@ enum ConsoleTemplates {
     {{^talliedAll}}<p class="note">Groups and names count the newest {{tallied}} entries.</p>{{/talliedAll}}
     <table class="tally"><thead><tr><th>Group</th><th>Pending</th><th>In flight</th><th>Delivered</th><th>Dead</th>{{#canAct}}<th></th>{{/canAct}}</tr></thead><tbody>
     {{#groups}}<tr><td>{{#hasQuery}}<a href="{{prefix}}/entries?{{query}}">{{label}}</a>{{/hasQuery}}{{^hasQuery}}{{label}}{{/hasQuery}}{{#paused}} <span class="paused">paused</span>{{/paused}}</td><td>{{pending}}</td><td>{{inflight}}</td><td>{{delivered}}</td><td>{{dead}}</td>
-    {{#canAct}}<td>{{#isGroup}}{{#pausedItself}}<form method="post" action="{{prefix}}/resume"><input type="hidden" name="group" value="{{key}}"><button>Resume</button></form>{{/pausedItself}}{{^pausedItself}}<form method="post" action="{{prefix}}/pause"><input type="hidden" name="group" value="{{key}}"><button>Pause</button></form>{{/pausedItself}}{{/isGroup}}</td>{{/canAct}}</tr>
+    {{#canAct}}<td>{{#isGroup}}{{#pausedItself}}<form method="post" action="{{prefix}}/resume{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><input type="hidden" name="group" value="{{key}}"><button>Resume</button></form>{{/pausedItself}}{{^pausedItself}}<form method="post" action="{{prefix}}/pause{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><input type="hidden" name="group" value="{{key}}"><button>Pause</button></form>{{/pausedItself}}{{/isGroup}}</td>{{/canAct}}</tr>
     {{/groups}}</tbody></table>{{/hasGroups}}
     {{#hasNames}}<h2>By name</h2>
     <table class="tally"><thead><tr><th>Name</th><th>Pending</th><th>In flight</th><th>Delivered</th><th>Dead</th></tr></thead><tbody>
@@ -70,14 +70,14 @@ enum ConsoleTemplates {
     {{/names}}</tbody></table>{{/hasNames}}
     {{#hasPausedGroups}}<h2>Paused groups</h2><ul>
     {{#pausedGroups}}<li><a href="{{prefix}}/entries?{{query}}">{{name}}</a>
-    {{#canAct}}<form method="post" action="{{prefix}}/resume"><input type="hidden" name="group" value="{{name}}"><button>Resume</button></form>{{/canAct}}</li>
+    {{#canAct}}<form method="post" action="{{prefix}}/resume{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><input type="hidden" name="group" value="{{name}}"><button>Resume</button></form>{{/canAct}}</li>
     {{/pausedGroups}}</ul>{{/hasPausedGroups}}
     {{#canAct}}
     <h2>Actions</h2>
-    {{#queuePaused}}<form method="post" action="{{prefix}}/resume"><button>Resume the queue</button></form>{{/queuePaused}}
-    {{^queuePaused}}<form method="post" action="{{prefix}}/pause"><button>Pause the queue</button></form>{{/queuePaused}}
-    <form method="post" action="{{prefix}}/pause"><label>Group <input name="group" required></label><button>Pause group</button></form>
-    <form method="post" action="{{prefix}}/purge-delivered"><button>Purge delivered entries</button></form>
+    {{#queuePaused}}<form method="post" action="{{prefix}}/resume{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><button>Resume the queue</button></form>{{/queuePaused}}
+    {{^queuePaused}}<form method="post" action="{{prefix}}/pause{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><button>Pause the queue</button></form>{{/queuePaused}}
+    <form method="post" action="{{prefix}}/pause{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><label>Group <input name="group" required></label><button>Pause group</button></form>
+    <form method="post" action="{{prefix}}/purge-delivered{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><button>Purge delivered entries</button></form>
     {{/canAct}}
     {{/content}}
     {{> foot}}
@@ -99,16 +99,16 @@ enum ConsoleTemplates {
     <button>Filter</button></form>
     {{#isEmpty}}<p>No entries match.</p>{{/isEmpty}}
     {{^isEmpty}}
-    {{#canAct}}<form method="post" action="{{prefix}}/bulk/retry">{{/canAct}}
+    {{#canAct}}<form method="post" action="{{prefix}}/bulk/retry{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}">{{/canAct}}
     <table class="entries"><thead><tr>{{#canAct}}<th></th>{{/canAct}}<th>Id</th><th>State</th><th>Request</th><th>Name</th><th>Group</th><th>Attempts</th><th>Status</th><th>Enqueued</th></tr></thead><tbody>
     {{#entries}}<tr>{{#canAct}}<td><input type="checkbox" name="id" value="{{id}}"></td>{{/canAct}}<td><a href="{{prefix}}/entries/{{id}}">{{id}}</a></td><td class="state-{{state}}">{{state}}</td><td>{{method}} {{url}}</td><td>{{name}}</td><td>{{group}}</td><td>{{attempts}}</td><td>{{lastStatus}}</td><td>{{createdAt}}</td></tr>
     {{/entries}}</tbody></table>
-    {{#canAct}}<p><button>Retry selected</button> <button formaction="{{prefix}}/bulk/discard">Discard selected</button> (at most 1,000)</p></form>{{/canAct}}
+    {{#canAct}}<p><button>Retry selected</button> <button formaction="{{prefix}}/bulk/discard{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}">Discard selected</button> (at most 1,000)</p></form>{{/canAct}}
     {{/isEmpty}}
     {{#hasNext}}<p><a rel="next" href="{{prefix}}/entries?{{nextQuery}}">Next page</a></p>{{/hasNext}}
     {{#canAct}}{{^isEmpty}}<p>Every entry this filter matches, on every page:
-    {{#filter}}<form method="post" action="{{prefix}}/bulk/retry-matching"><input type="hidden" name="state" value="{{state}}"><input type="hidden" name="group" value="{{group}}"><input type="hidden" name="name" value="{{name}}"><input type="hidden" name="origin" value="{{origin}}"><button>Retry all matching…</button></form>
-    <form method="post" action="{{prefix}}/bulk/discard-matching"><input type="hidden" name="state" value="{{state}}"><input type="hidden" name="group" value="{{group}}"><input type="hidden" name="name" value="{{name}}"><input type="hidden" name="origin" value="{{origin}}"><button>Discard all matching…</button></form>{{/filter}}</p>{{/isEmpty}}{{/canAct}}
+    {{#filter}}<form method="post" action="{{prefix}}/bulk/retry-matching{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><input type="hidden" name="state" value="{{state}}"><input type="hidden" name="group" value="{{group}}"><input type="hidden" name="name" value="{{name}}"><input type="hidden" name="origin" value="{{origin}}"><button>Retry all matching…</button></form>
+    <form method="post" action="{{prefix}}/bulk/discard-matching{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><input type="hidden" name="state" value="{{state}}"><input type="hidden" name="group" value="{{group}}"><input type="hidden" name="name" value="{{name}}"><input type="hidden" name="origin" value="{{origin}}"><button>Discard all matching…</button></form>{{/filter}}</p>{{/isEmpty}}{{/canAct}}
     {{/content}}
     {{> foot}}
     """
@@ -137,8 +137,8 @@ enum ConsoleTemplates {
     <dt>Finished</dt><dd>{{finishedAt}}</dd>
     </dl>
     {{#canAct}}
-    {{#canRetry}}<form method="post" action="{{prefix}}/entries/{{id}}/retry"><button>Retry now</button></form>{{/canRetry}}
-    {{#canDiscard}}<form method="post" action="{{prefix}}/entries/{{id}}/discard"><button>Discard</button></form>{{/canDiscard}}
+    {{#canRetry}}<form method="post" action="{{prefix}}/entries/{{id}}/retry{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><button>Retry now</button></form>{{/canRetry}}
+    {{#canDiscard}}<form method="post" action="{{prefix}}/entries/{{id}}/discard{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><button>Discard</button></form>{{/canDiscard}}
     {{/canAct}}
     {{/content}}
     {{> foot}}

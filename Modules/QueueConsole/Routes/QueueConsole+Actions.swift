@@ -88,7 +88,7 @@ extension QueueConsole {
         let filter = EntriesQuery(parameters: try await request.formFields())
         var found = SelectionCount()
         if let selection = filter.selection(states: action.states, through: nil) { found = try await queue.count(matching: selection) }
-        let view = ConfirmView(action: action, filter: filter, found: found, confirm: path("/bulk/\(action.rawValue)-matching/confirm"))
+        let view = ConfirmView(action: action, filter: filter, found: found, confirm: path("/bulk/\(action.rawValue)-matching/confirm") + query([keptRefresh(request)]))
         if request.wantsJSON { return try ConsoleResponse.json(view, status: found.count == 0 ? .conflict : .ok) }
         let page = Page(title: "Confirm", prefix: prefix, user: context.user, notice: "", content: view, route: path("/entries"), query: [])
         return ConsoleResponse.html(ConsoleTemplates.render(page, "confirm"))
@@ -126,8 +126,7 @@ extension QueueConsole {
         audit(action, context, ids: [], result: message, filter: filter.filterQuery, outcome: changed > 0 ? "changed" : "unchanged")
         let result = MatchingResultView(action: action.rawValue, changed: changed, skipped: skipped, message: message)
         if request.wantsJSON { return try ConsoleResponse.json(result) }
-        let back = path("/entries") + "?" + ([filter.filterQuery, "notice=\(formEncode(message))"].filter { !$0.isEmpty }.joined(separator: "&"))
-        return ConsoleResponse.seeOther(back)
+        return ConsoleResponse.seeOther(path("/entries") + query([filter.filterQuery, "notice=\(formEncode(message))", keptRefresh(request)]))
     }
 
     private func pause(_ action: ConsoleAction, _ request: Request, _ context: ConsoleContext) async throws -> Response {
@@ -144,7 +143,21 @@ extension QueueConsole {
     private func finish(_ result: ActionResultView, back: String, _ request: Request, _ context: ConsoleContext, status: HTTPResponse.Status = .ok, changed: Bool) throws -> Response {
         audit(ConsoleAction(rawValue: result.action) ?? .retry, context, ids: result.changed + result.skipped, result: result.message, outcome: changed ? "changed" : "unchanged")
         if request.wantsJSON { return try ConsoleResponse.json(result, status: status) }
-        return ConsoleResponse.seeOther("\(back.isEmpty ? "/" : back)?notice=\(formEncode(result.message))")
+        return ConsoleResponse.seeOther((back.isEmpty ? "/" : back) + query(["notice=\(formEncode(result.message))", keptRefresh(request)]))
+    }
+
+    /// `refresh=N` when the form was posted from a page that reloads every N seconds (its
+    /// forms carry the interval in their action's query), so the page the action redirects to
+    /// goes on reloading; "" otherwise.
+    private func keptRefresh(_ request: Request) -> String {
+        let seconds = Refresh.seconds(request.uri.queryParameters.get("refresh"))
+        return seconds > 0 ? "refresh=\(seconds)" : ""
+    }
+
+    /// `?` and the non-empty `parts` joined by `&`; "" when all are empty.
+    private func query(_ parts: [String]) -> String {
+        let kept = parts.filter { !$0.isEmpty }
+        return kept.isEmpty ? "" : "?" + kept.joined(separator: "&")
     }
 
     /// The audit line, and one more of `courier_console_actions_total{action, result}`, where
