@@ -394,6 +394,11 @@ struct StoreConformanceTests {
         _ = try await contract.claim(limit: 1)
         let inflight = try await storage.entryPage(EntryFilter(states: [.inflight], name: "a"), scanLimit: 1, now: now)
         #expect(inflight.entries.map(\.id) == [ids[0]] && inflight.next == nil)
+        // Pending entries from the first past the cursor, the one in flight left out.
+        let pending = try await storage.entryPage(EntryFilter(states: [.pending], limit: 2), scanLimit: 100, now: now)
+        #expect(pending.entries.map(\.id) == [ids[1], ids[2]] && pending.next == ids[2])
+        let rest = try await storage.entryPage(EntryFilter(states: [.pending, .inflight], limit: 10, after: ids[4]), scanLimit: 100, now: now)
+        #expect(rest.entries.map(\.id) == [ids[5], ids[6]] && rest.next == nil)
     }
 
     @Test("a bulk change in batches: name, origin, after, through and a limit select a batch; a count matches without one", arguments: StoreKind.allCases)

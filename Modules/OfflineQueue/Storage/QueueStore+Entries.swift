@@ -173,7 +173,14 @@ extension QueueStore {
             let (states, stateArguments) = self.stateClauses(filter.states)
             var window = states
             var windowArguments = stateArguments
-            if let after = filter.after {
+            if !filter.states.isEmpty, filter.states.isSubset(of: [.pending, .inflight]), self.schemaVersion >= Schema.firstLeaseVersion {
+                // Open entries are stored as pending rows, usually the newest: the walk in id
+                // order starts at the first of them (found in the claim order's index) rather
+                // than at the cursor, through every finished row before it.
+                guard let first = try Self.firstPending(db, after: filter.after) else { return EntryPage(entries: [], next: nil) }
+                window.append("id >= ?")
+                _ = windowArguments.append(contentsOf: [first])
+            } else if let after = filter.after {
                 window.append("id > ?")
                 _ = windowArguments.append(contentsOf: [after])
             }
@@ -200,6 +207,25 @@ extension QueueStore {
             }
             return EntryPage(entries: found, next: windowEnd)
         }
+    }
+
+    /// The first pending row (a lease or none) past `after`: one seek per priority there is in
+    /// the claim order's index, ordered by priority first.
+    static func firstPending(_ db: Database, after: EntryID?) throws -> EntryID? {
+        var first: EntryID?
+        var below: Int?
+        while let priority = try Int.fetchOne(db.cachedStatement(sql: below == nil
+            ? "SELECT priority FROM entry INDEXED BY entry_pending WHERE state = 'pending' ORDER BY priority DESC LIMIT 1"
+            : "SELECT priority FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND priority < ? ORDER BY priority DESC LIMIT 1"),
+            arguments: below.map { [$0] } ?? []) {
+            if let id = try EntryID.fetchOne(db.cachedStatement(sql: """
+                SELECT id FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND priority = ? AND id > ? ORDER BY priority DESC, id LIMIT 1
+                """), arguments: [priority, after ?? 0]) {
+                first = min(first ?? id, id)
+            }
+            below = priority
+        }
+        return first
     }
 
     /// The conditions on ``entrySource`` for `states` (none for every state) and their arguments.
