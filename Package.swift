@@ -41,6 +41,7 @@ let package = Package(
         .library(name: "OpenAPITransport", targets: ["OpenAPITransport"]),
         .library(name: "OpenAPIOfflineQueue", targets: ["OpenAPIOfflineQueue"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
+        .library(name: "QueueConsole", targets: ["QueueConsole"]),
         // The one tool a user installs. `tour`, `reachability-bench` and `queue-agent` are
         // executable targets of this package only: `swift run tour` runs one, and a package
         // that depends on Courier sees none of them.
@@ -66,6 +67,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         // The range postgres-nio and swift-certificates accept, so adding it moves no resolved version.
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.0"..<"6.0.0"),
+        // The operator console (QueueConsole) only: a user of the queue alone compiles none of them.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         // Modules
@@ -134,13 +139,26 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
+        // The operator console: a Hummingbird router over an OfflineQueue (pages, their JSON twins,
+        // actions) behind authentication, roles, cross-origin protection and security headers.
+        module("QueueConsole", [
+            "OfflineQueue", "HTTPCore", httpTypes,
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
+            .product(name: "Mustache", package: "swift-mustache"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
 
         // Tools
         .executableTarget(
             name: "sync",
             dependencies: [
                 "OfflineQueue", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins",
-                "CourierTesting", httpTypes,
+                "CourierTesting", "QueueConsole", httpTypes,
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -148,8 +166,6 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Tools/sync",
             swiftSettings: strictSettings
@@ -246,6 +262,16 @@ let package = Package(
         ], exclude: ["openapi.yaml", "openapi-generator-config.yaml"]),
         // known-answers.py computes the known-answer vectors again from the format's specification.
         tests("QueueEncryptionTests", ["QueueEncryption", .product(name: "Crypto", package: "swift-crypto")], exclude: ["known-answers.py"]),
+        tests("QueueConsoleTests", [
+            "QueueConsole", "OfflineQueue", "OfflineQueuePostgres", "HTTPCore", "CourierTesting", httpTypes,
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "InMemoryLogging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
+        ]),
         tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,

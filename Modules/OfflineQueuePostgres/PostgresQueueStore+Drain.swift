@@ -213,3 +213,15 @@ extension PostgresRowSequence {
         return values
     }
 }
+
+/// Values of a query built a condition at a time: ``add(_:)`` keeps a value and names its
+/// placeholder (`$1`, `$2`, … after the `offset` placeholders bound before them).
+struct PostgresBinds {
+    var offset = 0
+    var values: [(any PostgresThrowingDynamicTypeEncodable & Sendable)?] = []
+
+    mutating func add(_ value: any PostgresThrowingDynamicTypeEncodable & Sendable) -> String {
+        values.append(value)
+        return "$\(offset + values.count)"
+    }
+}

@@ -214,20 +214,117 @@ extension PostgresQueueStore {
     }
 
     func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
-        // No states asked for: every row, so one holding a state this version does not know is
-        // an error rather than left out.
-        let states: [String]? = filter.states.isEmpty ? nil : filter.states.map(\.rawValue)
-        return try await entries(
-            at: now,
-            where: "($1::text[] IS NULL OR state = ANY($1)) AND ($2::text IS NULL OR group_key = $2) AND ($3::bigint IS NULL OR id > $3) ORDER BY id LIMIT $4",
-            states, filter.group, filter.after, Int64(max(0, filter.limit))
+        var binds = PostgresBinds()
+        var clauses = Self.stateClauses(filter.states, &binds) + Self.matchClauses(filter, alias: nil, &binds)
+        if let after = filter.after { clauses.append("id > \(binds.add(after))") }
+        let condition = (clauses.isEmpty ? "true" : clauses.joined(separator: " AND ")) + " ORDER BY id LIMIT \(binds.add(Int64(max(0, filter.limit))))"
+        return try await entries(at: now, where: condition, binds.values)
+    }
+
+    /// The entries of `filter` among the first `scanLimit` rows of its states past its cursor
+    /// (walked by id through the `(state, id)` index or the primary key); group, name and
+    /// origin are matched on those rows only.
+    func entryPage(_ filter: EntryFilter, scanLimit: Int, now: QueueTime) async throws(QueueError) -> EntryPage {
+        var windowBinds = PostgresBinds()
+        var window = Self.stateClauses(filter.states, &windowBinds)
+        if let after = filter.after { window.append("id > \(windowBinds.add(after))") }
+        let windowWhere = window.isEmpty ? "true" : window.joined(separator: " AND ")
+        let scan = max(scanLimit, filter.limit, 1)
+        var endQuery = PostgresQuery(unsafeSQL: sql("SELECT id FROM §.entry WHERE \(windowWhere) ORDER BY id OFFSET \(scan - 1) LIMIT 1"))
+        do {
+            for value in windowBinds.values { try endQuery.binds.bind(value) }
+        } catch {
+            throw PostgresErrors.map(error, location: location)
+        }
+        let fixedEnd = endQuery
+        let windowEnd = try await reading { connection in
+            try await connection.query(fixedEnd, logger: self.logger).decodeAll(Int64.self).first
+        }
+        var binds = windowBinds
+        var clauses = window + Self.matchClauses(filter, alias: nil, &binds)
+        if let windowEnd { clauses.append("id <= \(binds.add(windowEnd))") }
+        let found = try await entries(
+            at: now, where: (clauses.isEmpty ? "true" : clauses.joined(separator: " AND ")) + " ORDER BY id LIMIT \(binds.add(Int64(max(0, filter.limit))))", binds.values
         )
+        if filter.limit > 0, found.count == filter.limit, let last = found.last {
+            var moreBinds = PostgresBinds()
+            let more = Self.stateClauses(filter.states, &moreBinds) + ["id > \(moreBinds.add(last.id))"]
+            var query = PostgresQuery(unsafeSQL: sql("SELECT EXISTS (SELECT 1 FROM §.entry WHERE \(more.joined(separator: " AND ")))"))
+            do {
+                for value in moreBinds.values { try query.binds.bind(value) }
+            } catch {
+                throw PostgresErrors.map(error, location: location)
+            }
+            let fixed = query
+            let exists = try await reading { connection in
+                try await connection.query(fixed, logger: self.logger).decodeAll(Bool.self).first ?? false
+            }
+            return EntryPage(entries: found, next: exists ? last.id : nil)
+        }
+        return EntryPage(entries: found, next: windowEnd)
+    }
+
+    /// The condition for `states` (none for every state: then a row of a state this version
+    /// does not know is read, and is an error, rather than left out).
+    static func stateClauses(_ states: Set<EntryState>, _ binds: inout PostgresBinds) -> [String] {
+        guard !states.isEmpty else { return [] }
+        return ["state = ANY(\(binds.add(states.map(\.rawValue).sorted())))"]
+    }
+
+    /// The conditions on `entry` (aliased `alias`) for a filter's group, name and origin.
+    static func matchClauses(_ filter: EntryFilter, alias: String?, _ binds: inout PostgresBinds) -> [String] {
+        let prefix = alias.map { $0 + "." } ?? ""
+        var clauses: [String] = []
+        if let group = filter.group { clauses.append("\(prefix)group_key = \(binds.add(group))") }
+        if let name = filter.name { clauses.append("\(prefix)name = \(binds.add(name))") }
+        if let origin = filter.origin {
+            // ``EntryFilter/matches(origin:url:)``: the origin, then nothing, a path or a query.
+            let bound = binds.add(origin)
+            clauses.append("(\(prefix)url = \(bound)::text OR starts_with(\(prefix)url, \(bound)::text || '/') OR starts_with(\(prefix)url, \(bound)::text || '?'))")
+        }
+        return clauses
+    }
+
+    /// Entries by group, name and state among the newest `newest` (a backward walk of the
+    /// primary key), the network waiters (their index), and the deliveries of the last
+    /// minutes on the fleet's clock (the newest delivered rows, through the `(state, id)` index).
+    func tally(newest: Int, now: QueueTime) async throws(QueueError) -> EntryTally {
+        let fleet = try await fleetTime(now)
+        return try await reading { connection in
+            var tally = EntryTally()
+            for try await (group, name, state, count, first) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                SELECT group_key, name, state, count(*), min(id) FROM (SELECT id, group_key, name, state FROM §.entry ORDER BY id DESC LIMIT $1) AS w
+                GROUP BY group_key, name, state
+                """)).with(Int64(max(0, newest))), logger: self.logger).decode((String?, String, String, Int64, Int64).self) {
+                let key = EntryTally.Key(group: group, name: name, state: try UnknownStoredValue.state(state, id: first))
+                tally.counts[key, default: 0] += Int(count)
+                tally.examined += Int(count)
+            }
+            tally.waitingForNetwork = Int(try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                SELECT count(*) FROM §.entry WHERE state = 'pending' AND waiting_network
+                """)), logger: self.logger).decodeAll(Int64.self).first ?? 0)
+            for try await (minute, five) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                SELECT count(*) FILTER (WHERE finished_at >= $1), count(*) FILTER (WHERE finished_at >= $2) FROM (
+                    SELECT finished_at FROM §.entry WHERE state = 'delivered' ORDER BY id DESC LIMIT $3) AS d
+                """)).with(fleet - 60, fleet - 300, Int64(EntryTally.deliveryWindow)), logger: self.logger).decode((Int64, Int64).self) {
+                tally.deliveredLastMinute = Int(minute)
+                tally.deliveredLastFiveMinutes = Int(five)
+            }
+            return tally
+        }
     }
 
     /// Entries read by a condition (and order) over ``PostgresEntryColumn``, their times on this
     /// host's clocks of `now`.
     func entries(
         at now: QueueTime, where condition: String, _ values: (any PostgresThrowingDynamicTypeEncodable & Sendable)?...
+    ) async throws(QueueError) -> [QueueEntry] {
+        try await entries(at: now, where: condition, values)
+    }
+
+    /// ``entries(at:where:_:)`` with the values in an array.
+    func entries(
+        at now: QueueTime, where condition: String, _ values: [(any PostgresThrowingDynamicTypeEncodable & Sendable)?]
     ) async throws(QueueError) -> [QueueEntry] {
         let fleet = try await fleetTime(now)
         var query = PostgresQuery(unsafeSQL: sql("SELECT \(PostgresEntryColumn.selection) FROM §.entry WHERE \(condition)"))

@@ -58,7 +58,34 @@ extension PostgresQueueStore {
             clauses.append("COALESCE(e.finished_at, e.created_at) <= \(bind(fleet - olderThan.seconds))")
         }
         if let prefix = selection.urlPrefix { clauses.append("starts_with(e.url, \(bind(prefix)))") }
-        return (clauses.joined(separator: " AND "), values)
+        var binds = PostgresBinds(offset: 2, values: values)
+        clauses += Self.matchClauses(EntryFilter(name: selection.name, origin: selection.origin), alias: "e", &binds)
+        if let after = selection.after { clauses.append("e.id > \(binds.add(after))") }
+        if let through = selection.through { clauses.append("e.id <= \(binds.add(through))") }
+        return (clauses.joined(separator: " AND "), binds.values)
+    }
+
+    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount {
+        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
+        let fleet = try await fleetTime(now)
+        let (condition, values) = matching(selection, fleet: fleet)
+        // `$1` is the lock name in the other queries of a selection; unused here, so bound to nothing.
+        var query = PostgresQuery(unsafeSQL: sql("SELECT count(*), max(e.id) FROM §.entry AS e WHERE $1::text IS NULL AND \(condition)"))
+        do {
+            try query.binds.bind(nil)
+            try query.binds.bind(states.map(\.rawValue).sorted())
+            for value in values { try query.binds.bind(value) }
+        } catch {
+            throw PostgresErrors.map(error, location: location)
+        }
+        let fixed = query
+        return try await reading { connection in
+            var found = SelectionCount()
+            for try await (count, newest) in try await connection.query(fixed, logger: self.logger).decode((Int64, Int64?).self) {
+                found = SelectionCount(count: Int(count), newest: newest)
+            }
+            return found
+        }
     }
 
     /// What `selection` matches among `states`: id, state, whether its drainer lives, body.
@@ -66,9 +93,10 @@ extension PostgresQueueStore {
         _ selection: EntrySelection, states: Set<EntryState>, fleet: Double, on connection: PostgresConnection
     ) async throws -> [(id: Int64, state: EntryState, held: Bool, body: String?)] {
         let (condition, values) = matching(selection, fleet: fleet)
+        let limit = selection.limit.map { " LIMIT \(max(0, $0))" } ?? ""
         var query = PostgresQuery(unsafeSQL: sql("""
             SELECT e.id, e.state, e.state = 'inflight' AND \(Self.drainerLives), e.body_ref FROM §.entry AS e
-            WHERE \(condition) ORDER BY e.id FOR UPDATE
+            WHERE \(condition) ORDER BY e.id\(limit) FOR UPDATE
             """))
         try query.binds.bind(lockName)
         try query.binds.bind(states.map(\.rawValue).sorted())

@@ -356,6 +356,104 @@ struct StoreConformanceTests {
         #expect(try await storage.entry(idempotencyKey: "none", now: now) == nil)
     }
 
+    @Test("listings by name and origin: an origin matches its own URLs only; a page examines at most its scan limit of rows and says where the next starts", arguments: StoreKind.allCases)
+    func listingsByNameAndOrigin(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        defer { Task { await contract.remove() } }
+        let ids = try await contract.insert([
+            Spec(name: "a", url: "https://api.test/x"), Spec(name: "b", url: "https://api.test"), Spec(name: "a", url: "https://api.test.evil.org/x"),
+            Spec(name: "a", url: "https://api.test:8443/x"), Spec(name: "a", url: "https://api.test?q=1"), Spec(group: "g", name: "b", url: "https://other.test/"),
+            Spec(name: "a", url: "https://api.test/y"),
+        ])
+        let storage = contract.storage
+        let now = contract.now
+        #expect(try await storage.entries(EntryFilter(name: "a"), now: now).map(\.id) == [ids[0], ids[2], ids[3], ids[4], ids[6]])
+        #expect(try await storage.entries(EntryFilter(origin: "https://api.test"), now: now).map(\.id) == [ids[0], ids[1], ids[4], ids[6]])
+        #expect(try await storage.entries(EntryFilter(name: "a", origin: "https://api.test", limit: 2, after: ids[0]), now: now).map(\.id) == [ids[4], ids[6]])
+        #expect(try await storage.entries(EntryFilter(group: "g", name: "b"), now: now).map(\.id) == [ids[5]])
+        #expect(try await storage.entries(EntryFilter(name: "a%"), now: now).isEmpty, "compared as is, no pattern")
+        #expect(try await storage.entries(EntryFilter(origin: "https://api.tes%"), now: now).isEmpty)
+        // Scan 3 rows a page: name "b" is on rows 2 and 6.
+        var filter = EntryFilter(name: "b", limit: 2)
+        let first = try await storage.entryPage(filter, scanLimit: 3, now: now)
+        #expect(first.entries.map(\.id) == [ids[1]] && first.next == ids[2], "short: the scan ended at the third row")
+        filter.after = first.next
+        let second = try await storage.entryPage(filter, scanLimit: 3, now: now)
+        #expect(second.entries.map(\.id) == [ids[5]] && second.next == ids[5])
+        filter.after = second.next
+        let last = try await storage.entryPage(filter, scanLimit: 3, now: now)
+        #expect(last.entries.isEmpty && last.next == nil)
+        // A full page says to go on after its last entry, unless no row is left.
+        let full = try await storage.entryPage(EntryFilter(name: "a", limit: 2), scanLimit: 100, now: now)
+        #expect(full.entries.map(\.id) == [ids[0], ids[2]] && full.next == ids[2])
+        let unfiltered = try await storage.entryPage(EntryFilter(limit: 3), scanLimit: 100, now: now)
+        #expect(unfiltered.entries.map(\.id) == Array(ids[0..<3]) && unfiltered.next == ids[2], "no condition at all")
+        let end = try await storage.entryPage(EntryFilter(name: "a", limit: 1, after: ids[4]), scanLimit: 100, now: now)
+        #expect(end.entries.map { $0.id } == [ids[6]] && end.next == nil)
+        // The window is over the filter's states.
+        _ = try await contract.claim(limit: 1)
+        let inflight = try await storage.entryPage(EntryFilter(states: [.inflight], name: "a"), scanLimit: 1, now: now)
+        #expect(inflight.entries.map(\.id) == [ids[0]] && inflight.next == nil)
+        // Pending entries from the first past the cursor, the one in flight left out.
+        let pending = try await storage.entryPage(EntryFilter(states: [.pending], limit: 2), scanLimit: 100, now: now)
+        #expect(pending.entries.map(\.id) == [ids[1], ids[2]] && pending.next == ids[2])
+        let rest = try await storage.entryPage(EntryFilter(states: [.pending, .inflight], limit: 10, after: ids[4]), scanLimit: 100, now: now)
+        #expect(rest.entries.map(\.id) == [ids[5], ids[6]] && rest.next == nil)
+    }
+
+    @Test("a bulk change in batches: name, origin, after, through and a limit select a batch; a count matches without one", arguments: StoreKind.allCases)
+    func bulkBatches(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        defer { Task { await contract.remove() } }
+        let ids = try await contract.insert((0..<7).map { index in
+            Spec(name: index % 2 == 0 ? "even" : "odd", url: index == 4 ? "https://elsewhere.test/x" : nil)
+        })
+        let storage = contract.storage
+        let now = contract.now
+        #expect(try await storage.count(matching: EntrySelection(), now: now) == SelectionCount(count: 7, newest: ids[6]))
+        #expect(try await storage.count(matching: EntrySelection(name: "even"), now: now) == SelectionCount(count: 4, newest: ids[6]))
+        #expect(try await storage.count(matching: EntrySelection(name: "even", origin: "https://example.test", limit: 1), now: now) == SelectionCount(count: 3, newest: ids[6]),
+                "a count ignores the limit")
+        #expect(try await storage.count(matching: EntrySelection(name: "odd", through: ids[4]), now: now) == SelectionCount(count: 2, newest: ids[3]))
+        #expect(try await storage.count(matching: EntrySelection(states: [.dead], name: "even"), now: now) == SelectionCount())
+        let selection = EntrySelection(name: "even", origin: "https://example.test", through: ids[5], limit: 1)
+        let dry = try await storage.purge(matching: selection, now: now, dryRun: true)
+        #expect(dry.ids == [ids[0]])
+        var batch = selection
+        var purged: [EntryID] = []
+        while true {
+            let change = try await storage.purge(matching: batch, now: now, dryRun: false)
+            purged += change.ids
+            guard let last = (change.ids + change.skipped).max() else { break }
+            batch.after = last
+        }
+        #expect(purged == [ids[0], ids[2]], "id 4 is elsewhere, id 6 came after `through`")
+        let retried = try await storage.retry(matching: EntrySelection(name: "odd", after: ids[1], limit: 5), now: now, dryRun: false)
+        #expect(retried.ids == [ids[3], ids[5]])
+    }
+
+    @Test("a tally counts the newest entries by group, name and state, the network waiters, and the deliveries of the last minutes", arguments: StoreKind.allCases)
+    func tallies(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        defer { Task { await contract.remove() } }
+        let ids = try await contract.insert([Spec(group: "g", name: "a"), Spec(name: "a"), Spec(group: "g", name: "b"), Spec(name: "b"), Spec(group: "h", name: "a")])
+        #expect(try await contract.claim().claimed.map(\.id) == [ids[0], ids[1], ids[3], ids[4]], "the second of group g waits")
+        _ = try await contract.settle([Settlement(id: ids[0], transition: .deliver(status: 200))])
+        contract.clock.advance(by: .seconds(120))
+        let offline = Transition.retry(.init(after: .seconds(3600), consumesAttempt: false, waitingForNetwork: true, error: "no route"))
+        _ = try await contract.settle([Settlement(id: ids[1], transition: .deliver(status: 200)), Settlement(id: ids[3], transition: offline)])
+        let tally = try await contract.storage.tally(newest: 100, now: contract.now)
+        typealias Key = EntryTally.Key
+        #expect(tally.counts == [
+            Key(group: "g", name: "a", state: .delivered): 1, Key(group: nil, name: "a", state: .delivered): 1,
+            Key(group: "g", name: "b", state: .pending): 1, Key(group: nil, name: "b", state: .pending): 1, Key(group: "h", name: "a", state: .inflight): 1,
+        ])
+        #expect(tally.examined == 5 && tally.waitingForNetwork == 1)
+        #expect(tally.deliveredLastMinute == 1 && tally.deliveredLastFiveMinutes == 2)
+        let newest = try await contract.storage.tally(newest: 2, now: contract.now)
+        #expect(newest.examined == 2 && newest.counts == [Key(group: nil, name: "b", state: .pending): 1, Key(group: "h", name: "a", state: .inflight): 1])
+    }
+
     @Test("an insert, a retry by id or of the dead, and a resume wake the drainers watching the store", arguments: StoreKind.allCases)
     func wakeUps(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
@@ -439,21 +537,26 @@ struct Spec {
     var priority = 0
     var notBefore: Date?
     var path: String?
+    var name: String?
+    /// The whole URL, instead of `https://example.test` and the path.
+    var url: String?
 
-    init(key: String? = nil, group: String? = nil, priority: Int = 0, notBefore: Date? = nil, path: String? = nil) {
+    init(key: String? = nil, group: String? = nil, priority: Int = 0, notBefore: Date? = nil, path: String? = nil, name: String? = nil, url: String? = nil) {
         self.key = key
         self.group = group
         self.priority = priority
         self.notBefore = notBefore
         self.path = path
+        self.name = name
+        self.url = url
     }
 
     var entry: NewEntry { entry(key: key ?? UUID().uuidString) }
 
     func entry(key: String) -> NewEntry {
         NewEntry(
-            idempotencyKey: key, method: "POST", url: "https://example.test" + (path ?? "/" + key),
-            headers: [StoredHeader(name: "X-Key", value: key)], body: nil, scopes: [], name: "POST /test",
+            idempotencyKey: key, method: "POST", url: url ?? "https://example.test" + (path ?? "/" + key),
+            headers: [StoredHeader(name: "X-Key", value: key)], body: nil, scopes: [], name: name ?? "POST /test",
             group: group, priority: priority, timeout: nil, notBefore: notBefore
         )
     }

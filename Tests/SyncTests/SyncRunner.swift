@@ -31,8 +31,9 @@ struct SyncRunner {
     /// The working directory, when not this process's.
     var directory: URL?
 
-    /// A started process with pipes, for commands that run until signalled.
-    func start(_ arguments: [String]) throws -> (ChildProcess, Pipe, Pipe) {
+    /// A started process with pipes, for commands that run until signalled; `input` is
+    /// written to its standard input (then closed), which is otherwise empty.
+    func start(_ arguments: [String], input: String? = nil) throws -> (ChildProcess, Pipe, Pipe) {
         let process = ChildProcess()
         let sync = try builtProduct(named: "sync")
         if let tool = launcher.first {
@@ -52,8 +53,13 @@ struct SyncRunner {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let stdin = input.map { _ in Pipe() }
+        if let stdin { process.standardInput = stdin } else { process.standardInput = FileHandle.nullDevice }
         try process.run()
+        if let stdin, let input {
+            try stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
+            try stdin.fileHandleForWriting.close()
+        }
         return (process, out, err)
     }
 
@@ -63,8 +69,8 @@ struct SyncRunner {
         try await run(arguments, limit: limit)
     }
 
-    func run(_ arguments: [String], limit: Duration = .seconds(60)) async throws -> Result {
-        let (process, out, err) = try start(arguments)
+    func run(_ arguments: [String], input: String? = nil, limit: Duration = .seconds(60)) async throws -> Result {
+        let (process, out, err) = try start(arguments, input: input)
         // Read both pipes while the process runs, so a full pipe never blocks it.
         let stdout = readToEnd(out.fileHandleForReading)
         let stderr = readToEnd(err.fileHandleForReading)

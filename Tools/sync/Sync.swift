@@ -31,15 +31,15 @@ struct Sync: AsyncParsableCommand {
             keyring, off without). See `sync keys --help`.
 
             Exit codes (sysexits.h): 0 done, 64 bad usage (--sealing on or required without a \
-            keyring), 65 bad data (invalid URL or method, secret header, corrupt database, \
-            malformed keyring, a sealed entry that does not authenticate), 66 no such database, \
-            keyring or file, 71 cannot listen on the --metrics-address, 73 cannot create the \
+            keyring, a console on a non-loopback address without users), 65 bad data (invalid URL or method, secret header, corrupt database, \
+            malformed keyring, a sealed entry that does not authenticate, a malformed console credentials file), 66 no such database, \
+            keyring or file, 71 cannot listen on the --metrics-address, --console or --address, 73 cannot create the \
             database or keyring, 74 I/O error (disk full), 75 entries remain (try again later), \
             78 unsafe keyring (open to other users, a symbolic link), or a keyring that does not \
             fit the queue (a key missing or with other bytes; entries in clear under required).
             """,
         subcommands: [
-            Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Keys.self, Demo.self,
+            Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Console.self, Keys.self, Demo.self,
         ]
     )
 

@@ -138,6 +138,22 @@ final class MemoryQueueSession: QueueStorage {
         store.state.withLock { $0.entries(filter, now: now) }
     }
 
+    func entryPage(_ filter: EntryFilter, scanLimit: Int, now: QueueTime) async throws(QueueError) -> EntryPage {
+        store.state.withLock { $0.entryPage(filter, scanLimit: scanLimit, now: now) }
+    }
+
+    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount {
+        var all = selection
+        all.limit = nil
+        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
+        let found = store.state.withLock { $0.matching(all, states: states, now: now) }
+        return SelectionCount(count: found.count, newest: found.last?.entry.id)
+    }
+
+    func tally(newest: Int, now: QueueTime) async throws(QueueError) -> EntryTally {
+        store.state.withLock { $0.tally(newest: newest, now: now) }
+    }
+
     func counts(now: QueueTime) async throws(QueueError) -> QueueCounts {
         let owner = self.owner
         return store.state.withLock { $0.counts(now: now, owner: owner) }

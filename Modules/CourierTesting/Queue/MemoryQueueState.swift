@@ -196,12 +196,47 @@ struct MemoryQueueState {
         rows.values
             .filter { row in
                 (filter.states.isEmpty || filter.states.contains(row.entry.state))
-                    && (filter.group == nil || row.entry.group == filter.group)
-                    && (filter.after.map { row.entry.id > $0 } ?? true)
+                    && Self.matches(filter, row.entry) && (filter.after.map { row.entry.id > $0 } ?? true)
             }
             .sorted { $0.entry.id < $1.entry.id }
             .prefix(max(0, filter.limit))
             .map { entry($0, now: now) }
+    }
+
+    /// Whether `entry` has the filter's group, name and origin.
+    static func matches(_ filter: EntryFilter, _ entry: QueueEntry) -> Bool {
+        (filter.group == nil || entry.group == filter.group)
+            && (filter.name == nil || entry.name == filter.name)
+            && (filter.origin.map { EntryFilter.matches(origin: $0, url: entry.url) } ?? true)
+    }
+
+    /// The entries of `filter` among the first `scanLimit` rows of its states past its cursor.
+    func entryPage(_ filter: EntryFilter, scanLimit: Int, now: QueueTime) -> EntryPage {
+        let window = rows.values
+            .filter { row in (filter.states.isEmpty || filter.states.contains(row.entry.state)) && (filter.after.map { row.entry.id > $0 } ?? true) }
+            .sorted { $0.entry.id < $1.entry.id }
+        let scan = max(scanLimit, filter.limit, 1)
+        let examined = window.prefix(scan)
+        let found = Array(examined.filter { Self.matches(filter, $0.entry) }.prefix(max(0, filter.limit)))
+        if filter.limit > 0, found.count == filter.limit, let last = found.last {
+            return EntryPage(entries: found.map { entry($0, now: now) }, next: window.last!.entry.id > last.entry.id ? last.entry.id : nil)
+        }
+        return EntryPage(entries: found.map { entry($0, now: now) }, next: window.count > scan ? examined.last?.entry.id : nil)
+    }
+
+    /// By group, name and state among the newest; the network waiters; recent deliveries.
+    func tally(newest: Int, now: QueueTime) -> EntryTally {
+        var tally = EntryTally()
+        for row in rows.values.sorted(by: { $0.entry.id > $1.entry.id }).prefix(max(0, newest)) {
+            tally.counts[EntryTally.Key(group: row.entry.group, name: row.entry.name, state: row.entry.state), default: 0] += 1
+            tally.examined += 1
+        }
+        tally.waitingForNetwork = rows.values.filter { $0.entry.state == .pending && $0.entry.waitingForNetwork }.count
+        let delivered = rows.values.filter { $0.entry.state == .delivered }.sorted { $0.entry.id > $1.entry.id }
+            .prefix(EntryTally.deliveryWindow).compactMap(\.entry.finishedAt)
+        tally.deliveredLastMinute = delivered.filter { $0 >= now.wall.addingTimeInterval(-60) }.count
+        tally.deliveredLastFiveMinutes = delivered.filter { $0 >= now.wall.addingTimeInterval(-300) }.count
+        return tally
     }
 
     /// Whether a pause holds back an entry of `group`.
@@ -336,9 +371,14 @@ struct MemoryQueueState {
             if let olderThan = selection.olderThan,
                (entry.finishedAt ?? entry.createdAt) > now.wall.addingTimeInterval(-olderThan.seconds) { return false }
             if let prefix = selection.urlPrefix, !entry.url.utf8.starts(with: prefix.utf8) { return false }
+            if !Self.matches(EntryFilter(name: selection.name, origin: selection.origin), entry) { return false }
+            if let after = selection.after, entry.id <= after { return false }
+            if let through = selection.through, entry.id > through { return false }
             return true
         }
         .sorted { $0.entry.id < $1.entry.id }
+        .prefix(selection.limit.map { max(0, $0) } ?? .max)
+        .map { $0 }
     }
 
     mutating func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) -> BulkChange {

@@ -1,56 +1,73 @@
 import HTTPCore
 
-/// The queue's counts as read from the store at most once per `maxAge`, shared by everyone in
-/// the process who asks (systemd's `STATUS=`, the metrics gauges, a console's viewers): one
-/// count query however many readers, and readers who ask while one is under way wait for it
-/// rather than start their own.
+/// A value read from the store at most once per `maxAge`, shared by everyone in the process
+/// who asks (systemd's `STATUS=`, the metrics gauges, a console's viewers): one query however
+/// many readers, and readers who ask while one is under way wait for it rather than start
+/// their own. A read for another `key` (other parameters) is not shared with it.
 ///
 /// Sendable: the state is behind a lock; the read under way is a task whose result every
 /// waiter takes.
-final class CountsCache: Sendable {
+final class SharedRead<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct State {
-        /// The last counts read, and when (boot clock).
-        var last: (counts: QueueCounts, at: Double)?
-        var reading: Task<Result<QueueCounts, QueueError>, Never>?
+        /// The last value read, for which key, and when (boot clock).
+        var last: (key: Key, value: Value, at: Double)?
+        var reading: (key: Key, task: Task<Result<Value, QueueError>, Never>)?
     }
 
     private let state = LockedBox(State())
 
     private enum Found {
-        case cached(QueueCounts)
-        case reading(Task<Result<QueueCounts, QueueError>, Never>)
+        case cached(Value)
+        case reading(Task<Result<Value, QueueError>, Never>)
     }
 
-    /// Counts no older than `maxAge`, read by `read` when there are none (`read` runs at most
-    /// once at a time). A failed read is not kept: the next caller tries again.
-    func counts(maxAge: Duration, read: @escaping @Sendable () async -> Result<QueueCounts, QueueError>) async throws(QueueError) -> QueueCounts {
+    /// The value of `key` no older than `maxAge`, read by `read` when there is none (`read`
+    /// runs at most once at a time). A failed read is not kept: the next caller tries again.
+    func value(for key: Key, maxAge: Duration, read: @escaping @Sendable () async -> Result<Value, QueueError>) async throws(QueueError) -> Value {
         let now = BootClock.uptime()
         let found = state.withLock { state -> Found in
-            if let last = state.last, now - last.at <= maxAge.seconds { return .cached(last.counts) }
-            if let reading = state.reading { return .reading(reading) }
+            if let last = state.last, last.key == key, now - last.at <= maxAge.seconds { return .cached(last.value) }
+            if let reading = state.reading, reading.key == key { return .reading(reading.task) }
             let shared = self.state
             let reading = Task {
                 let result = await read()
                 shared.withLock { state in
-                    if case .success(let counts) = result { state.last = (counts, BootClock.uptime()) }
-                    state.reading = nil
+                    if case .success(let value) = result { state.last = (key, value, BootClock.uptime()) }
+                    if state.reading?.key == key { state.reading = nil }
                 }
                 return result
             }
-            state.reading = reading
+            state.reading = (key, reading)
             return .reading(reading)
         }
         switch found {
-        case .cached(let counts): return counts
+        case .cached(let value): return value
         case .reading(let reading): return try await reading.value.get()
         }
     }
 
-    /// Counts read elsewhere (at the end of a drain), kept for the next readers.
-    func offer(_ counts: QueueCounts) {
+    /// A value read elsewhere (counts at the end of a drain), kept for the next readers.
+    func offer(_ value: Value, for key: Key) {
         let now = BootClock.uptime()
-        state.withLock { $0.last = (counts, now) }
+        state.withLock { $0.last = (key, value, now) }
     }
+}
+
+/// The counts' cache: one key, since counts take no parameters.
+typealias CountsCache = SharedRead<Int, QueueCounts>
+
+extension SharedRead where Key == Int {
+    func counts(maxAge: Duration, read: @escaping @Sendable () async -> Result<Value, QueueError>) async throws(QueueError) -> Value {
+        try await value(for: 0, maxAge: maxAge, read: read)
+    }
+
+    func offer(_ value: Value) { offer(value, for: 0) }
+}
+
+/// The overview's parameters, its cache's key.
+struct OverviewShape: Hashable, Sendable {
+    var top: Int
+    var window: Int
 }
 
 extension OfflineQueue {
@@ -70,5 +87,33 @@ extension OfflineQueue {
                 return .failure(error)
             }
         }
+    }
+
+    /// The overview, no older than `maxAge`, shared as ``recentCounts(maxAge:)`` is: one read
+    /// per `maxAge` (the counts, the pauses and the tally by group and name) however many
+    /// viewers ask. ``overview(top:window:)`` always reads.
+    public func recentOverview(maxAge: Duration = .seconds(1), top: Int = 50, window: Int = QueueOverview.defaultWindow) async throws(QueueError) -> QueueOverview {
+        try await overviewCache.value(for: OverviewShape(top: top, window: window), maxAge: maxAge) { [self] in
+            do throws(QueueError) {
+                return .success(try await overview(top: top, window: window, countsMaxAge: maxAge))
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    /// The overview as the store has it now: the counts (no older than `countsMaxAge`,
+    /// ``recentCounts(maxAge:)``), the pauses, the `top` largest groups and names among the
+    /// newest `window` entries, the entries waiting for the network and the recent deliveries.
+    /// Each part is a bounded read, however many entries there are.
+    public func overview(top: Int = 50, window: Int = QueueOverview.defaultWindow, countsMaxAge: Duration = .zero) async throws(QueueError) -> QueueOverview {
+        let counts = try await recentCounts(maxAge: countsMaxAge)
+        let pauses = try await operatorStore.pauseStatus()
+        let window = max(0, window)
+        let tally = try await activity.storeCall(.counts) { () async throws(QueueError) in
+            try await operatorStore.tally(newest: window, now: configuration.clock.now())
+        }
+        metrics.answered(.tally)
+        return QueueOverview(counts: counts, pauses: pauses, tally: tally, window: window, top: top)
     }
 }

@@ -61,6 +61,8 @@ public final class OfflineQueue: Sendable {
     let activity = QueueActivity()
     /// The counts of ``recentCounts(maxAge:)``, shared within the process.
     let countsCache = CountsCache()
+    /// The overview, read at most once per interval however many console viewers ask.
+    let overviewCache = SharedRead<OverviewShape, QueueOverview>()
     /// Names this drainer in leases (`host:pid:token:boot` on SQLite, `host:pid:pgN` on
     /// PostgreSQL).
     var owner: String { drainStore.owner }
@@ -297,9 +299,25 @@ public final class OfflineQueue: Sendable {
         try await operatorStore.entries(filter, now: configuration.clock.now())
     }
 
+    /// A page of the entries matching `filter`, the store examining at most `scanLimit` rows of
+    /// the filter's states past ``EntryFilter/after`` (at least the filter's limit): a filter by
+    /// group, name or origin that matches few rows still makes a bounded query. The page then
+    /// holds fewer entries than the limit and says where the next one starts.
+    public func entryPage(_ filter: EntryFilter, scanLimit: Int) async throws(QueueError) -> EntryPage {
+        try await operatorStore.entryPage(filter, scanLimit: max(scanLimit, filter.limit), now: configuration.clock.now())
+    }
+
+    /// How many entries `selection` matches (every state when it names none; its `limit` is
+    /// ignored), and the newest of them.
+    public func count(matching selection: EntrySelection) async throws(QueueError) -> SelectionCount {
+        try await operatorStore.count(matching: selection, now: configuration.clock.now())
+    }
+
     /// How many entries are in each state, the oldest pending and the next due time.
     public func counts() async throws(QueueError) -> QueueCounts {
-        try await activity.storeCall(.counts) { () async throws(QueueError) in try await operatorStore.counts(now: configuration.clock.now()) }
+        let counts = try await activity.storeCall(.counts) { () async throws(QueueError) in try await operatorStore.counts(now: configuration.clock.now()) }
+        metrics.answered(.counts)
+        return counts
     }
 
     /// Makes these entries due now with a fresh attempt budget (delivered ones are left alone).

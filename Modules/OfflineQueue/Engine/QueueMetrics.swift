@@ -72,6 +72,7 @@ final class QueueMetrics: Sendable {
     private let counters = LockedBox<[Key: Counter]>([:])
     private let timers = LockedBox<[Key: Metrics.Timer]>([:])
     private let gauges = LockedBox<[String: Gauge]>([:])
+    private let queries = LockedBox<[CountQuery: Counter]>([:])
     private let endpoints: BoundedLabel
 
     private enum Metric: String {
@@ -194,6 +195,23 @@ final class QueueMetrics: Sendable {
         case .retry, .release:
             break   // a wait for the network, or a stop: not a retry
         }
+    }
+
+    /// The count queries the store answers: what status lines, gauges and console viewers cost it.
+    enum CountQuery: String {
+        /// The counts by state, the oldest pending entry and the next due time.
+        case counts
+        /// Entries by group, name and state among the newest, for an overview.
+        case tally
+    }
+
+    /// One count query answered by the store, for whichever reader in this process asked (a
+    /// shared read counts once however many readers it served).
+    func answered(_ query: CountQuery) {
+        guard isRecording else { return }
+        Self.handle(query, in: queries) {
+            Counter(label: options.prefix + "_count_queries_total", dimensions: [("query", query.rawValue)], factory: factory)
+        }.increment()
     }
 
     /// The gauges, from counts read at `now`.

@@ -24,16 +24,47 @@ public struct EntrySelection: Sendable, Hashable {
     public var olderThan: Duration?
     /// Only entries whose stored URL starts with this text (compared as is, case and all).
     public var urlPrefix: String?
+    /// Only entries of this name (``QueueEntry/name``).
+    public var name: String?
+    /// Only entries on this origin, by the rule of ``EntryFilter/matches(origin:url:)``.
+    public var origin: String?
+    /// Only entries with an id above this one: where the next batch of a change made in
+    /// batches starts.
+    public var after: EntryID?
+    /// Only entries with an id up to this one: a change made in batches leaves alone what was
+    /// enqueued after it was asked for.
+    public var through: EntryID?
+    /// At most this many entries, the oldest first (those skipped count too): one batch.
+    public var limit: Int?
 
     public init(
         states: Set<EntryState> = [], group: String? = nil, status: ClosedRange<Int>? = nil,
-        olderThan: Duration? = nil, urlPrefix: String? = nil
+        olderThan: Duration? = nil, urlPrefix: String? = nil, name: String? = nil, origin: String? = nil,
+        after: EntryID? = nil, through: EntryID? = nil, limit: Int? = nil
     ) {
         self.states = states
         self.group = group
         self.status = status
         self.olderThan = olderThan
         self.urlPrefix = urlPrefix
+        self.name = name
+        self.origin = origin
+        self.after = after
+        self.through = through
+        self.limit = limit
+    }
+}
+
+/// How many entries a selection matches, and the newest of them: a change made later in
+/// batches goes ``EntrySelection/through`` it, so it touches no entry enqueued since.
+public struct SelectionCount: Sendable, Hashable {
+    public var count: Int
+    /// The largest id matched; `nil` when nothing is.
+    public var newest: EntryID?
+
+    public init(count: Int = 0, newest: EntryID? = nil) {
+        self.count = count
+        self.newest = newest
     }
 }
 

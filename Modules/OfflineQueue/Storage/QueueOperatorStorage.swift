@@ -18,6 +18,17 @@ package protocol QueueOperatorStorage: Sendable {
     func entry(idempotencyKey key: String, now: QueueTime) async throws(QueueError) -> QueueEntry?
     /// Entries matching `filter`, oldest first.
     func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry]
+    /// Entries matching `filter` among the first `scanLimit` rows (at least the filter's limit)
+    /// of its states past ``EntryFilter/after``, oldest first, and where the next page starts:
+    /// after the last entry of a full page, after the last row examined when the scan ended
+    /// first, `nil` when no row of its states is left.
+    func entryPage(_ filter: EntryFilter, scanLimit: Int, now: QueueTime) async throws(QueueError) -> EntryPage
+    /// How many entries `selection` matches, every state when it names none (its limit ignored).
+    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount
+    /// The entries by group, name and state among the `newest` entries (a walk of the id order
+    /// from the end, bounded however many there are), the entries waiting for the network,
+    /// and the deliveries of the last one and five minutes.
+    func tally(newest: Int, now: QueueTime) async throws(QueueError) -> EntryTally
     /// How many entries are in each state, the oldest pending, the next due time, and the
     /// drainers holding entries (those that are gone counted apart).
     func counts(now: QueueTime) async throws(QueueError) -> QueueCounts

@@ -81,7 +81,29 @@ extension QueueStore {
             clauses.append("substr(e.url, 1, length(?)) = ?")
             _ = arguments.append(contentsOf: [prefix, prefix])
         }
+        let (others, otherArguments) = Self.matchClauses(EntryFilter(name: selection.name, origin: selection.origin), alias: "e")
+        clauses += others
+        arguments += otherArguments
+        if let after = selection.after {
+            clauses.append("e.id > ?")
+            _ = arguments.append(contentsOf: [after])
+        }
+        if let through = selection.through {
+            clauses.append("e.id <= ?")
+            _ = arguments.append(contentsOf: [through])
+        }
         return (clauses.joined(separator: " AND "), arguments)
+    }
+
+    func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount {
+        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
+        let (filter, arguments) = matching(selection, states: states, now: now)
+        return try await read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT count(*), max(e.id) FROM \(self.entrySource) AS e WHERE \(filter)", arguments: arguments) else {
+                return SelectionCount()
+            }
+            return SelectionCount(count: row[0], newest: row[1])
+        }
     }
 
     /// One matched row: enough to decide what to do with it.
@@ -93,8 +115,10 @@ extension QueueStore {
     }
 
     private func matches(_ db: Database, _ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) throws -> [Match] {
-        let (filter, arguments) = matching(selection, states: states, now: now)
-        return try Row.fetchAll(db, sql: "SELECT e.id, e.state, e.lease_owner, e.body_file FROM \(entrySource) AS e WHERE \(filter) ORDER BY e.id", arguments: arguments)
+        var (filter, arguments) = matching(selection, states: states, now: now)
+        let limit = selection.limit.map { max(0, $0) } ?? -1
+        _ = arguments.append(contentsOf: [limit])
+        return try Row.fetchAll(db, sql: "SELECT e.id, e.state, e.lease_owner, e.body_file FROM \(entrySource) AS e WHERE \(filter) ORDER BY e.id LIMIT ?", arguments: arguments)
             .map { row in
                 let id: EntryID = row[0]
                 do throws(UnknownStoredValue) {

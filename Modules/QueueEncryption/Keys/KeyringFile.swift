@@ -1,13 +1,13 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #elseif canImport(Darwin)
-import Darwin
+package import Darwin
 #endif
 
 /// The keyring file's I/O: opening with the safety checks, and writing without ever leaving
 /// the keys open to other users, even for an instant, or half written.
-enum KeyringFile {
+package enum KeyringFile {
     /// Larger files are refused unread: a keyring of thousands of keys is still far smaller.
     static let maximumSize = 1 << 20
 
@@ -46,7 +46,7 @@ enum KeyringFile {
     /// owning group, a named group, or a named user other than this one may read or write.
     /// That accepts systemd's credentials, which are root's with mode 0400 and an ACL entry
     /// giving the service's user read access.
-    static func unsafeReason(_ info: stat, descriptor fd: Int32) -> String? {
+    package static func unsafeReason(_ info: stat, descriptor fd: Int32) -> String? {
         let mode = UInt32(info.st_mode)
         let owner = UInt32(info.st_uid)
         if owner != geteuid() && owner != 0 { return "it is owned by uid \(owner), neither this user nor root" }

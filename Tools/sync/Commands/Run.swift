@@ -1,10 +1,12 @@
 import ArgumentParser
 import AsyncHTTPClientTransport
+import Hummingbird
 import Foundation
 import Logging
 import Metrics
 import OfflineQueue
 import Prometheus
+import QueueConsole
 import QueueSystemd
 import Reachability
 import ServiceLifecycle
@@ -31,9 +33,14 @@ struct Run: AsyncParsableCommand {
             With --metrics-address it serves GET /metrics in Prometheus's text format: the \
             courier_queue_* gauges, counters and histograms listed in Docs/OfflineQueue.md.
 
+            With --console it serves the operator console (Docs/Console.md) at that address, and \
+            GET /metrics on the same server, behind the console's users (--credentials FILE, \
+            else $CREDENTIALS_DIRECTORY/courier-console); without users only on a loopback address.
+
             Examples:
               sync run
               sync run --metrics-address 9464
+              sync run --console 127.0.0.1:9090
               sync run --concurrency 16 --probe-url https://api.example.com/health --log-format json
             """
     )
@@ -47,6 +54,14 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var secrets: SecretOptions
 
     @OptionGroup var metrics: MetricsOptions
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Serve the operator console, and /metrics beside it, at this address: HOST:PORT, [IPv6]:PORT, or a bare PORT for 127.0.0.1. Off unless given.",
+        valueName: "address"
+    ))
+    var console: String?
+
+    @OptionGroup var consoleOptions: ConsoleOptions
 
     @Option(name: .long, help: ArgumentHelp("How often to look for work without being woken, in seconds (a fallback).", valueName: "seconds"))
     var poll: Double = 5
@@ -63,46 +78,61 @@ struct Run: AsyncParsableCommand {
     var logLevel: String = "info"
 
     func validate() throws {
+        if let console, ListenAddress(console) == nil {
+            throw ValidationError("--console \(console.debugDescription) is not HOST:PORT, [IPv6]:PORT or a port (0 to 65535)")
+        }
         try Seconds.check(poll, option: "--poll")
         try Seconds.check(storeTimeout, option: "--store-timeout")
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
+        _ = try LineLogHandler.level(logLevel)
     }
 
     func run() async throws {
-        let format = logFormat
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = LineLogHandler(label: label, format: format)
-            handler.logLevel = level
-            return handler
-        }
+        LineLogHandler.bootstrap(format: logFormat, level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "courier.sync")
-        var endpoint: MetricsEndpoint?
-        if let address = metrics.address {
-            endpoint = try await Self.serveMetrics(at: address, logger: logger)
+        // Checked before the queue opens: missing or malformed users, or a console on the
+        // network without users, stop `sync run` at once.
+        let consoleAddress = self.console.flatMap(ListenAddress.init)
+        var users: ConsoleUsers?
+        if let consoleAddress {
+            let loaded = try consoleOptions.loadUsers()
+            try ConsoleOptions.checked(users: loaded, address: consoleAddress, option: "--console")
+            users = loaded
         }
-        try await withTransport { [endpoint] transport in try await serve(through: transport, metrics: endpoint, logger: logger) }
+        let registry = metrics.address != nil || consoleAddress != nil ? HTTPServer.bootstrapPrometheus() : nil
+        try await withTransport { [users, registry] transport in
+            try await serve(through: transport, console: consoleAddress.flatMap { address in users.map { (address, $0) } }, registry: registry, logger: logger)
+        }
         logger.info("sync run stopped")
     }
 
-    /// Makes Prometheus the process's metrics backend and binds its endpoint, before the queue
-    /// opens: a taken port stops `sync run` at once (exit 71), not after it started draining.
-    private static func serveMetrics(at address: MetricsAddress, logger: Logger) async throws -> MetricsEndpoint {
-        let registry = PrometheusCollectorRegistry()
-        var factory = PrometheusMetricsFactory(registry: registry)
-        factory.durationHistogramBuckets["courier_queue_enqueue_to_delivery_seconds"] = QueueMetricsOptions.enqueueToDeliveryBuckets
-        MetricsSystem.bootstrap(factory)
-        do {
-            let endpoint = try await MetricsEndpoint.bind(address, registry: registry)
-            logger.info("serving metrics", metadata: ["url": "http://\(endpoint.address)/metrics"])
-            return endpoint
-        } catch {
-            complain("cannot serve metrics on \(address): \(error)")
-            throw SysExit.osError
+    /// The HTTP servers asked for: the console with /metrics beside it at `--console`, and
+    /// /metrics alone at `--metrics-address` (unless that is the console's address).
+    private func servers(queue: OfflineQueue, console: (ListenAddress, ConsoleUsers)?, registry: PrometheusCollectorRegistry?, logger: Logger) -> [any Service] {
+        var servers: [any Service] = []
+        if let (address, users) = console {
+            let queueConsole = consoleOptions.console(queue: queue, users: users, logger: Logger(label: "courier.console"))
+            let router = queueConsole.router()
+            var announcements = [(message: "serving the console", path: queueConsole.prefix + "/")]
+            if let registry {
+                HTTPServer.addMetrics(to: router, registry: registry)
+                announcements.append(("serving metrics", "/metrics"))
+            }
+            if users.isEmpty {
+                logger.notice("the console has no users: anyone who can connect to \(address) may act on the queue")
+            }
+            servers.append(HTTPServer(router: router, address: address, what: "the console", announcements: announcements, logger: logger))
         }
+        if let address = metrics.address, let registry, address != console?.0 {
+            let router = Router(context: ConsoleContext.self)
+            HTTPServer.addMetrics(to: router, registry: registry)
+            servers.append(HTTPServer(router: router, address: address, what: "metrics", announcements: [("serving metrics", "/metrics")], logger: logger))
+        }
+        return servers
     }
 
-    private func serve(through transport: AsyncHTTPClientTransport, metrics endpoint: MetricsEndpoint?, logger: Logger) async throws {
+    private func serve(
+        through transport: AsyncHTTPClientTransport, console: (ListenAddress, ConsoleUsers)?, registry: PrometheusCollectorRegistry?, logger: Logger
+    ) async throws {
         let monitor = network.makeMonitor(transport: transport)
         try await reporting {
             try await options.withQueue(
@@ -116,7 +146,7 @@ struct Run: AsyncParsableCommand {
                     pollInterval: Seconds.duration(poll), shutdownGrace: grace, storeCallLimit: Seconds.duration(storeTimeout), logger: logger
                 )
                 var services: [any Service] = [service]
-                if let endpoint { services.append(endpoint) }
+                services += servers(queue: queue, console: console, registry: registry, logger: logger)
                 if let notifier {
                     services.append(SystemdQueueService(notifier: notifier, service: service, shutdownGrace: grace, logger: logger))
                 }

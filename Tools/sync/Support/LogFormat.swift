@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 
-/// How `sync run` writes its log lines to standard error.
+/// How `sync run` and `sync console` write their log lines to standard error.
 enum LogFormat: String, ExpressibleByArgument, CaseIterable {
     case logfmt
     case json
@@ -14,6 +14,22 @@ struct LineLogHandler: LogHandler {
     let label: String
     let format: LogFormat
     var logLevel: Logger.Level = .info
+
+    /// Makes every logger of the process write lines of `format` at `level` and above (once,
+    /// at a command's start: `sync run`, `sync console`).
+    static func bootstrap(format: LogFormat, level: Logger.Level) {
+        LoggingSystem.bootstrap { label in
+            var handler = LineLogHandler(label: label, format: format)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    /// `--log-level`'s check: one of swift-log's level names.
+    static func level(_ name: String) throws -> Logger.Level {
+        guard let level = Logger.Level(rawValue: name) else { throw ValidationError("--log-level \(name) is not a level") }
+        return level
+    }
     var metadata: Logger.Metadata = [:]
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {

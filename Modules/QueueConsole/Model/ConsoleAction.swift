@@ -1,0 +1,34 @@
+public import OfflineQueue
+
+/// An operator's action in the console, and the states it makes sense in (the table in
+/// `Docs/Console.md`). The console checks it before it asks the queue, and shows a form only
+/// where it applies.
+public enum ConsoleAction: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Due now with a fresh attempt budget.
+    case retry
+    /// Deleted with its body.
+    case discard
+    /// Every delivered entry deleted.
+    case purgeDelivered = "purge-delivered"
+    /// The queue or a group held back from drainers.
+    case pause
+    /// A pause lifted.
+    case resume
+
+    /// The entry states the action applies to; every state for the actions on the queue.
+    public var states: Set<EntryState> {
+        switch self {
+        // A delivered entry was accepted: sending it again would repeat it. One in flight is
+        // being sent right now.
+        case .retry: [.pending, .dead]
+        // An entry in flight under a live drainer may be on the wire: deleting it would lose
+        // what the server answers.
+        case .discard: [.pending, .delivered, .dead]
+        case .purgeDelivered: [.delivered]
+        case .pause, .resume: Set(EntryState.allCases)
+        }
+    }
+
+    /// Whether the action applies to an entry in `state`.
+    public func applies(to state: EntryState) -> Bool { states.contains(state) }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import InMemoryLogging
+import Logging
+import OfflineQueue
+import QueueConsole
+import Testing
+
+@Suite("QueueConsole actions")
+struct ConsoleActionsTests {
+    @Test func retryNowAppliesToDeadAndPendingOnly() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            let dead = try await fixture.enqueue("/missing")
+            let delivered = try await fixture.enqueue("/ok")
+            try await fixture.drain()
+            // A browser's form: 303 back to the entry, with the result as a notice.
+            let response = try await client.send(.post, "/entries/\(dead)/retry", form: "")
+            #expect(response.status == .seeOther)
+            #expect(response.headers[.location]?.hasPrefix("/entries/\(dead)?notice=retried") == true)
+            #expect(try await fixture.queue.entry(dead)?.state == .pending)
+            let refused = try await client.send(.post, "/entries/\(delivered)/retry", json: true)
+            #expect(refused.status == .conflict)
+            #expect(try refused.decode(ActionJSON.self).skipped == [delivered])
+            #expect(try await fixture.queue.entry(delivered)?.state == .delivered)
+        }
+    }
+
+    @Test func discardAppliesToAllButInFlight() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            let dead = try await fixture.enqueue("/missing")
+            try await fixture.drain()
+            let pending = try await fixture.enqueue()
+            for id in [dead, pending] {
+                let result = try await client.send(.post, "/entries/\(id)/discard", json: true).decode(ActionJSON.self)
+                #expect(result.changed == [id])
+                #expect(try await fixture.queue.entry(id) == nil)
+            }
+            #expect(ConsoleAction.discard.applies(to: .inflight) == false)
+            #expect(ConsoleAction.retry.applies(to: .delivered) == false && ConsoleAction.retry.applies(to: .inflight) == false)
+        }
+    }
+
+    @Test func bulkActionOnEveryMatchingEntryAfterAConfirmationWithItsCount() async throws {
+        let fixture = try ConsoleFixture()
+        let logs = InMemoryLogHandler()
+        let console = QueueConsole(queue: fixture.queue, users: fixture.console.users, logger: Logger(label: "audit") { _ in logs })
+        let deadOrders = [try await fixture.enqueue("/missing", name: "orders"), try await fixture.enqueue("/missing", name: "orders")]
+        let deliveredOrder = try await fixture.enqueue("/ok", name: "orders")
+        let deadUser = try await fixture.enqueue("/missing", name: "users")
+        try await fixture.drain()
+        try await Application(router: console.router()).test(.router) { client in
+            // The first POST changes nothing: it shows the count and a form that confirms it.
+            let page = try await client.send(.post, "/bulk/discard-matching", form: "state=&group=&name=orders&origin=")
+            #expect(page.status == .ok)
+            #expect(page.text.contains("Discard <strong>3</strong> entries"))
+            #expect(page.text.contains("Filter: name orders."))
+            #expect(page.text.contains(#"<form method="post" action="/bulk/discard-matching/confirm">"#))
+            #expect(page.text.contains(#"<input type="hidden" name="through" value="\#(deliveredOrder)">"#))
+            #expect(try await fixture.queue.counts().total == 4)
+            let preview = try await client.send(.post, "/bulk/discard-matching", json: true, form: "name=orders").decode(ConfirmJSON.self)
+            #expect(preview.count == 3 && preview.through == deliveredOrder && preview.confirm == "/bulk/discard-matching/confirm")
+            // Retry applies to pending and dead entries: the delivered one is not counted.
+            let retry = try await client.send(.post, "/bulk/retry-matching", json: true, form: "name=orders").decode(ConfirmJSON.self)
+            #expect(retry.count == 2 && retry.through == deadOrders[1])
+            let nothing = try await client.send(.post, "/bulk/retry-matching", json: true, form: "state=delivered")
+            #expect(nothing.status == .conflict)
+            #expect(try nothing.decode(ConfirmJSON.self).count == 0)
+            // An entry enqueued after the count is left alone by the confirmed action.
+            let later = try await fixture.enqueue("/missing", name: "orders")
+            let done = try await client.send(.post, "/bulk/discard-matching/confirm", form: "state=&group=&name=orders&origin=&through=\(deliveredOrder)")
+            #expect(done.status == .seeOther)
+            #expect(done.headers[.location] == "/entries?name=orders&notice=discarded%203%20matching%20entries")
+            #expect(try await fixture.queue.entries().map(\.id) == [deadUser, later])
+            #expect(try await client.send(.post, "/bulk/discard-matching/confirm", form: "name=orders").status == .badRequest, "no through: not confirmed")
+            #expect(try await client.send(.post, "/bulk/discard-matching", as: Auth.viewer, form: "name=orders").status == .forbidden)
+        }
+        let audit = logs.entries.filter { $0.message == "console action" }
+        #expect(audit.count == 1)
+        #expect(audit.first?.metadata["filter"] == "name=orders" && audit.first?.metadata["result"] == "discarded 3 matching entries")
+        await fixture.close()
+    }
+
+    @Test func bulkActionOnAFilterGoesInBatches() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            let ids = try await fixture.queue.enqueue((0..<(QueueConsole.bulkBatch * 2 + 1)).map { _ in
+                QueuedRequest(method: "POST", url: "https://api.example.com/ok", name: "many")
+            }).map(\.id)
+            let preview = try await client.send(.post, "/bulk/discard-matching", json: true, form: "name=many").decode(ConfirmJSON.self)
+            #expect(preview.count == ids.count)
+            let done = try await client.send(.post, "/bulk/discard-matching/confirm", json: true, form: "name=many&through=\(ids.last!)")
+            #expect(try done.decode(MatchingJSON.self).changed == ids.count)
+            #expect(try await fixture.queue.counts().total == 0)
+        }
+    }
+
+    @Test func purgeDelivered() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            try await fixture.enqueue("/ok")
+            try await fixture.enqueue("/missing")
+            try await fixture.drain()
+            let pending = try await fixture.enqueue()
+            let response = try await client.send(.post, "/purge-delivered", form: "")
+            #expect(response.status == .seeOther && response.headers[.location]?.hasPrefix("/?notice=purged%201%20delivered") == true)
+            let counts = try await fixture.queue.counts()
+            #expect(counts.delivered == 0 && counts.dead == 1 && counts.pending == 1)
+            #expect(try await fixture.queue.entry(pending) != nil)
+        }
+    }
+
+    @Test func pauseAndResumeTheQueueAndAGroup() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            #expect(try await client.send(.post, "/pause", form: "").status == .seeOther)
+            #expect(try await client.send(.post, "/pause", form: "group=g%26h").status == .seeOther)
+            var status = try await fixture.queue.pauses()
+            #expect(status.queuePaused && status.pausedGroups == ["g&h"])
+            let overview = try await client.send(.get, "/", json: true).decode(OverviewJSON.self)
+            #expect(overview.queuePaused && overview.pausedGroups.map(\.name) == ["g&h"])
+            let html = try await client.send(.get, "/").text
+            #expect(html.contains(#"<a href="/entries?group=g%26h">g&amp;h</a>"#))
+            #expect(html.contains(#"<form method="post" action="/resume"><button>Resume the queue</button>"#))
+            _ = try await client.send(.post, "/resume", form: "group=g%26h")
+            _ = try await client.send(.post, "/resume", form: "")
+            status = try await fixture.queue.pauses()
+            #expect(status.pauses.isEmpty)
+        }
+    }
+
+    @Test func bulkRetryAndDiscardOfSelectedIDs() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            let dead1 = try await fixture.enqueue("/missing")
+            let dead2 = try await fixture.enqueue("/missing")
+            let delivered = try await fixture.enqueue("/ok")
+            try await fixture.drain()
+            let retried = try await client.send(.post, "/bulk/retry", json: true, form: "id=\(dead1)&id=\(dead2)&id=\(delivered)").decode(ActionJSON.self)
+            #expect(retried.changed == [dead1, dead2] && retried.skipped == [delivered])
+            #expect(try await fixture.queue.entry(dead1)?.state == .pending)
+            let discarded = try await client.send(.post, "/bulk/discard", form: "id=\(dead1)&id=\(delivered)")
+            #expect(discarded.status == .seeOther)
+            #expect(try await fixture.queue.entry(dead1) == nil)
+            #expect(try await fixture.queue.entry(delivered) == nil)
+            #expect(try await fixture.queue.entry(dead2) != nil)
+            // More than 1,000 ids, or none, changes nothing.
+            let many = (1...1_001).map { "id=\($0)" }.joined(separator: "&")
+            #expect(try await client.send(.post, "/bulk/discard", form: many).status == .contentTooLarge)
+            #expect(try await client.send(.post, "/bulk/discard", form: "").status == .badRequest)
+            #expect(try await fixture.queue.entry(dead2) != nil)
+        }
+    }
+}
