@@ -25,7 +25,7 @@ extension QueueConsole {
     }
 
     func entries(_ request: Request, _ context: ConsoleContext) async throws -> Response {
-        let query = EntriesQuery(parameters: request.uri.queryParameters.map { (String($0.key), String($0.value)) })
+        let query = EntriesQuery(parameters: request.queryFields)
         let (found, next) = try await page(query)
         let view = EntriesView(filter: query, entries: found.map(EntrySummaryView.init), next: next)
         return try respond(request, context, view, title: "Entries", template: "entries")
@@ -71,7 +71,7 @@ extension QueueConsole {
     /// The page as HTML, or its view as JSON when the client asked for it.
     func respond<Content: Encodable & Sendable>(_ request: Request, _ context: ConsoleContext, _ view: Content, title: String, template: String) throws -> Response {
         if request.wantsJSON { return try ConsoleResponse.json(view) }
-        let notice = request.uri.queryParameters.get("notice") ?? ""
+        let notice = request.queryFields.first { $0.name == "notice" }?.value ?? ""
         let page = Page(title: title, prefix: prefix, user: context.user, notice: notice, content: view)
         return ConsoleResponse.html(ConsoleTemplates.render(page, template))
     }
