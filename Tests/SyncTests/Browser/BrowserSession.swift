@@ -100,9 +100,14 @@ final class BrowserSession: Sendable {
     static func shouldRun() async -> Bool {
         let tools = await tools.value
         if tools.missing.isEmpty || underCI { return true }
-        FileHandle.standardError.write(Data("SyncConsoleBrowserTests skipped: missing \(tools.missing.joined(separator: ", ")); Tools/test installs them (under CI=true the tests run and fail instead)\n".utf8))
+        if skipReported.withLock({ reported in defer { reported = true }; return !reported }) {
+            FileHandle.standardError.write(Data("SyncConsoleBrowserTests skipped: missing \(tools.missing.joined(separator: ", ")); Tools/test installs them (under CI=true the tests run and fail instead)\n".utf8))
+        }
         return false
     }
+
+    /// Whether the reason for skipping was printed (once for the suite, not once a test).
+    private static let skipReported = LockedBox(false)
 
     // MARK: Life
 

@@ -69,11 +69,12 @@ struct SyncConsoleBrowserTests {
         var served: SyncConsoleTests.Served?
         var browser: BrowserSession?
         do {
+            // The browser first: when it is missing (under CI), that is the one failure to see.
+            browser = try await BrowserSession.start()
             try await prepare(fixture)
             var arguments = arguments
             if users { arguments += ["--credentials", try await Self.writeUsers(fixture)] }
             served = try await SyncConsoleTests.Served.start(fixture.sync, arguments)
-            browser = try await BrowserSession.start()
             let scene = Scene(fixture: fixture, served: try #require(served), browser: try #require(browser))
             try await body(scene)
             await browser?.close()
@@ -287,7 +288,7 @@ struct SyncConsoleBrowserTests {
     // TODO: bulk discard of "all matching this filter" behind a confirmation page that shows the
     // count is not built yet (Docs/Console.md, STATUS); when it is, test it here: filter, choose
     // "all matching", see the count on the confirmation page, confirm, and check the store.
-    @Test("bulk discard: check two entries in the list, discard them; the others stay, the skipped are reported")
+    @Test("bulk discard: check two entries in the list, discard them; the others stay")
     func bulkDiscardSelected() async throws {
         try await scene(prepare: { fixture in
             for index in 1...4 { try await Self.enqueue(fixture.sync, "POST", fixture.url("/echo?n=\(index)")) }

@@ -15,10 +15,10 @@ Commands (every one takes "op"):
                                   waits for the page to reach a URL that starts with it
   check {css}                     click a checkbox (no navigation); answers whether it is checked
   click {css} | {button}          click an element (a CSS selector, or a button by its text) and
-                                  wait for the next document; answers the page
+                                  wait for the next document; answers the page. A click that sent
+                                  nothing within 10 s is made again (twice at most)
   fill {css, value}               type into an input (cleared first)
   select {css, value}             choose an option of a <select> by its value
-  submit {css}                    submit a form with form.submit() and wait for the next document
   inject_form {action, fields}    add a POST form to the current page (as a forged request would)
                                   and submit it; answers the page
   texts {css}                     the innerText of every match
@@ -36,6 +36,7 @@ Commands (every one takes "op"):
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -66,29 +67,42 @@ def start():
     # the next command.
     options.set_capability("unhandledPromptBehavior", "ignore")
     service = Service(os.environ.get("COURIER_CHROMEDRIVER") or "/usr/bin/chromedriver")
-    driver = webdriver.Chrome(service=service, options=options)
+    try:
+        driver = webdriver.Chrome(service=service, options=options)
+    except Exception:
+        shutil.rmtree(profile, ignore_errors=True)
+        raise
     driver.set_page_load_timeout(WAIT)
     driver.set_script_timeout(WAIT)
-    return driver
+    return driver, profile
 
 
 class Console:
     def __init__(self, driver):
         self.driver = driver
         self.responses = []  # (url, status, headers) of documents, oldest first
+        self.requests = 0  # documents requested so far
 
     def drain_log(self):
-        """Moves the document responses of the performance log into self.responses."""
+        """Moves the document requests and responses of the performance log into self.requests
+        (a count) and self.responses."""
         for entry in self.driver.get_log("performance"):
             message = json.loads(entry["message"])["message"]
-            if message.get("method") != "Network.responseReceived":
-                continue
-            params = message["params"]
+            method, params = message.get("method"), message.get("params", {})
             if params.get("type") != "Document":
                 continue
-            response = params["response"]
-            headers = {name.lower(): value for name, value in response.get("headers", {}).items()}
-            self.responses.append((response.get("url"), response.get("status"), headers))
+            if method == "Network.requestWillBeSent":
+                self.requests += 1
+            elif method == "Network.responseReceived":
+                response = params["response"]
+                headers = {name.lower(): value for name, value in response.get("headers", {}).items()}
+                self.responses.append((response.get("url"), response.get("status"), headers))
+
+    def settle(self):
+        """Waits for two animation frames: input sent to a page with no frame drawn yet (right
+        after a load, on a loaded machine) can be dropped without a trace."""
+        self.driver.execute_async_script(
+            "const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)));")
 
     def take_alert(self):
         """The text of an open alert (dismissed), or None: a page that opens one reports it."""
@@ -115,21 +129,33 @@ class Console:
             "alert": alert,
         }
 
-    def navigated(self, action):
-        """Runs action (which makes the browser load a new document) and waits for that document."""
+    def navigated(self, action, again=None):
+        """Runs action (which makes the browser load a new document) and waits for that document.
+        With again: when nothing was sent 10 s after the action (a click the page never saw),
+        runs again instead, at most twice. Nothing sent means nothing to send twice."""
         self.drain_log()
         old = self.driver.find_element(By.TAG_NAME, "html")
+        sent_before = self.requests
         action()
-
-        def replaced(driver):
+        started = last = time.monotonic()
+        tries = 1
+        while True:
             try:
                 old.tag_name
-                return False
             except StaleElementReferenceException:
-                return driver.execute_script("return document.readyState") == "complete"
-
-        WebDriverWait(self.driver, WAIT, poll_frequency=0.1).until(replaced, "no new document within %s s" % WAIT)
-        return self.page_info()
+                if self.driver.execute_script("return document.readyState") == "complete":
+                    return self.page_info()
+            now = time.monotonic()
+            if now - started > WAIT:
+                raise TimeoutException("no new document within %s s (%d tries)" % (WAIT, tries))
+            if again and tries < 3 and now - last > 10:
+                self.drain_log()
+                if self.requests == sent_before:
+                    sys.stderr.write("console_driver: nothing sent 10 s after a click; clicking again\n")
+                    again()
+                    tries += 1
+                last = now
+            time.sleep(0.1)
 
     def on_element(self, command, use):
         """Finds the element of command and passes it to use; finds it again (three tries, a
@@ -168,11 +194,20 @@ class Console:
             return self.page_info()
         if op == "check":
             def check(target):
-                target.click()
+                # A click the page never saw leaves the box as it was: click again (twice at most).
+                before = target.is_selected()
+                for _ in range(3):
+                    self.settle()
+                    target.click()
+                    if target.is_selected() != before:
+                        break
                 return {"value": target.is_selected()}
             return self.on_element(command, check)
         if op == "click":
-            return self.on_element(command, lambda target: self.navigated(target.click))
+            def click(target):
+                self.settle()
+                return self.navigated(target.click, again=lambda: self.element(command).click())
+            return self.on_element(command, click)
         if op == "fill":
             def fill(field):
                 field.clear()
@@ -188,9 +223,6 @@ class Console:
                     select.select_by_index(index)
                     return {}
             raise LookupError("no option %r in %s" % (command["value"], command["css"]))
-        if op == "submit":
-            form = driver.find_element(By.CSS_SELECTOR, command["css"])
-            return self.navigated(lambda: driver.execute_script("arguments[0].submit()", form))
         if op == "inject_form":
             script = """
                 const form = document.createElement('form');
@@ -239,7 +271,7 @@ def answer(reply):
 
 def main():
     try:
-        driver = start()
+        driver, profile = start()
     except Exception as error:  # the browser did not start: say why, once
         answer({"ok": False, "error": "cannot start chromium: %s" % error})
         return 1
@@ -263,6 +295,7 @@ def main():
             answer(reply)
     finally:
         driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
     return 0
 
 
