@@ -383,6 +383,55 @@ struct SyncConsoleBrowserTests {
         }
     }
 
+    @Test("behind a path prefix (--console-prefix /queue) every link, form and the stylesheet carry it: a walk by clicks stays under /queue")
+    func pathPrefix() async throws {
+        try await scene(["console", "--address", "127.0.0.1:0", "--console-prefix", "/queue"], prepare: { fixture in
+            try await Self.enqueue(fixture.sync, "POST", fixture.url("/echo"), "--group", "g1")
+            try await Self.enqueue(fixture.sync, "POST", fixture.url("/echo"))
+        }) { scene in
+            let browser = scene.browser
+            let host = try #require(scene.served.base.host), port = try #require(scene.served.base.port)
+            let origin = "http://\(host):\(port)"
+            let signedIn = "http://\(Self.admin.name):\(Self.admin.password)@\(host):\(port)"
+            let outside = try await browser.open(signedIn + "/")
+            #expect(outside.status == 404, "nothing outside the prefix: \(outside)")
+
+            var page = try await browser.open(signedIn + "/queue/")
+            #expect(page.status == 200, "\(page)")
+            // The stylesheet, served under the prefix, is applied: the CSP lets 'self' through.
+            #expect(try await browser.eval("return getComputedStyle(document.querySelector('header')).backgroundColor") == .string("rgb(34, 34, 51)"))
+            func linksStayUnder() async throws {
+                let targets = try await browser.attributes("a", "href").compactMap { $0 } + browser.attributes("form", "action").compactMap { $0 }
+                    + browser.attributes("link[rel=stylesheet]", "href").compactMap { $0 }
+                #expect(!targets.isEmpty)
+                for target in targets {
+                    // Chromium answers the resolved URL, the page's credentials dropped or kept.
+                    let plain = target.replacingOccurrences(of: "\(Self.admin.name):\(Self.admin.password)@", with: "")
+                    #expect(plain.hasPrefix(origin + "/queue/"), "\(page.url ?? ""): \(target)")
+                }
+            }
+            try await linksStayUnder()
+            page = try await browser.click(css: "header nav a[href$='/entries']")
+            #expect(page.status == 200 && page.url?.hasSuffix("/queue/entries") == true, "\(page.url ?? "")")
+            try await linksStayUnder()
+            page = try await browser.click(css: "table.entries a[href$='/entries/1']")
+            #expect(page.status == 200 && page.url?.hasSuffix("/queue/entries/1") == true, "\(page.url ?? "")")
+            try await linksStayUnder()
+            page = try await browser.click(button: "Discard")
+            #expect(page.status == 200 && page.url?.contains("/queue/entries?notice=") == true, "\(page.url ?? "")")
+            #expect(try await browser.texts("p.notice") == ["discarded 1"])
+            try await linksStayUnder()
+            try await browser.select("select[name=state]", "pending")
+            page = try await browser.click(button: "Filter")
+            #expect(page.url?.contains("/queue/entries?state=pending") == true, "\(page.url ?? "")")
+            page = try await browser.click(css: "header nav a[href$='/queue/']")
+            page = try await browser.click(button: "Pause the queue")
+            #expect(page.status == 200 && page.url?.contains("/queue/?notice=") == true, "\(page.url ?? "")")
+            #expect(try await scene.stats()["paused"] as? Bool == true)
+            #expect(try await scene.listedIDs() == [2])
+        }
+    }
+
     @Test("entries whose URL, headers, name, group and response carry <script>, onerror and javascript: payloads render as inert text; the CSP is in force")
     func hostileEntriesRenderInert() async throws {
         let payloads = (
