@@ -339,15 +339,21 @@ struct SyncConsoleBrowserTests {
         }
     }
 
-    @Test("a page on another site (and on another port of this host) that posts a form to the console gets 403 and changes nothing; the same form from the console's own page works")
-    func crossSitePostRefused() async throws {
-        // The console without users, as `sync console` runs on a workstation: any page the
-        // operator visits could post to it, and only the cross-origin check stands in the way.
-        try await scene(users: false, prepare: { fixture in
+    /// Without users, as `sync console` runs on a workstation, any page the operator visits
+    /// could post to it, and only the cross-origin check stands in the way; with users, the
+    /// operator signed in first, so the browser holds an admin's credentials for the console.
+    @Test("a page on another site (and on another port of this host) that posts a form to the console gets 403 and changes nothing; the same form from the console's own page works", arguments: [false, true])
+    func crossSitePostRefused(signedIn: Bool) async throws {
+        try await scene(users: signedIn, prepare: { fixture in
             try await Self.enqueue(fixture.sync, "POST", fixture.url("/echo"))
         }) { scene in
             let browser = scene.browser
             let server = scene.fixture.server
+            if signedIn {
+                let page = try await browser.open(scene.url("/", as: Self.admin))
+                #expect(page.status == 200, "\(page)")
+                #expect(try await browser.texts("header .user") == ["ops"])
+            }
             for (path, action, fields) in [("/evil/pause", "/pause", ""), ("/evil/discard", "/bulk/discard", #"<input type="hidden" name="id" value="1">"#)] {
                 let html = """
                 <!doctype html><html><head><title>Win a prize</title></head>
