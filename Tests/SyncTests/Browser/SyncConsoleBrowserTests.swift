@@ -216,6 +216,35 @@ struct SyncConsoleBrowserTests {
         }
     }
 
+    @Test("page through a filtered list by its Next link: every entry of the group once, in order, the filter kept")
+    func pageByNextLink() async throws {
+        let expected = LockedBox<[Int]>([])
+        try await scene(prepare: { fixture in
+            var ids: [Int] = []
+            for index in 0..<9 {
+                let id = try await Self.enqueue(fixture.sync, "POST", fixture.url("/echo?n=\(index)"), "--group", index % 4 == 3 ? "g2" : "g1")
+                if index % 4 != 3 { ids.append(id) }
+            }
+            expected.withLock { $0 = ids }
+        }) { scene in
+            let browser = scene.browser
+            var page = try await browser.open(scene.url("/entries?group=g1&limit=3", as: Self.admin))
+            var seen: [Int] = []
+            var pages = 0
+            while true {
+                pages += 1
+                let rows = try await Self.entryRows(browser)
+                #expect(rows.count <= 3 && rows.allSatisfy { $0["Group"] == "g1" }, "\(page.url ?? ""): \(rows)")
+                seen += rows.compactMap { Int($0["Id"] ?? "") }
+                guard pages < 10, try await browser.count("a[rel=next]") == 1 else { break }
+                page = try await browser.click(css: "a[rel=next]")
+                #expect(page.url?.contains("group=g1") == true && page.url?.contains("limit=3") == true, "\(page.url ?? "")")
+            }
+            #expect(seen == expected.current, "\(seen)")
+            #expect(pages == 3)
+        }
+    }
+
     @Test("retry a dead entry from its page: sync run delivers it, the loopback server gets it again, the page shows it delivered")
     func retryDeadEntry() async throws {
         let dead = LockedBox(0)
