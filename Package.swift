@@ -272,7 +272,8 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
         ]),
-        tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")]),
+        // Browser/console_driver.py drives headless Chromium for the console's browser tests.
+        tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")], exclude: ["Browser/console_driver.py"]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),

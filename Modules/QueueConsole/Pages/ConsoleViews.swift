@@ -224,8 +224,10 @@ struct EntryDetailView: Encodable, Sendable {
         lastStatus = entry.lastStatus.map(String.init) ?? ""
         lastError = entry.lastError ?? ""
         responseExcerpt = entry.responseExcerpt ?? ""
-        deadReason = entry.deadReason?.rawValue ?? ""
-        hasDeadReason = entry.deadReason != nil
+        // A retried entry keeps the reason it died for in the store; it is no longer dead.
+        let deadReason = entry.state == .dead ? entry.deadReason : nil
+        self.deadReason = deadReason?.rawValue ?? ""
+        hasDeadReason = deadReason != nil
         nextAttemptAt = entry.state == .pending ? wallTime(entry.nextAttempt(at: now)) : ""
         createdAt = wallTime(entry.createdAt)
         lastAttemptAt = entry.lastAttemptAt.map(wallTime) ?? ""

@@ -42,6 +42,13 @@ extension Request {
         return Self.parseForm(String(buffer: buffer))
     }
 
+    /// The fields of the query string, decoded as a browser's GET form encodes them: `+` is a
+    /// space there too, which `uri.queryParameters` leaves a `+` (a name filter `POST /orders`
+    /// typed in the page would match nothing).
+    var queryFields: [(name: String, value: String)] {
+        Self.parseForm(uri.query ?? "")
+    }
+
     static func parseForm(_ text: String) -> [(name: String, value: String)] {
         text.split(separator: "&").compactMap { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)

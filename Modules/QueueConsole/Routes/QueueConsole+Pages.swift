@@ -24,7 +24,7 @@ extension QueueConsole {
     }
 
     func entries(_ request: Request, _ context: ConsoleContext) async throws -> Response {
-        let query = EntriesQuery(parameters: request.uri.queryParameters.map { (String($0.key), String($0.value)) })
+        let query = EntriesQuery(parameters: request.queryFields)
         let (found, next) = try await page(query)
         let view = EntriesView(filter: query, entries: found.map(EntrySummaryView.init), next: next)
         return try respond(request, context, view, title: "Entries", template: "entries", route: "/entries")
@@ -57,8 +57,8 @@ extension QueueConsole {
     /// page's path under the prefix.
     func respond<Content: Encodable & Sendable>(_ request: Request, _ context: ConsoleContext, _ view: Content, title: String, template: String, route: String) throws -> Response {
         if request.wantsJSON { return try ConsoleResponse.json(view) }
-        let notice = request.uri.queryParameters.get("notice") ?? ""
-        let query = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
+        let query = request.queryFields
+        let notice = query.first { $0.name == "notice" }?.value ?? ""
         let page = Page(title: title, prefix: prefix, user: context.user, notice: notice, content: view, route: path(route), query: query)
         return ConsoleResponse.html(ConsoleTemplates.render(page, template))
     }
