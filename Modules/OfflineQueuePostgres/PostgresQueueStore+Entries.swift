@@ -141,7 +141,7 @@ extension PostgresQueueStore {
     func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
         let fleet = try await fleetTime(now)
         return try await transaction { connection in
-            let set = "SET state = 'pending', attempts = 0, budget_from = $1, next_attempt_at = $1, waiting_network = false, finished_at = NULL"
+            let set = "SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = $1, next_attempt_at = $1, waiting_network = false, finished_at = NULL"
             var changed = false
             let result: [EntryID]
             if let ids {

@@ -130,7 +130,7 @@ extension PostgresQueueStore {
                 change.entries = try await self.preview(ids, fleet: fleet, at: now, on: connection)
             } else if !ids.isEmpty {
                 try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
-                    UPDATE §.entry SET state = 'pending', attempts = 0, budget_from = $1, next_attempt_at = $1, waiting_network = false,
+                    UPDATE §.entry SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = $1, next_attempt_at = $1, waiting_network = false,
                         finished_at = NULL
                     WHERE id = ANY($2) AND state IN ('pending', 'dead')
                     """)).with(fleet, ids), logger: self.logger)

@@ -42,6 +42,9 @@ public struct QueueConsole: Sendable {
     public let overviewWindow: Int
 
     /// The most ids a bulk action takes.
+    /// Signs the notices of this console's redirects; a notice without its signature is not shown.
+    let notices = NoticeSeal()
+
     public static let bulkLimit = 1_000
     /// How many entries one transaction of a bulk action on every entry a filter matches changes.
     public static let bulkBatch = 500

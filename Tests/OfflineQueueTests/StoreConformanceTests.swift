@@ -174,6 +174,7 @@ struct StoreConformanceTests {
         #expect(try await contract.storage.retry(ids: nil, now: contract.now) == ids)
         let revived = try #require(try await contract.storage.entry(ids[0], now: contract.now))
         #expect(revived.state == .pending && revived.attempts == 0 && revived.finishedAt == nil)
+        #expect(revived.deadReason == nil, "a retried entry is no longer dead, nor is its reason kept")
         #expect(abs(revived.budgetUptime - contract.now.uptime) < 0.01, "a fresh budget, from now on the boot clock")
         #expect(try await contract.claim().claimed.map(\.id) == ids)
     }

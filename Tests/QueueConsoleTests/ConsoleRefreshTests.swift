@@ -49,10 +49,10 @@ struct ConsoleRefreshTests {
             let overview = try await client.send(.get, "/?refresh=10").text
             #expect(overview.contains(#"<form method="post" action="/pause?refresh=10"><button>Pause the queue</button></form>"#))
             let paused = try await client.send(.post, "/pause?refresh=10", form: "")
-            #expect(paused.headers[.location] == "/?notice=paused%20the%20queue&refresh=10")
+            #expect(unsigned(paused.headers[.location]) == "/?notice=paused%20the%20queue&refresh=10")
             // Without an interval, none is added.
             let resumed = try await client.send(.post, "/resume", form: "")
-            #expect(resumed.headers[.location] == "/?notice=resumed%20the%20queue")
+            #expect(unsigned(resumed.headers[.location]) == "/?notice=resumed%20the%20queue")
             // A bulk action on a filter: the confirmation's form, then the list it redirects to.
             try await fixture.drain()
             let entries = try await client.send(.get, "/entries?name=orders&refresh=30").text
@@ -62,7 +62,7 @@ struct ConsoleRefreshTests {
             #expect(confirm.contains(#"action="/bulk/discard-matching/confirm?refresh=30""#))
             #expect(!confirm.contains("http-equiv"), "a confirmation never reloads itself")
             let done = try await client.send(.post, "/bulk/discard-matching/confirm?refresh=30", form: "name=orders&through=\(dead)")
-            #expect(done.headers[.location] == "/entries?name=orders&notice=discarded%201%20matching%20entries&refresh=30")
+            #expect(unsigned(done.headers[.location]) == "/entries?name=orders&notice=discarded%201%20matching%20entries&refresh=30")
         }
     }
 

@@ -156,6 +156,12 @@ struct ConsoleSafetyTests {
             }
             let redirect = try await client.send(.post, "/queue/entries/\(dead)/retry")
             #expect(redirect.headers[.location]?.hasPrefix("/queue/entries/\(dead)?notice=") == true)
+            // The notice shows on the page the console redirected to, and only with its signature.
+            let location = try #require(redirect.headers[.location])
+            #expect(try await client.send(.get, location).text.contains(#"<p class="notice">retried 1</p>"#))
+            for forged in [location.replacing("retried%201", with: "sign%20in%20at%20evil.example"), unsigned(location)!, location + "A"] {
+                #expect(!(try await client.send(.get, forged).text.contains(#"<p class="notice">"#)), "\(forged)")
+            }
             #expect(try await client.send(.post, "/queue/pause", as: Auth.viewer).status == .forbidden)
         }
     }

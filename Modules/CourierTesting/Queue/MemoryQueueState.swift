@@ -301,6 +301,7 @@ struct MemoryQueueState {
         row.entry.nextAttemptAt = now.wall
         row.entry.waitingForNetwork = false
         row.entry.finishedAt = nil
+        row.entry.deadReason = nil
         row.due = now.uptime
         rows[id] = row
     }

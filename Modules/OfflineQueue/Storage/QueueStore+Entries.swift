@@ -66,7 +66,7 @@ extension QueueStore {
             try Self.markBoot(db, now.boot)
             let stamp: [String: (any DatabaseValueConvertible)?] = ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime]
             let set = """
-                SET state = 'pending', attempts = 0, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
+                SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
                     finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime
                 """
             guard let ids else {

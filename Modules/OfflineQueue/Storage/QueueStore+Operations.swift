@@ -150,7 +150,7 @@ extension QueueStore {
             } else if !ids.isEmpty {
                 try Self.markBoot(db, now.boot)
                 try db.execute(sql: """
-                    UPDATE entry SET state = 'pending', attempts = 0, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
+                    UPDATE entry SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
                         finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime
                     WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'dead')
                         AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)

@@ -335,7 +335,7 @@ struct Page<Content: Encodable & Sendable>: Sendable {
         if refresh > 0 && !choices.contains(refresh) { choices = (choices + [refresh]).sorted() }
         refreshOptions = [RefreshOption(value: "off", label: "off", selected: refresh == 0)]
             + choices.map { RefreshOption(value: String($0), label: "\($0) s", selected: $0 == refresh) }
-        kept = query.filter { $0.name != "refresh" && $0.name != "notice" }.map { Field(name: $0.name, value: $0.value) }
+        kept = query.filter { $0.name != "refresh" && $0.name != "notice" && $0.name != "ns" }.map { Field(name: $0.name, value: $0.value) }
     }
 }
 

@@ -126,7 +126,7 @@ extension QueueConsole {
         audit(action, context, ids: [], result: message, filter: filter.filterQuery, outcome: changed > 0 ? "changed" : "unchanged")
         let result = MatchingResultView(action: action.rawValue, changed: changed, skipped: skipped, message: message)
         if request.wantsJSON { return try ConsoleResponse.json(result) }
-        return ConsoleResponse.seeOther(path("/entries") + query([filter.filterQuery, "notice=\(formEncode(message))", keptRefresh(request)]))
+        return ConsoleResponse.seeOther(path("/entries") + query([filter.filterQuery, notices.fields(message), keptRefresh(request)]))
     }
 
     private func pause(_ action: ConsoleAction, _ request: Request, _ context: ConsoleContext) async throws -> Response {
@@ -143,7 +143,7 @@ extension QueueConsole {
     private func finish(_ result: ActionResultView, back: String, _ request: Request, _ context: ConsoleContext, status: HTTPResponse.Status = .ok, changed: Bool) throws -> Response {
         audit(ConsoleAction(rawValue: result.action) ?? .retry, context, ids: result.changed + result.skipped, result: result.message, outcome: changed ? "changed" : "unchanged")
         if request.wantsJSON { return try ConsoleResponse.json(result, status: status) }
-        return ConsoleResponse.seeOther((back.isEmpty ? "/" : back) + query(["notice=\(formEncode(result.message))", keptRefresh(request)]))
+        return ConsoleResponse.seeOther((back.isEmpty ? "/" : back) + query([notices.fields(result.message), keptRefresh(request)]))
     }
 
     /// `refresh=N` when the form was posted from a page that reloads every N seconds (its

@@ -58,7 +58,7 @@ extension QueueConsole {
     func respond<Content: Encodable & Sendable>(_ request: Request, _ context: ConsoleContext, _ view: Content, title: String, template: String, route: String) throws -> Response {
         if request.wantsJSON { return try ConsoleResponse.json(view) }
         let query = request.queryFields
-        let notice = query.first { $0.name == "notice" }?.value ?? ""
+        let notice = notices.notice(in: query)
         let page = Page(title: title, prefix: prefix, user: context.user, notice: notice, content: view, route: path(route), query: query)
         return ConsoleResponse.html(ConsoleTemplates.render(page, template))
     }
