@@ -56,6 +56,26 @@ struct ConsoleViewersTests {
         }
         #expect(queries("counts") == 11)
         #expect(queries("tally") == 11)
+
+        // An action forgets what was shared: the page it redirects to shows what it did, within
+        // the same interval, and the viewers after it share the new read.
+        try await Application(router: shared.router()).test(.router) { client in
+            func paused() async throws -> Bool {
+                try await client.send(.get, "/", as: Auth.bearer, json: true).decode(OverviewPaused.self).queuePaused
+            }
+            let before = try await paused()
+            let pause = try await client.send(.post, "/pause", as: Auth.admin)
+            let after = try await paused()
+            let again = try await paused()
+            let resume = try await client.send(.post, "/resume", as: Auth.admin)
+            let resumed = try await paused()
+            #expect(!before && pause.status == .seeOther && after && again && resume.status == .seeOther && !resumed)
+        }
+        #expect(queries("tally") == 13, "the first poll still shared, one read after the pause, one after the resume")
         await queue.close()
+    }
+
+    private struct OverviewPaused: Decodable {
+        var queuePaused: Bool
     }
 }

@@ -11,7 +11,9 @@ final class SharedRead<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct State {
         /// The last value read, for which key, and when (boot clock).
         var last: (key: Key, value: Value, at: Double)?
-        var reading: (key: Key, task: Task<Result<Value, QueueError>, Never>)?
+        var reading: (key: Key, generation: Int, task: Task<Result<Value, QueueError>, Never>)?
+        /// Raised by ``invalidate()``: a read begun before it is neither kept nor joined.
+        var generation = 0
     }
 
     private let state = LockedBox(State())
@@ -27,22 +29,35 @@ final class SharedRead<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let now = BootClock.uptime()
         let found = state.withLock { state -> Found in
             if let last = state.last, last.key == key, now - last.at <= maxAge.seconds { return .cached(last.value) }
-            if let reading = state.reading, reading.key == key { return .reading(reading.task) }
+            if let reading = state.reading, reading.key == key, reading.generation == state.generation { return .reading(reading.task) }
             let shared = self.state
+            let generation = state.generation
             let reading = Task {
                 let result = await read()
                 shared.withLock { state in
+                    guard state.generation == generation else { return }
                     if case .success(let value) = result { state.last = (key, value, BootClock.uptime()) }
                     if state.reading?.key == key { state.reading = nil }
                 }
                 return result
             }
-            state.reading = (key, reading)
+            state.reading = (key, generation, reading)
             return .reading(reading)
         }
         switch found {
         case .cached(let value): return value
         case .reading(let reading): return try await reading.value.get()
+        }
+    }
+
+    /// Forgets the value kept and any read under way, after a change this process made (an
+    /// operator's pause, retry or purge): the next reader reads again, so the page an action
+    /// redirects to shows what it did.
+    func invalidate() {
+        state.withLock { state in
+            state.last = nil
+            state.reading = nil
+            state.generation += 1
         }
     }
 

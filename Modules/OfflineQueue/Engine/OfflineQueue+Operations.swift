@@ -19,7 +19,10 @@ extension OfflineQueue {
     @discardableResult
     public func retry(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
         let change = try await operatorStore.retry(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
-        if !dryRun && !change.ids.isEmpty { enqueued.fire() }
+        if !dryRun && !change.ids.isEmpty {
+            forgetRecentReads()
+            enqueued.fire()
+        }
         return change
     }
 
@@ -36,7 +39,9 @@ extension OfflineQueue {
     /// - Parameter dryRun: change nothing; the answer lists what would change.
     @discardableResult
     public func purge(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
-        try await operatorStore.purge(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
+        let change = try await operatorStore.purge(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
+        if !dryRun && !change.ids.isEmpty { forgetRecentReads() }
+        return change
     }
 
     /// Pauses `group`, or the whole queue when `group` is `nil`: from the next claim on, no
@@ -47,7 +52,8 @@ extension OfflineQueue {
     /// - Returns: whether it was not paused before.
     @discardableResult
     public func pause(group: String? = nil) async throws(QueueError) -> Bool {
-        try await operatorStore.pause(group: group, now: configuration.clock.now())
+        defer { forgetRecentReads() }
+        return try await operatorStore.pause(group: group, now: configuration.clock.now())
     }
 
     /// Lifts the pause of `group`, or the whole queue's pause when `group` is `nil` (pauses of
@@ -59,8 +65,16 @@ extension OfflineQueue {
     @discardableResult
     public func resume(group: String? = nil) async throws(QueueError) -> Bool {
         let lifted = try await operatorStore.resume(group: group)
+        forgetRecentReads()
         if lifted { enqueued.fire() }
         return lifted
+    }
+
+    /// Forgets the counts and the overview kept for ``recentCounts(maxAge:)`` and
+    /// ``recentOverview(maxAge:top:window:)`` after an operator's change, so that they show it.
+    func forgetRecentReads() {
+        countsCache.invalidate()
+        overviewCache.invalidate()
     }
 
     /// The pauses in force and how many pending entries they hold back.

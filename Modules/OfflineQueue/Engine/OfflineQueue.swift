@@ -326,21 +326,28 @@ public final class OfflineQueue: Sendable {
     ///   nothing changed.
     @discardableResult
     public func retry(_ ids: [EntryID]) async throws(QueueError) -> [EntryID] {
-        defer { enqueued.fire() }
+        defer {
+            forgetRecentReads()
+            enqueued.fire()
+        }
         return try await operatorStore.retry(ids: ids, now: configuration.clock.now())
     }
 
     /// Makes every dead entry due now with a fresh attempt budget.
     @discardableResult
     public func retryDead() async throws(QueueError) -> [EntryID] {
-        defer { enqueued.fire() }
+        defer {
+            forgetRecentReads()
+            enqueued.fire()
+        }
         return try await operatorStore.retry(ids: nil, now: configuration.clock.now())
     }
 
     /// Deletes entries and their bodies; returns how many.
     @discardableResult
     public func purge(_ selection: PurgeSelection) async throws(QueueError) -> Int {
-        try await operatorStore.purge(selection, now: configuration.clock.now())
+        defer { forgetRecentReads() }
+        return try await operatorStore.purge(selection, now: configuration.clock.now())
     }
 
     /// Removes bodies kept apart that no entry references, left by a crash between storing a
