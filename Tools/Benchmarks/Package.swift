@@ -37,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         // The malloc interposer counts allocations with no system package (jemalloc is the
         // backend only before Swift 6.3).
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
@@ -44,7 +46,13 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "courier-bench",
-            dependencies: scenarioDependencies + [.product(name: "Multipart", package: "courier")],
+            // `--console`: the operator console served on loopback over a 1,000,000-entry queue.
+            dependencies: scenarioDependencies + [
+                .product(name: "Multipart", package: "courier"),
+                .product(name: "QueueConsole", package: "courier"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
             path: "Sources/courier-bench"
         ),
         .executableTarget(

@@ -29,6 +29,11 @@ enum Bench {
             try await QueueBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
             return
         }
+        // `--console`: the operator console over a 1,000,000-entry SQLite queue (ConsoleBench.swift).
+        if CommandLine.arguments.dropFirst().first == "--console" {
+            try await ConsoleBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+            return
+        }
         if CommandLine.arguments.dropFirst().first == "--postgres" {
             try await PostgresBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
             return
