@@ -13,8 +13,8 @@ enum SealingScenarios {
     static let keyring = Keyring.generate()
 
     /// A 10 MiB body costs what ~10,000 small entries do: one per iteration, and tolerances
-    /// of their own. Allocations per body move by a few between iterations (3,522–3,526
-    /// unsealed, 8,184–8,188 sealed): +50 fails. Write system calls are mostly the socket's
+    /// of their own. Allocations per body move by a few between iterations (3,456–3,461
+    /// unsealed, 8,032–8,036 sealed): +50 fails. Write system calls are mostly the socket's
     /// (~160 writes of 64 KiB, and event-loop wake-ups that move with the load: 182–337
     /// between runs): +100 per body only catches a blow-up, such as one write per chunk more.
     static var largeBody: Benchmark.Configuration {
