@@ -88,27 +88,25 @@ struct ConsoleFixture {
     /// Runs `body` with a fixture of `kind` and a router test client, then closes the fixture.
     static func with(_ kind: ConsoleStore, _ body: @escaping @Sendable (ConsoleFixture, any TestClientProtocol) async throws -> Void) async throws {
         let fixture = kind == .sqlite ? try ConsoleFixture() : try await ConsoleFixture(postgres: try #require(postgresURL))
-        do {
-            let app = Application(router: fixture.console.router())
-            try await app.test(.router) { client in try await body(fixture, client) }
-        } catch {
-            await fixture.close()
-            throw error
-        }
-        await fixture.close()
+        try await fixture.serve(body)
     }
 
     /// Runs `body` with a fixture and a router test client, then closes the fixture.
     static func with(prefix: String = "", _ body: @escaping @Sendable (ConsoleFixture, any TestClientProtocol) async throws -> Void) async throws {
-        let fixture = try ConsoleFixture(prefix: prefix)
+        try await ConsoleFixture(prefix: prefix).serve(body)
+    }
+
+    /// Runs `body` with a router test client of this fixture's console, then closes the fixture,
+    /// whether `body` threw or not.
+    private func serve(_ body: @escaping @Sendable (ConsoleFixture, any TestClientProtocol) async throws -> Void) async throws {
         do {
-            let app = Application(router: fixture.console.router())
-            try await app.test(.router) { client in try await body(fixture, client) }
+            let app = Application(router: console.router())
+            try await app.test(.router) { client in try await body(self, client) }
         } catch {
-            await fixture.close()
+            await close()
             throw error
         }
-        await fixture.close()
+        await close()
     }
 
     @discardableResult
