@@ -129,6 +129,27 @@ struct SyncConsoleTests {
         await fixture.finish()
     }
 
+    @Test("sync demo --keep leaves its queue, and sync console shows its overview as a new user opens it; a path taken is refused")
+    func demoQueueInTheConsole() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-demo-keep-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("demo.db").path
+        let sync = SyncRunner(database: path)
+        let demo = try await sync.run(["demo", "--requests", "6", "--keep", path])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        #expect(demo.stdout.contains("kept the queue at \(path)"), "\(demo.stdout)")
+        let served = try await Served.start(sync, ["console", "--address", "127.0.0.1:0"])
+        let page = try await served.get("/")
+        #expect(page.status == 200, "no user, no password: the overview")
+        #expect(String(decoding: page.body, as: UTF8.self).contains("<html"))
+        let overview = try #require(try JSONSerialization.jsonObject(with: try await served.get("/", json: true).body) as? [String: Any])
+        #expect((overview["counts"] as? [String: Any])?["delivered"] as? Int == 6)
+        #expect(try await served.stop() == 0)
+        let again = try await sync.run(["demo", "--keep", path])
+        #expect(again.status == 64 && again.stderr.contains("a file is there already"), "\(again.stderr)")
+    }
+
     @Test("add-user writes a 0600 file whose password and token users sign in; without credentials 401; a wrong password 401")
     func usersSignIn() async throws {
         let fixture = try await SyncCommandTests.Fixture()

@@ -17,16 +17,26 @@ struct Demo: AsyncParsableCommand {
             and drains with progress. Nothing outside this machine is contacted; the temporary \
             folder is removed at the end.
 
+            With --keep PATH the queue is written to PATH (a new file) and kept, to look at \
+            afterwards: `sync console --db PATH` serves it at http://127.0.0.1:9090/.
+
             Example:
               swift run sync demo
+              swift run sync demo --keep /tmp/demo.db && swift run sync console --db /tmp/demo.db
             """
     )
 
     @Option(name: .long, help: "How many requests to queue.")
     var requests: Int = 24
 
+    @Option(name: .long, help: ArgumentHelp("Keep the demo's queue at this path (a new file), to look at it afterwards.", valueName: "path"))
+    var keep: String?
+
     func validate() throws {
         guard (1...100_000).contains(requests) else { throw ValidationError("--requests must be between 1 and 100000") }
+        if let keep, FileManager.default.fileExists(atPath: keep) {
+            throw ValidationError("--keep \(keep): a file is there already; the demo keeps a new queue only")
+        }
     }
 
     func run() async throws {
@@ -45,7 +55,7 @@ struct Demo: AsyncParsableCommand {
     private func demo(server: LoopbackServer, recorder: StubTransport, folder: URL, transport: AsyncHTTPClientTransport) async throws {
         let monitor = ManualMonitor(.offline(.noCarrier))
         let client = APIClient(baseURL: server.baseURL, transport: transport)
-        let configuration = QueueConfiguration(path: folder.appendingPathComponent("queue.db").path)
+        let configuration = QueueConfiguration(path: keep ?? folder.appendingPathComponent("queue.db").path)
         let queue: OfflineQueue
         do {
             queue = try OfflineQueue(configuration: configuration, client: client, monitor: monitor)
@@ -53,7 +63,7 @@ struct Demo: AsyncParsableCommand {
             throw sysExit(for: error)
         }
 
-        print("loopback server on \(server.baseURL.absoluteString); queue in \(folder.path)")
+        print("loopback server on \(server.baseURL.absoluteString); queue at \(configuration.path)")
         print("network: \(monitor.status)")
         var queued = 0
         for index in 1...requests {
@@ -106,9 +116,13 @@ struct Demo: AsyncParsableCommand {
         let keys = Set(received.compactMap { $0.head.headerFields[configuration.idempotencyHeader] })
         print("drained in \(elapsed.formatted(.units(allowed: [.milliseconds], width: .abbreviated))): \(counts.delivered) delivered, \(counts.pending) pending, \(counts.dead) dead")
         print("the server saw \(received.count) requests with \(keys.count) distinct idempotency keys")
+        await queue.close()
         guard counts.delivered == queued, counts.open == 0 else {
             complain("the demo did not deliver everything")
             throw SysExit.tryAgain
+        }
+        if let keep {
+            print("kept the queue at \(keep); look at it in a browser: sync console --db \(keep), then http://127.0.0.1:9090/")
         }
     }
 }
