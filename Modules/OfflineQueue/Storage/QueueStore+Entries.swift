@@ -273,21 +273,24 @@ extension QueueStore {
             var tally = EntryTally()
             // The rows as stored (a join with the leases per row would double the walk), then
             // the few leased ones among them moved to in flight, as `entry_view` shows them.
+            // Counted here, not by a GROUP BY, whose sort of every row was most of the time.
+            var stored: [StoredKey: StoredCount] = [:]
             var oldest: EntryID?
-            for row in try Row.fetchAll(db, sql: """
-                SELECT group_key, name, state, count(*), min(id) FROM (SELECT id, group_key, name, state FROM entry ORDER BY id DESC LIMIT ?)
-                GROUP BY group_key, name, state
-                """, arguments: [max(0, newest)]) {
-                let count: Int = row[3]
-                let first: EntryID = row[4]
-                oldest = min(oldest ?? first, first)
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT group_key, name, state, id FROM entry ORDER BY id DESC LIMIT ?"),
+                                           arguments: [max(0, newest)])
+            while let row = try rows.next() {
+                let id: EntryID = row[3]
+                stored[StoredKey(group: row[0], name: row[1], state: row[2]), default: StoredCount(first: id)].add(id)
+                oldest = id
+            }
+            for (key, count) in stored {
                 do throws(UnknownStoredValue) {
-                    let state = try UnknownStoredValue.state(row[2], id: first)
-                    tally.counts[EntryTally.Key(group: row[0], name: row[1], state: state), default: 0] += count
+                    let state = try UnknownStoredValue.state(key.state, id: count.first)
+                    tally.counts[EntryTally.Key(group: key.group, name: key.name, state: state), default: 0] += count.count
                 } catch {
                     throw error.corruptDatabase(path)
                 }
-                tally.examined += count
+                tally.examined += count.count
             }
             if leases, let oldest {
                 for row in try Row.fetchAll(db, sql: """
@@ -317,6 +320,24 @@ extension QueueStore {
                 tally.deliveredLastFiveMinutes = row[1]
             }
             return tally
+        }
+    }
+
+    /// A tally's key as the row stores it, its state not decoded yet.
+    private struct StoredKey: Hashable {
+        var group: String?
+        var name: String
+        var state: String
+    }
+
+    /// How many rows of a ``StoredKey`` the tally met, and the oldest (it names a bad row).
+    private struct StoredCount {
+        var count = 0
+        var first: EntryID
+
+        mutating func add(_ id: EntryID) {
+            count += 1
+            first = min(first, id)
         }
     }
 
@@ -360,7 +381,9 @@ extension QueueStore {
             let otherBoots = try !lean || Row.fetchOne(db, sql: "SELECT clock_boot FROM queue_meta").map { $0[0] as String? != now.boot } ?? true
             // Entries a pause holds back are not due: the index is walked in due order up to
             // the first entry no pause holds. Of schema 8 on, it holds the entries given a wait;
-            // one that was not is due from its start, and the claim order's index finds one.
+            // one that was not is due from its start, and the claim order's index finds one: any
+            // one, since each is due (its start lies behind), walked from the newest, the likeliest
+            // never to have been tried (the oldest are often waiting a backoff).
             let waited = lean ? "AND due_uptime > budget_uptime" : ""
             var due = try Double.fetchOne(db, sql: """
                 SELECT due_uptime FROM entry WHERE state = 'pending' \(waited) AND clock_boot = ? AND \(self.notPaused("entry"))
@@ -370,7 +393,7 @@ extension QueueStore {
             if lean {
                 fresh = try Double.fetchOne(db, sql: """
                     SELECT due_uptime FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND due_uptime <= budget_uptime
-                    AND clock_boot = ? AND \(self.notPaused("entry")) \(notLeased) LIMIT 1
+                    AND clock_boot = ? AND \(self.notPaused("entry")) \(notLeased) ORDER BY priority, id DESC LIMIT 1
                     """, arguments: [now.boot])
                 due = [due, fresh].compactMap { $0 }.min()
             }
