@@ -350,6 +350,7 @@ struct StoreConformanceTests {
         #expect(try await storage.pause(group: "b", now: contract.now))
         counts = try await storage.counts(now: contract.now)
         #expect(counts.pending == 5 && counts.inflight == 1 && counts.due == 2, "group a's two held, b's in flight")
+        #expect(try await storage.pauseStatus().pendingHeld == 2, "a1 and a2; b1 is in flight")
         contract.clock.advance(by: .seconds(61))
         #expect(try await storage.counts(now: contract.now).due == 3, "the scheduled entry is due; a1 is, but held")
         #expect(try await storage.retry(ids: [scheduled], now: contract.now) == [scheduled])
