@@ -327,6 +327,43 @@ struct StoreConformanceTests {
         #expect(try await contract.claim().claimed.map(\.id) == [ids[0]])
     }
 
+    @Test("the due count: an entry given a wait, in flight or held by a paused group is not due; one due from its start or retried is, behind its group's head or not", arguments: StoreKind.allCases)
+    func dueCounts(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        defer { Task { await contract.remove() } }
+        let storage = contract.storage
+        // A drain's start, as a drain makes it (SQLite then knows every open row is on this boot).
+        _ = try await storage.settleAndClaim([], now: contract.now, claimLimit: 0, lease: .seconds(60), attemptedSince: nil, chores: ClaimChores(carryOver: true))
+        let ids = try await contract.insert([
+            Spec(group: "a"), Spec(group: "a"), Spec(group: "b"), Spec(), Spec(notBefore: contract.now.wall.addingTimeInterval(60)), Spec(),
+        ])
+        let (a1, b1, scheduled) = (ids[0], ids[2], ids[4])
+        var counts = try await storage.counts(now: contract.now)
+        #expect(counts.pending == 6 && counts.due == 5)
+        #expect(try await contract.claim(limit: 2, lease: .seconds(600)).claimed.map(\.id) == [a1, b1])
+        counts = try await storage.counts(now: contract.now)
+        #expect(counts.pending == 4 && counts.inflight == 2 && counts.due == 3, "a1's follower is due, though not claimable yet")
+        _ = try await contract.settle([Settlement(id: a1, transition: .retry(.init(after: .seconds(10), error: "HTTP 503")))])
+        counts = try await storage.counts(now: contract.now)
+        #expect(counts.pending == 5 && counts.inflight == 1 && counts.due == 3, "a1 waits its backoff")
+        #expect(try await storage.pause(group: "a", now: contract.now))
+        #expect(try await storage.pause(group: "b", now: contract.now))
+        counts = try await storage.counts(now: contract.now)
+        #expect(counts.pending == 5 && counts.inflight == 1 && counts.due == 2, "group a's two held, b's in flight")
+        #expect(try await storage.pauseStatus().pendingHeld == 2, "a1 and a2; b1 is in flight")
+        contract.clock.advance(by: .seconds(61))
+        #expect(try await storage.counts(now: contract.now).due == 3, "the scheduled entry is due; a1 is, but held")
+        #expect(try await storage.retry(ids: [scheduled], now: contract.now) == [scheduled])
+        #expect(try await storage.counts(now: contract.now).due == 3, "retried: due from now")
+        #expect(try await storage.resume(group: "a"))
+        #expect(try await storage.resume(group: "b"))
+        counts = try await storage.counts(now: contract.now)
+        #expect(counts.pending == 5 && counts.inflight == 1 && counts.due == 5)
+        _ = try await contract.settle([Settlement(id: b1, transition: .deliver(status: 200))])
+        counts = try await storage.counts(now: contract.now)
+        #expect(counts.pending == 5 && counts.inflight == 0 && counts.delivered == 1 && counts.due == 5)
+    }
+
     @Test("counts and listings: states, the oldest pending, the last delivery, entries by state, group and page, oldest first", arguments: StoreKind.allCases)
     func countsAndListings(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)

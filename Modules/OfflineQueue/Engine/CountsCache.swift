@@ -122,13 +122,29 @@ extension OfflineQueue {
     /// newest `window` entries, the entries waiting for the network and the recent deliveries.
     /// Each part is a bounded read, however many entries there are.
     public func overview(top: Int = 50, window: Int = QueueOverview.defaultWindow, countsMaxAge: Duration = .zero) async throws(QueueError) -> QueueOverview {
-        let counts = try await recentCounts(maxAge: countsMaxAge)
-        let pauses = try await operatorStore.pauseStatus()
         let window = max(0, window)
-        let tally = try await activity.storeCall(.counts) { () async throws(QueueError) in
-            try await operatorStore.tally(newest: window, now: configuration.clock.now())
+        // The three reads at once, each on a reader of its own (a SQLite queue open for writing
+        // has a pool of them, PostgreSQL a pool of connections): the overview takes as long as
+        // the longest of them rather than their sum.
+        async let counts = Self.result { () async throws(QueueError) in try await recentCounts(maxAge: countsMaxAge) }
+        async let pauses = Self.result { () async throws(QueueError) in try await operatorStore.pauseStatus() }
+        async let tally = Self.result { () async throws(QueueError) in
+            try await activity.storeCall(.counts) { () async throws(QueueError) in
+                try await operatorStore.tally(newest: window, now: configuration.clock.now())
+            }
         }
+        let read = await (counts: counts, pauses: pauses, tally: tally)
+        let tallied = try read.tally.get()
         metrics.answered(.tally)
-        return QueueOverview(counts: counts, pauses: pauses, tally: tally, window: window, top: top)
+        return QueueOverview(counts: try read.counts.get(), pauses: try read.pauses.get(), tally: tallied, window: window, top: top)
+    }
+
+    /// `body`'s value or error, for a child task whose error keeps its type.
+    private static func result<T>(_ body: () async throws(QueueError) -> T) async -> Result<T, QueueError> {
+        do throws(QueueError) {
+            return .success(try await body())
+        } catch {
+            return .failure(error)
+        }
     }
 }

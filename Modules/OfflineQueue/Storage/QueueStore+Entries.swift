@@ -273,21 +273,24 @@ extension QueueStore {
             var tally = EntryTally()
             // The rows as stored (a join with the leases per row would double the walk), then
             // the few leased ones among them moved to in flight, as `entry_view` shows them.
+            // Counted here, not by a GROUP BY, whose sort of every row was most of the time.
+            var stored: [StoredKey: StoredCount] = [:]
             var oldest: EntryID?
-            for row in try Row.fetchAll(db, sql: """
-                SELECT group_key, name, state, count(*), min(id) FROM (SELECT id, group_key, name, state FROM entry ORDER BY id DESC LIMIT ?)
-                GROUP BY group_key, name, state
-                """, arguments: [max(0, newest)]) {
-                let count: Int = row[3]
-                let first: EntryID = row[4]
-                oldest = min(oldest ?? first, first)
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT group_key, name, state, id FROM entry ORDER BY id DESC LIMIT ?"),
+                                           arguments: [max(0, newest)])
+            while let row = try rows.next() {
+                let id: EntryID = row[3]
+                stored[StoredKey(group: row[0], name: row[1], state: row[2]), default: StoredCount(first: id)].add(id)
+                oldest = id
+            }
+            for (key, count) in stored {
                 do throws(UnknownStoredValue) {
-                    let state = try UnknownStoredValue.state(row[2], id: first)
-                    tally.counts[EntryTally.Key(group: row[0], name: row[1], state: state), default: 0] += count
+                    let state = try UnknownStoredValue.state(key.state, id: count.first)
+                    tally.counts[EntryTally.Key(group: key.group, name: key.name, state: state), default: 0] += count.count
                 } catch {
                     throw error.corruptDatabase(path)
                 }
-                tally.examined += count
+                tally.examined += count.count
             }
             if leases, let oldest {
                 for row in try Row.fetchAll(db, sql: """
@@ -320,6 +323,24 @@ extension QueueStore {
         }
     }
 
+    /// A tally's key as the row stores it, its state not decoded yet.
+    private struct StoredKey: Hashable {
+        var group: String?
+        var name: String
+        var state: String
+    }
+
+    /// How many rows of a ``StoredKey`` the tally met, and the oldest (it names a bad row).
+    private struct StoredCount {
+        var count = 0
+        var first: EntryID
+
+        mutating func add(_ id: EntryID) {
+            count += 1
+            first = min(first, id)
+        }
+    }
+
     func counts(now: QueueTime) async throws(QueueError) -> QueueCounts {
         let path = self.path
         let leases = schemaVersion >= Schema.firstLeaseVersion
@@ -328,6 +349,7 @@ extension QueueStore {
         return try await read { db in
             var counts = QueueCounts()
             counts.pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry INDEXED BY entry_pending WHERE state = 'pending'") ?? 0
+            let pendingRows = counts.pending
             // The other states one at a time, each found by a seek in the state index and then
             // counted over its range: a third of a GROUP BY's time over a million finished rows.
             // A state this version does not know is an error naming its first row.
@@ -359,7 +381,9 @@ extension QueueStore {
             let otherBoots = try !lean || Row.fetchOne(db, sql: "SELECT clock_boot FROM queue_meta").map { $0[0] as String? != now.boot } ?? true
             // Entries a pause holds back are not due: the index is walked in due order up to
             // the first entry no pause holds. Of schema 8 on, it holds the entries given a wait;
-            // one that was not is due from its start, and the claim order's index finds one.
+            // one that was not is due from its start, and the claim order's index finds one: any
+            // one, since each is due (its start lies behind), walked from the newest, the likeliest
+            // never to have been tried (the oldest are often waiting a backoff).
             let waited = lean ? "AND due_uptime > budget_uptime" : ""
             var due = try Double.fetchOne(db, sql: """
                 SELECT due_uptime FROM entry WHERE state = 'pending' \(waited) AND clock_boot = ? AND \(self.notPaused("entry"))
@@ -369,7 +393,7 @@ extension QueueStore {
             if lean {
                 fresh = try Double.fetchOne(db, sql: """
                     SELECT due_uptime FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND due_uptime <= budget_uptime
-                    AND clock_boot = ? AND \(self.notPaused("entry")) \(notLeased) LIMIT 1
+                    AND clock_boot = ? AND \(self.notPaused("entry")) \(notLeased) ORDER BY priority, id DESC LIMIT 1
                     """, arguments: [now.boot])
                 due = [due, fresh].compactMap { $0 }.min()
             }
@@ -384,18 +408,22 @@ extension QueueStore {
                 counts.nextDue = DueTime(boot: now.boot, uptime: next)
                 counts.nextAttemptAt = now.wallTime(atUptime: next)
             }
-            // Walks the due part of the index only (and of schema 8, the claim order's index
-            // for the entries due from their start).
             if due.map({ $0 <= now.uptime }) ?? false {
-                counts.due = try Int.fetchOne(db, sql: """
-                    SELECT count(*) FROM entry WHERE state = 'pending' \(waited) AND due_uptime <= ? AND clock_boot = ?
-                    AND \(self.notPaused("entry")) \(notLeased)
-                    """, arguments: [now.uptime, now.boot]) ?? 0
-                if fresh != nil {
-                    counts.due += try Int.fetchOne(db, sql: """
-                        SELECT count(*) FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND due_uptime <= budget_uptime
-                        AND due_uptime <= ? AND clock_boot = ? AND \(self.notPaused("entry")) \(notLeased)
+                if lean && !otherBoots {
+                    counts.due = try Self.dueFromIndexes(db, pendingRows: pendingRows, now: now)
+                } else {
+                    // Walks the due part of the index only (and of schema 8, the claim order's
+                    // index for the entries due from their start, row by row).
+                    counts.due = try Int.fetchOne(db, sql: """
+                        SELECT count(*) FROM entry WHERE state = 'pending' \(waited) AND due_uptime <= ? AND clock_boot = ?
+                        AND \(self.notPaused("entry")) \(notLeased)
                         """, arguments: [now.uptime, now.boot]) ?? 0
+                    if fresh != nil {
+                        counts.due += try Int.fetchOne(db, sql: """
+                            SELECT count(*) FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND due_uptime <= budget_uptime
+                            AND due_uptime <= ? AND clock_boot = ? AND \(self.notPaused("entry")) \(notLeased)
+                            """, arguments: [now.uptime, now.boot]) ?? 0
+                    }
                 }
             }
             if carriedUptime.map({ $0 <= now.uptime }) ?? false {
@@ -431,6 +459,37 @@ extension QueueStore {
             }
             return counts
         }
+    }
+
+    /// The due entries when every open row is on this boot (`queue_meta.clock_boot`, schema 8)
+    /// and no pause holds the whole queue, from the indexes rather than row by row: the pending
+    /// rows (the claim order's index) less those that are not due, which are
+    /// - those given a wait not over yet (a range of `entry_due`, counted in the index alone),
+    /// - those of a paused group not counted there (each group's run of its index),
+    /// - those in flight not counted there (driven by the few leases).
+    ///
+    /// The one difference from reading each row: an entry due from its start, when its start lies
+    /// ahead of this reading of the boot clock, counts as due. Only a write whose clock reads
+    /// ahead of this one's makes such a row: one committed between the counts' clock reading and
+    /// their transaction (due by the time anyone reads the count), or one of a process whose boot
+    /// clock could not be trusted, which the next drain's start rebases to due at once.
+    static func dueFromIndexes(_ db: Database, pendingRows: Int, now: QueueTime) throws -> Int {
+        let waiting = "entry.due_uptime > entry.budget_uptime AND entry.due_uptime > :uptime"
+        let arguments: StatementArguments = ["uptime": now.uptime]
+        var notDue = try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM entry INDEXED BY entry_due WHERE state = 'pending' AND \(waiting)
+            """), arguments: arguments) ?? 0
+        for group in try String.fetchAll(db.cachedStatement(sql: "SELECT group_key FROM pause WHERE group_key IS NOT NULL")) {
+            notDue += try Int.fetchOne(db.cachedStatement(sql: """
+                SELECT count(*) FROM entry INDEXED BY entry_group_open
+                WHERE group_key = :group AND state IN ('pending', 'inflight') AND entry.state = 'pending' AND NOT (\(waiting))
+                """), arguments: arguments + ["group": group]) ?? 0
+        }
+        notDue += try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM lease CROSS JOIN entry ON entry.id = lease.entry_id
+            WHERE entry.state = 'pending' AND \(notPaused("entry")) AND NOT (\(waiting))
+            """), arguments: arguments) ?? 0
+        return max(0, pendingRows - notDue)
     }
 
     /// When the oldest pending entry not in flight was made: the first of each priority's run

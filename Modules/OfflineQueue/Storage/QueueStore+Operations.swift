@@ -51,9 +51,24 @@ extension QueueStore {
             let pauses = try Row.fetchAll(db, sql: "SELECT group_key, paused_at FROM pause ORDER BY group_key IS NOT NULL, group_key")
                 .map { QueuePause(group: $0[0], pausedAt: Date(timeIntervalSince1970: $0[1])) }
             guard !pauses.isEmpty else { return PauseStatus() }
-            let held = try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM entry AS e INDEXED BY entry_pending WHERE e.state = 'pending' AND NOT \(Self.notPaused("e")) \(notLeased)
-                """) ?? 0
+            // From the indexes, not a walk of every pending row: a pause of the queue holds every
+            // pending entry not in flight; a group's pause its run of the groups' index.
+            var held = 0
+            if pauses.contains(where: { $0.group == nil }) {
+                held = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry INDEXED BY entry_pending WHERE state = 'pending'") ?? 0
+                if !notLeased.isEmpty {
+                    held -= try Int.fetchOne(db, sql: """
+                        SELECT count(*) FROM lease CROSS JOIN entry AS e ON e.id = lease.entry_id AND e.state = 'pending'
+                        """) ?? 0
+                }
+            } else {
+                for group in pauses.compactMap(\.group) {
+                    held += try Int.fetchOne(db.cachedStatement(sql: """
+                        SELECT count(*) FROM entry AS e INDEXED BY entry_group_open
+                        WHERE e.group_key = ? AND e.state IN ('pending', 'inflight') AND e.state = 'pending' \(notLeased)
+                        """), arguments: [group]) ?? 0
+                }
+            }
             return PauseStatus(pauses: pauses, pendingHeld: held)
         }
     }
