@@ -22,6 +22,13 @@ private struct ChunksResponder: Transport {
 
 @Suite("LoopbackServer")
 struct LoopbackServerTests {
+    /// How long a request may wait for the server. The server's connections are tasks on the
+    /// cooperative pool, two threads here, which the suites' start shares with some 700 tests:
+    /// in one full run the earliest tests all finished at 10.0 s, and a server that closes a
+    /// connection at once was not scheduled before a 10 s timeout, so the client saw `timedOut`
+    /// where it should see `connectionLost`. A passing request never waits for this.
+    static let patience: Duration = .seconds(120)
+
     /// Runs `body` with a server answering from `responder` and a transport to it, and shuts
     /// both down afterwards, also when `body` throws.
     private func withServer(_ responder: any Transport, _ body: (LoopbackServer, AsyncHTTPClientTransport) async throws -> Void) async throws {
@@ -77,7 +84,7 @@ struct LoopbackServerTests {
         try await withServer(stub) { server, transport in
             var answers: [String] = []
             for path in ["/flaky", "/flaky", "/nowhere"] {
-                let response = try await transport.send(request(.get, path, on: server), body: nil, timeout: .seconds(10))
+                let response = try await transport.send(request(.get, path, on: server), body: nil, timeout: Self.patience)
                 let body = String(decoding: try await response.body.collect(upTo: 1024), as: UTF8.self)
                 answers.append("\(response.head.status.code) \(body)")
             }
@@ -89,7 +96,7 @@ struct LoopbackServerTests {
     @Test("a body without Content-Length goes out chunked and arrives whole")
     func chunkedBody() async throws {
         try await withServer(ChunksResponder(chunks: ["alpha ", "beta ", "gamma"])) { server, transport in
-            let response = try await transport.send(request(.get, "/stream", on: server), body: nil, timeout: .seconds(10))
+            let response = try await transport.send(request(.get, "/stream", on: server), body: nil, timeout: Self.patience)
             #expect(response.head.headerFields[.transferEncoding] == "chunked")
             #expect(response.head.headerFields[.contentLength] == nil)
             #expect(String(decoding: try await response.body.collect(upTo: 1024), as: UTF8.self) == "alpha beta gamma")
@@ -103,14 +110,14 @@ struct LoopbackServerTests {
         stub.on(.get, "/document", respond: StubTransport.Stub(body: Data("hello".utf8)))
         stub.on(.delete, "/document", respond: .status(204))
         try await withServer(stub) { server, transport in
-            let head = try await transport.send(request(.head, "/document", on: server), body: nil, timeout: .seconds(10))
+            let head = try await transport.send(request(.head, "/document", on: server), body: nil, timeout: Self.patience)
             #expect(head.head.headerFields[.contentLength] == "5")
             #expect(try await head.body.collect(upTo: 1024).isEmpty)
-            let deleted = try await transport.send(request(.delete, "/document", on: server), body: nil, timeout: .seconds(10))
+            let deleted = try await transport.send(request(.delete, "/document", on: server), body: nil, timeout: Self.patience)
             #expect(deleted.head.status.code == 204)
             #expect(deleted.head.headerFields[.contentLength] == nil)
             #expect(try await deleted.body.collect(upTo: 1024).isEmpty)
-            let get = try await transport.send(request(.get, "/document", on: server), body: nil, timeout: .seconds(10))
+            let get = try await transport.send(request(.get, "/document", on: server), body: nil, timeout: Self.patience)
             #expect(String(decoding: try await get.body.collect(upTo: 1024), as: UTF8.self) == "hello")
         }
     }
@@ -122,7 +129,7 @@ struct LoopbackServerTests {
         stub.on(.get, "/slow", respond: StubTransport.Stub(delay: .seconds(60)))
         try await withServer(stub) { server, transport in
             do {
-                _ = try await transport.send(request(.get, "/lost", on: server), body: nil, timeout: .seconds(10))
+                _ = try await transport.send(request(.get, "/lost", on: server), body: nil, timeout: Self.patience)
                 Issue.record("the server answered")
             } catch NetworkError.transport(let failure) {
                 #expect(failure.kind == .connectionLost)
@@ -152,11 +159,11 @@ struct LoopbackServerTests {
         let server = try await LoopbackServer.start(answering: StubTransport(fallback: .status(200)))
         let transport = AsyncHTTPClientTransport()
         let head = request(.get, "/", on: server)
-        #expect(try await transport.send(head, body: nil, timeout: .seconds(10)).head.status.code == 200)
+        #expect(try await transport.send(head, body: nil, timeout: Self.patience).head.status.code == 200)
         await server.shutdown()
         let fresh = AsyncHTTPClientTransport()
         do {
-            _ = try await fresh.send(head, body: nil, timeout: .seconds(10))
+            _ = try await fresh.send(head, body: nil, timeout: Self.patience)
             Issue.record("a closed server answered")
         } catch NetworkError.transport(let failure) {
             #expect(failure.kind == .cannotConnect)
