@@ -150,12 +150,26 @@ class Console:
                 raise TimeoutException("no new document within %s s (%d tries)" % (WAIT, tries))
             if again and tries < 3 and now - last > 10:
                 self.drain_log()
-                if self.requests == sent_before:
+                # The performance log can lag behind a loaded browser: a document that already
+                # left, or a button that is gone, means the click was seen after all.
+                if self.requests == sent_before and not self.stale(old):
                     sys.stderr.write("console_driver: nothing sent 10 s after a click; clicking again\n")
-                    again()
-                    tries += 1
+                    try:
+                        again()
+                        tries += 1
+                    except (LookupError, WebDriverException):
+                        pass
                 last = now
             time.sleep(0.1)
+
+    @staticmethod
+    def stale(element):
+        """Whether element left the document (the page it was on was replaced)."""
+        try:
+            element.tag_name
+            return False
+        except StaleElementReferenceException:
+            return True
 
     def on_element(self, command, use):
         """Finds the element of command and passes it to use; finds it again (three tries, a
