@@ -1,4 +1,5 @@
 public import Foundation
+import HTTPCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,7 +28,10 @@ public struct SystemdNotifier: Sendable {
     }
 
     /// Sends `state` (such as `READY=1`, or several `NAME=value` lines); returns whether it
-    /// went out. Never blocks: a datagram on a unix socket.
+    /// went out. Never blocks: a datagram on a unix socket, sent with `MSG_DONTWAIT`. A socket
+    /// whose queue is full (`net.unix.max_dgram_qlen` datagrams nobody has read yet) drops it
+    /// and this returns `false`: a plain `sendto` would wait there until the reader catches up,
+    /// holding a thread of the cooperative pool and every task behind it, a shutdown included.
     @discardableResult
     public func notify(_ state: String) -> Bool {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -46,10 +50,22 @@ public struct SystemdNotifier: Sendable {
         let message = Array(state.utf8)
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                sendto(fd, message, message.count, Int32(MSG_NOSIGNAL), socketAddress, length)
+                sendto(fd, message, message.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), socketAddress, length)
             }
         }
         return sent == message.count
     }
-}
 
+    /// ``notify(_:)``, tried again every 50 ms (on the boot clock) while the socket's queue is
+    /// full, for up to `patience`: for the messages systemd must hear (`READY=1`,
+    /// `STOPPING=1`). Returns whether it went out; never holds a thread while it waits.
+    @discardableResult
+    public func notify(_ state: String, patience: Duration) async -> Bool {
+        let deadline = BootClock.uptime() + Double(patience.components.seconds) + Double(patience.components.attoseconds) / 1e18
+        while true {
+            if notify(state) { return true }
+            guard BootClock.uptime() < deadline, !Task.isCancelled else { return false }
+            await BootClock.sleep(for: .milliseconds(50))
+        }
+    }
+}

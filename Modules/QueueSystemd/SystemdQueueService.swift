@@ -57,11 +57,17 @@ public struct SystemdQueueService: Service {
     static let shutdownMargin = Duration.seconds(5)
     /// The shortest gap between two `STATUS=` messages.
     static let statusInterval = Duration.seconds(1)
+    /// How long `READY=1` and `STOPPING=1` wait for room on a notify socket whose queue is full
+    /// (a ping or a status line that finds it full is dropped: the next one follows).
+    static let patience = Duration.seconds(2)
 
     public func run() async throws {
         let status = await statusLine()
-        notifier.notify("READY=1\nSTATUS=" + (status ?? "started"))
-        logger.debug("sent READY=1", metadata: ["socket": "\(notifier.socketPath)"])
+        if await notifier.notify("READY=1\nSTATUS=" + (status ?? "started"), patience: Self.patience) {
+            logger.debug("sent READY=1", metadata: ["socket": "\(notifier.socketPath)"])
+        } else {
+            logger.warning("could not send READY=1: the notify socket is gone or its queue stayed full", metadata: ["socket": "\(notifier.socketPath)"])
+        }
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 group.addTask { await activity.follow(events) }
@@ -79,8 +85,11 @@ public struct SystemdQueueService: Service {
             let allowance = shutdownGrace + Self.shutdownMargin
             stopping += "\nEXTEND_TIMEOUT_USEC=\(Self.microseconds(allowance))"
         }
-        notifier.notify(stopping)
-        logger.debug("sent STOPPING=1", metadata: ["message": "\(stopping)"])
+        if await notifier.notify(stopping, patience: Self.patience) {
+            logger.debug("sent STOPPING=1", metadata: ["message": "\(stopping)"])
+        } else {
+            logger.warning("could not send STOPPING=1: the notify socket is gone or its queue stayed full", metadata: ["socket": "\(notifier.socketPath)"])
+        }
     }
 
     /// Every quarter of the timeout, `WATCHDOG=1` if the queue service is alive, nothing if it
@@ -92,7 +101,7 @@ public struct SystemdQueueService: Service {
         while !Task.isCancelled {
             let verdict = service.liveness()
             if verdict.isAlive {
-                notifier.notify("WATCHDOG=1")
+                if !notifier.notify("WATCHDOG=1") { logger.debug("a watchdog ping was dropped: the notify socket's queue is full") }
                 if stuckSince != nil {
                     logger.notice("queue service moves again: watchdog pings resumed")
                     stuckSince = nil
@@ -127,7 +136,8 @@ public struct SystemdQueueService: Service {
                 await BootClock.sleep(untilUptime: sentAt + Self.statusInterval.seconds)
                 if Task.isCancelled { break }   // the service is stopping
                 guard let line = await statusLine(), line != last else { continue }
-                notifier.notify("STATUS=" + line)
+                // A line the socket had no room for is tried again at the next beat.
+                guard notifier.notify("STATUS=" + line) else { continue }
                 last = line
                 sentAt = BootClock.uptime()
             }

@@ -52,6 +52,33 @@ struct SyncWatchdogTests {
         await server.shutdown()
     }
 
+    @Test("a notify socket nobody reads (its queue of ten datagrams full) holds up neither the pings' task nor the shutdown: SIGTERM ends sync run at once")
+    func unreadNotifySocket() async throws {
+        let folder = try makeTemporaryFolder("watchdog-unread")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let socket = try NotifySocket()
+        var sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
+        // A ping every 50 ms: the socket's queue (net.unix.max_dgram_qlen, 10 here) fills in half a second.
+        sync.environment = ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "200000"]
+        let (process, _, errors) = try sync.start(["run", "--no-reachability", "--log-format", "json", "--log-level", "debug"])
+        defer { process.signal(SIGKILL) }
+        let log = readToEnd(errors.fileHandleForReading)
+        #expect(await socket.receive(containing: "READY=1").last?.contains("READY=1") == true)
+        // Nothing reads the socket for three seconds (the scenario, not a synchronisation).
+        try await Task.sleep(for: .seconds(3))
+        process.signal(SIGTERM)
+        let exited = await process.exited(limit: .seconds(30))
+        if !exited { process.signal(SIGKILL) }
+        let text = String(decoding: await log.value, as: UTF8.self)
+        #expect(exited, "sync run stopped at SIGTERM although its notify socket was full: \(text)")
+        #expect(process.terminationStatus == 0, "\(text)")
+        // What could not go out while the queue was full is dropped, not queued up in the process:
+        // the socket holds at most its queue's worth.
+        var left = 0
+        while await socket.receive(limit: .milliseconds(200)) != nil { left += 1 }
+        #expect(left <= 16, "\(left)")
+    }
+
     @Test("a database call that blocks past --store-timeout stops the pings and says why in STATUS=; they resume once it returns")
     func blockedStore() async throws {
         let folder = try makeTemporaryFolder("watchdog-store")
