@@ -135,6 +135,36 @@ struct SealingTests {
         await server.shutdown()
     }
 
+    @Test("bodies kept apart arrive whole whether the plaintext their check opened is kept for the send (300 KB: two fit) or they are opened again (700 KB: none fits), 8 at concurrency 4, and nothing is held after", arguments: StoreKind.allCases)
+    func verifiedPlaintextKeptOrOpenedAgain(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
+        let server = try await TestHTTPServer.start()
+        let (small, large) = (300_001, 700_001)
+        let queue = try await makeQueue(on: store, server: server, concurrency: 4) {
+            $0.sealing = .on(Keyring.generate())
+            $0.inlineBodyLimit = 1000
+            $0.sealing.verifiedBodyMemory = 2 * small
+        }
+        var sent: [String: (crc: UInt32, size: Int)] = [:]
+        for index in 0..<8 {
+            let size = index.isMultiple(of: 2) ? small : large
+            let body = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) })
+            let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/kept/\(index)").absoluteString, body: .data(body))
+            sent[ticket.idempotencyKey] = (CRC32.checksum(body), size)
+        }
+        #expect(try await drainUntilSettled(queue).delivered == 8)
+        #expect(server.requests.count == 8)
+        for request in server.requests {
+            let want = try #require(sent[request.values(of: "Idempotency-Key").first ?? ""])
+            #expect(request.bodySize == want.size)
+            #expect(request.bodyCRC32 == want.crc)
+        }
+        #expect(queue.verifiedBodyMemory.held == 0, "every hold was given back")
+        await queue.close()
+        await server.shutdown()
+    }
+
     @Test("a 100 MiB body streamed in is sealed and sent in full")
     func hundredMiB() async throws {
         let store = try TestStore(.sqlite)
@@ -398,8 +428,16 @@ struct SealingTests {
 struct SealTamperTests {
     enum Change: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case swapSeals, swapSalts, swapBodies, flipTargetByte, flipBodyByte, dropLastBodyChunk, swapKeyIDs
+        /// A byte of a body kept apart flipped in its second sealed chunk.
+        case flipBodyFileByte
+        /// The same two changes of a body kept apart, with no memory for verified plaintext: the
+        /// body is verified in a pass of its own, then opened again as it is sent.
+        case dropLastBodyChunkOpenedTwice, flipBodyFileByteOpenedTwice
 
         var testDescription: String { rawValue }
+
+        var fileBodies: Bool { [.dropLastBodyChunk, .flipBodyFileByte, .dropLastBodyChunkOpenedTwice, .flipBodyFileByteOpenedTwice].contains(self) }
+        var verifiedBodyMemory: Int { [.dropLastBodyChunkOpenedTwice, .flipBodyFileByteOpenedTwice].contains(self) ? 0 : QueueSealing().verifiedBodyMemory }
     }
 
     static let cases: [(StoreKind, Change)] = StoreKind.shared.flatMap { kind in Change.allCases.map { (kind, $0) } }
@@ -411,7 +449,7 @@ struct SealTamperTests {
         let server = try await TestHTTPServer.start()
         var keyring = Keyring.generate()
         let keyring2 = keyring
-        let fileBodies = change == .dropLastBodyChunk
+        let fileBodies = change.fileBodies
         let first = try await makeQueue(on: store, server: server, concurrency: 1) {
             $0.sealing = .on(keyring2)
             $0.inlineBodyLimit = fileBodies ? 1000 : 64 * 1024
@@ -459,14 +497,19 @@ struct SealTamperTests {
             var ba = try await rows.inlineBody(a.id)
             ba[ba.startIndex + 100] ^= 0x80
             try await rows.setInlineBody(a.id, ba)
-        case .dropLastBodyChunk:
+        case .dropLastBodyChunk, .dropLastBodyChunkOpenedTwice:
             try await rows.dropLastBodyChunk(a.id)
             try await rows.dropLastBodyChunk(b.id)
+        case .flipBodyFileByte, .flipBodyFileByteOpenedTwice:
+            try await rows.flipBodyFileByte(a.id, at: SealFormat.sealedChunkSize + 100)
         case .swapKeyIDs:
             // Both rows under the new key; A's row claims the old key's id.
             try await rows.setKeyID(a.id, keyring.keys[0].id.rawValue)
         }
-        let queue = try await makeQueue(on: store, server: server, concurrency: 1) { $0.sealing = .on(keyring3) }
+        let queue = try await makeQueue(on: store, server: server, concurrency: 1) {
+            $0.sealing = .on(keyring3)
+            $0.sealing.verifiedBodyMemory = change.verifiedBodyMemory
+        }
         await #expect {
             _ = try await queue.drain()
         } throws: { error in
@@ -539,32 +582,44 @@ struct RowEditor {
         _ = try await postgres("UPDATE \(table) SET \(column) = $1 WHERE id = $2", binds)
     }
 
+    /// Flips one byte, at `offset`, of the sealed body kept apart.
+    func flipBodyFileByte(_ id: EntryID, at offset: Int) async throws {
+        try await rewriteBodyFile(id) { $0[$0.startIndex + offset] ^= 0x40 }
+    }
+
     /// Cuts the sealed body kept apart after its second-to-last sealed chunk.
     func dropLastBodyChunk(_ id: EntryID) async throws {
+        try await rewriteBodyFile(id) { whole in
+            let count = (whole.count + SealFormat.sealedChunkSize - 1) / SealFormat.sealedChunkSize
+            whole = whole.prefix((count - 1) * SealFormat.sealedChunkSize)
+        }
+    }
+
+    /// The sealed body kept apart, read whole, changed by `change` and written back.
+    private func rewriteBodyFile(_ id: EntryID, _ change: (inout Data) -> Void) async throws {
         if store.kind == .sqlite {
             let name = try sqlite { try String.fetchOne($0, sql: "SELECT body_file FROM entry WHERE id = ?", arguments: [id]) } ?? ""
-            let path = store.folder.url.appendingPathComponent("queue.db.bodies").appendingPathComponent(name).path
-            let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
-            let chunks = (size + SealFormat.sealedChunkSize - 1) / SealFormat.sealedChunkSize
-            #expect(truncate(path, off_t((chunks - 1) * SealFormat.sealedChunkSize)) == 0)
+            let url = store.folder.url.appendingPathComponent("queue.db.bodies").appendingPathComponent(name)
+            var whole = try Data(contentsOf: url)
+            change(&whole)
+            try whole.write(to: url)
             return
         }
         var binds = PostgresBindings()
         binds.append(id)
         let rows = try await postgres("SELECT body_ref FROM \(table) WHERE id = $1", binds)
         let ref = try #require(try rows.first?.decode(String.self))
-        // Rewrite the stored chunks as the sealed bytes without their last sealed chunk.
+        // Rewrite the stored chunks as one.
         var refBinds = PostgresBindings()
         refBinds.append(ref)
         let chunks = try await postgres("SELECT data FROM \"\(store.schema ?? "")\".body WHERE ref = $1 ORDER BY seq", refBinds)
         var whole = Data()
         for chunk in chunks { whole.append(contentsOf: try chunk.decode(ByteBuffer.self).readableBytesView) }
-        let count = (whole.count + SealFormat.sealedChunkSize - 1) / SealFormat.sealedChunkSize
-        let cut = whole.prefix((count - 1) * SealFormat.sealedChunkSize)
+        change(&whole)
         _ = try await postgres("DELETE FROM \"\(store.schema ?? "")\".body WHERE ref = $1", refBinds)
         var insert = PostgresBindings()
         insert.append(ref)
-        insert.append(ByteBuffer(bytes: cut))
+        insert.append(ByteBuffer(bytes: whole))
         _ = try await postgres("INSERT INTO \"\(store.schema ?? "")\".body (ref, seq, data, created_at) VALUES ($1, 0, $2, 0)", insert)
     }
 }

@@ -111,36 +111,42 @@ package struct EntrySealing: Sendable {
     // MARK: - Opening
 
     /// A sealed entry opened for its attempt: its url and headers as enqueued, and its body
-    /// (`stored`: the bytes the store keeps), verified in full before this returns, opened
-    /// again as it is sent. An entry in clear comes back as it is.
-    package func open(_ entry: QueueEntry, stored: RequestBody?) async throws(QueueError) -> (entry: QueueEntry, body: RequestBody?) {
-        guard let seal = entry.seal else { return (entry, stored) }
+    /// (`stored`: the bytes the store keeps), verified in full before this returns. A body in
+    /// a file whose plaintext fits in `memory` comes back as that plaintext, with the hold to
+    /// keep until its send is over (one read, one decryption); any other is opened again as it
+    /// is sent, in constant memory. An entry in clear comes back as it is.
+    func open(
+        _ entry: QueueEntry, stored: RequestBody?, memory: VerifiedBodyMemory?
+    ) async throws(QueueError) -> (entry: QueueEntry, body: RequestBody?, hold: VerifiedBodyMemory.Hold?) {
+        guard let seal = entry.seal else { return (entry, stored, nil) }
         let cipher = try cipher(for: entry, seal: seal)
         var opened = entry
         (opened.url, opened.headers) = try Self.fields(of: entry, seal: seal, cipher: cipher)
         opened.seal = nil
-        guard let sealed = stored else { return (opened, nil) }
+        guard let sealed = stored else { return (opened, nil, nil) }
         opened.body = nil
         if case .data(let data) = sealed.source {
             do throws(SealError) {
-                return (opened, .data(try cipher.open(data, field: .body)))
+                return (opened, .data(try cipher.open(data, field: .body)), nil)
             } catch {
                 throw .sealBroken(entry.id, reason: error.description)
             }
         }
         // The whole body authenticates before its first byte leaves: a changed or cut body
-        // never produces part of an upload.
-        let length: Int
+        // never produces part of an upload. Read in sealed chunks, so that the opener takes
+        // each piece as it is, without copying it into a chunk of its own.
+        let chunks = { @Sendable in sealed.makeStream(chunkSize: SealFormat.sealedChunkSize) }
         do {
-            length = try await cipher.verifyBody(sealed.makeStream(chunkSize: SealFormat.sealedChunkSize))
+            if let size = sealed.length.map(Self.plaintextLength(sealedLength:)), let hold = memory?.reserve(size) {
+                return (opened, .data(try await cipher.openBody(chunks(), expectedSize: size)), hold)
+            }
+            let length = try await cipher.verifyBody(chunks())
+            return (opened, .stream(length: length) { ByteStream(TransformedChunks(base: chunks()) { cipher.bodyOpener() }) }, nil)
         } catch let error as SealError {
             throw .sealBroken(entry.id, reason: error.description)
         } catch {
             throw .io(path: "body of entry \(entry.id)", reason: "\(error)")
         }
-        // Read in sealed chunks, so that the opener takes each piece as it is, without
-        // copying it into a chunk of its own.
-        return (opened, .stream(length: length) { ByteStream(TransformedChunks(base: sealed.makeStream(chunkSize: SealFormat.sealedChunkSize)) { cipher.bodyOpener() }) })
     }
 
     /// `entry`'s url and headers as enqueued, opened with `cipher`.

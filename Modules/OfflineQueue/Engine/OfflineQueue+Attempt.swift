@@ -70,7 +70,9 @@ extension OfflineQueue {
             // A body file that is gone, or a row naming a file Courier never writes.
             return .invalid(message: "\(error)")
         }
-        let (opened, body) = try await sealing.open(entry, stored: stored)
+        // `hold`: the verified plaintext of a sealed body, counted until the send is over.
+        let (opened, body, hold) = try await sealing.open(entry, stored: stored, memory: verifiedBodyMemory)
+        defer { withExtendedLifetime(hold) {} }
         let replay: ReplayRequest
         do {
             replay = try ReplayRequest(entry: opened, body: body, queue: self)

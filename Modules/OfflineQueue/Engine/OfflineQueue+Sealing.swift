@@ -111,7 +111,7 @@ extension OfflineQueue {
     private func resealed(_ entry: QueueEntry, sealing: EntrySealing) async throws(QueueError) -> ResealUpdate {
         // A body is verified in full first, so a failure while it is copied is the disk's.
         let kept = try entry.body.map { body throws(QueueError) in try drainStore.replayBody(body) }
-        let (opened, body) = try await sealing.open(entry, stored: kept)
+        let (opened, body, _) = try await sealing.open(entry, stored: kept, memory: nil)
         var new = NewEntry(
             idempotencyKey: entry.idempotencyKey, method: entry.method, url: opened.url, headers: opened.headers, body: nil,
             scopes: entry.scopes, name: entry.name, group: entry.group, priority: entry.priority, timeout: entry.timeout, notBefore: nil

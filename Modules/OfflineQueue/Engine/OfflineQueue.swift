@@ -46,6 +46,8 @@ public final class OfflineQueue: Sendable {
     let upkeepStore: any QueueUpkeepStorage
     let sealStore: any QueueSealStorage
     let sealGate = SealGate()
+    /// What the sends may hold of sealed bodies' verified plaintext (``QueueSealing/verifiedBodyMemory``).
+    package let verifiedBodyMemory: VerifiedBodyMemory
     let broadcast = EventBroadcast()
     /// Fired by this process's enqueues, retries and resumes, and by the store when another
     /// process enqueues where it can tell (``QueueDrainStorage/observeRemoteEnqueues(_:)``), so a
@@ -104,6 +106,7 @@ public final class OfflineQueue: Sendable {
         self.upkeepStore = storage
         self.sealStore = storage
         self.metrics = QueueMetrics(configuration.metrics)
+        self.verifiedBodyMemory = VerifiedBodyMemory(limit: configuration.sealing.verifiedBodyMemory)
         drainStore.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
     }
 

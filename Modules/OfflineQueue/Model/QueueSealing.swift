@@ -35,6 +35,14 @@ public struct QueueSealing: Sendable {
     public var mode: Mode
     /// The keys: the primary seals, every key opens what it sealed.
     public var keyring: Keyring?
+    /// How many bytes of verified plaintext the queue's sends may hold in memory together.
+    ///
+    /// A body kept in a file is authenticated whole before its first byte is sent. When its
+    /// plaintext fits in what is left of this, the plaintext that check opened is kept for the
+    /// send (one read and one decryption); otherwise the body is read and opened again as it
+    /// is sent, in constant memory. The default, 32 MiB, keeps three 10 MiB bodies in memory
+    /// at once at most; 0 always reads twice.
+    public var verifiedBodyMemory = 32 * 1024 * 1024
 
     public init(mode: Mode = .off, keyring: Keyring? = nil) {
         self.mode = mode

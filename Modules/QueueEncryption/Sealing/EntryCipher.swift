@@ -129,6 +129,22 @@ public struct EntryCipher: Sendable {
         return size + (try opener.finish().count)
     }
 
+    /// Authenticates a whole sealed body as it is read from `sealed`, as
+    /// ``verifyBody(_:)`` does, and returns its plaintext: for a body small enough to hold in
+    /// memory, which is then sent from there instead of being read and opened a second time.
+    /// `expectedSize` (the plaintext's size, from the sealed size) sizes the buffer once.
+    ///
+    /// Throws what ``BodyOpener`` throws, and whatever `sealed` throws.
+    public func openBody<Chunks: AsyncSequence>(_ sealed: Chunks, expectedSize: Int) async throws -> Data where Chunks.Element == Data {
+        var opener = bodyOpener()
+        var plaintext = Data(capacity: expectedSize)
+        for try await piece in sealed {
+            plaintext.append(try opener.update(piece))
+        }
+        plaintext.append(try opener.finish())
+        return plaintext
+    }
+
     private func sealer(_ field: SealedField) -> BodySealer {
         BodySealer(stream: stream(field))
     }
