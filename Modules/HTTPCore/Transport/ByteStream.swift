@@ -39,6 +39,21 @@ public struct ByteStream: AsyncSequence, Sendable {
         self.init(makeIterator: { AsyncIterator(single: data) })
     }
 
+    /// A stream that yields `data` in slices of `chunkSize` bytes (the last one shorter): a
+    /// transport then copies one slice at a time into its buffers, never the whole of `data`.
+    public init(data: Data, chunkSize: Int) {
+        let size = Swift.max(1, chunkSize)
+        self.init(makeIterator: {
+            var offset = data.startIndex
+            return AsyncIterator(next: {
+                guard offset < data.endIndex else { return nil }
+                let end = data.index(offset, offsetBy: size, limitedBy: data.endIndex) ?? data.endIndex
+                defer { offset = end }
+                return data[offset..<end]
+            })
+        })
+    }
+
     /// A stream over any sendable async sequence of `Data` chunks.
     public init<Base: AsyncSequence & Sendable>(_ base: Base) where Base.Element == Data {
         self.init(makeIterator: {

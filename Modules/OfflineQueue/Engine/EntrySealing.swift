@@ -138,7 +138,10 @@ package struct EntrySealing: Sendable {
         let chunks = { @Sendable in sealed.makeStream(chunkSize: SealFormat.sealedChunkSize) }
         do {
             if let size = sealed.length.map(Self.plaintextLength(sealedLength:)), let hold = memory?.reserve(size) {
-                return (opened, .data(try await cipher.openBody(chunks(), expectedSize: size)), hold)
+                let plaintext = try await cipher.openBody(chunks(), expectedSize: size)
+                // Sent in chunks, as a body read from a file is: a transport copies one chunk at
+                // a time, so the plaintext is all the memory the send holds.
+                return (opened, .stream(length: plaintext.count) { ByteStream(data: plaintext, chunkSize: SealFormat.chunkSize) }, hold)
             }
             let length = try await cipher.verifyBody(chunks())
             return (opened, .stream(length: length) { ByteStream(TransformedChunks(base: chunks()) { cipher.bodyOpener() }) }, nil)
