@@ -89,7 +89,9 @@ extension OfflineQueue {
                     for entry in entries {
                         if recording { sending[entry.id] = (entry.name, entry.createdAt) }
                         if broadcast.hasSubscribers { broadcast.publish(.attemptStarted(id: entry.id, attempt: entry.attempts + 1)) }
-                        group.addTask { DrainEvent.finished(await self.attemptAndSettle(entry, sealing: sealing)) }
+                        // Sealed entries open here, one after another (see `openAhead`).
+                        let ahead = sealing.openAhead(entry)
+                        group.addTask { DrainEvent.finished(await self.attemptAndSettle(entry, sealing: sealing, ahead: ahead)) }
                     }
                 case .commit(let commit):
                     // A child task: sends keep starting and finishing while the store works.

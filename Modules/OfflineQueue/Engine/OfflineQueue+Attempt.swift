@@ -7,7 +7,9 @@ import HTTPTypes
 extension OfflineQueue {
     /// Sends a claimed entry and settles how it went: the drain's child task, which hands the
     /// machine its transition (``AttemptReport``).
-    func attemptAndSettle(_ entry: QueueEntry, sealing: EntrySealing) async -> AttemptReport {
+    ///
+    /// `ahead`: the entry opened before its send started (``EntrySealing/openAhead(_:)``).
+    func attemptAndSettle(_ entry: QueueEntry, sealing: EntrySealing, ahead: Result<EntrySealing.Opened, QueueError>? = nil) async -> AttemptReport {
         let policy = configuration.policy
         // The entry's age when its attempt starts, on the boot clock.
         let age = Duration.seconds(max(0, configuration.clock.now().uptime - entry.budgetUptime))
@@ -15,7 +17,7 @@ extension OfflineQueue {
         activity.sendBegan(entry.id, timeout: entry.timeout ?? client.configuration.timeout, margin: QueueActivity.sendMargin)
         let outcome: AttemptOutcome
         do throws(QueueError) {
-            outcome = try await attempt(entry, age: age, sealing: sealing)
+            outcome = try await attempt(entry, age: age, sealing: sealing, ahead: ahead)
         } catch {
             // A sealed entry that does not open stays as it was: given back unsent, nothing
             // counted, and the drain stops with the error.
@@ -57,7 +59,9 @@ extension OfflineQueue {
     /// Sends one claimed entry through the client (its plugins run again) and says how it went.
     /// A sealed entry is opened first, its body verified in full; it throws only when the entry
     /// cannot be opened, and then nothing was sent.
-    func attempt(_ entry: QueueEntry, age: Duration, sealing: EntrySealing) async throws(QueueError) -> AttemptOutcome {
+    func attempt(
+        _ entry: QueueEntry, age: Duration, sealing: EntrySealing, ahead: Result<EntrySealing.Opened, QueueError>? = nil
+    ) async throws(QueueError) -> AttemptOutcome {
         if Task.isCancelled { return .interrupted }
         // An entry too old at its claim is not sent; `settlements` turns it into an expiry.
         if EntryLifecycle.admit(age: age, policy: configuration.policy) != nil {
@@ -71,7 +75,7 @@ extension OfflineQueue {
             return .invalid(message: "\(error)")
         }
         // `hold`: the verified plaintext of a sealed body, counted until the send is over.
-        let (opened, body, hold) = try await sealing.open(entry, stored: stored, memory: verifiedBodyMemory)
+        let (opened, body, hold) = try await sealing.open(entry, stored: stored, memory: verifiedBodyMemory, ahead: ahead)
         defer { withExtendedLifetime(hold) {} }
         let replay: ReplayRequest
         do {
