@@ -79,7 +79,7 @@ extension OfflineQueue {
             return .invalid(message: "\(error)")
         }
         do {
-            let response = try await client.send(replay.request, name: entry.name, scopes: Set(entry.scopes.map { PluginScope($0) }))
+            let response = try await send(replay.request, for: entry)
             return .delivered(status: response.status.code)
         } catch .cancelled where !Task.isCancelled {
             // Nobody cancelled the drain: a plugin or transport gave up by itself. Counted and

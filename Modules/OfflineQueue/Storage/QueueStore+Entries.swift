@@ -26,10 +26,10 @@ extension QueueStore {
         let insert = try db.cachedStatement(sql: """
             INSERT INTO entry (id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
                 group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at,
-                clock_boot, budget_uptime, due_uptime, seal_key, seal)
+                clock_boot, budget_uptime, due_uptime, seal_key, seal, traceparent, tracestate)
             VALUES (
                 max((SELECT COALESCE(max(id), 0) FROM entry), (SELECT id_floor FROM queue_meta)) + 1,
-                ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, ?, ?)
+                ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (idempotency_key) DO NOTHING
             """)
         for entry in entries {
@@ -41,6 +41,7 @@ extension QueueStore {
                 entry.idempotencyKey, entry.method, entry.url, LineCoding.encode(entry.headers), inline, file,
                 entry.body?.length, LineCoding.encode(entry.scopes), entry.name, entry.group, entry.priority, timeout,
                 wall, wall, wall + wait, now.boot, now.uptime, now.uptime + wait, entry.seal?.keyID, entry.seal?.blob,
+                entry.traceContext?.traceparent, entry.traceContext?.tracestate,
             ])
             if db.changesCount == 1 {
                 tickets.append(Ticket(id: db.lastInsertedRowID, idempotencyKey: entry.idempotencyKey, deduplicated: false))
