@@ -39,4 +39,30 @@ struct SyncTraceTests {
         #expect(sent["bad-state"]?.values(of: "traceparent") == [Self.parent] && sent["bad-state"]?.values(of: "tracestate") == [])
         await fixture.finish()
     }
+
+    @Test("list --json and show print the entry's trace id; --trace-link must be an http(s) URL with {trace_id}")
+    func shownToTheOperator() async throws {
+        let fixture = try await SyncCommandTests.Fixture()
+        var sync = fixture.sync
+        sync.environment["TRACEPARENT"] = Self.parent
+        sync.environment["TRACESTATE"] = "congo=t61rcWkgMzE"
+        #expect(try await sync("enqueue", "POST", fixture.url("/echo?n=traced")).status == 0)
+        sync.environment["TRACEPARENT"] = ""
+        sync.environment["TRACESTATE"] = ""
+        #expect(try await sync("enqueue", "POST", fixture.url("/echo?n=plain")).status == 0)
+        let listed = try #require(try await sync("--json", "list").json() as? [[String: Any]])
+        #expect(listed.map { $0["trace_id"] as? String } == ["4bf92f3577b34da6a3ce929d0e0e4736", nil])
+        #expect(listed.last?["trace_id"] is NSNull)
+        let shown = try await sync("show", "1")
+        #expect(shown.stdout.contains("trace_id: 4bf92f3577b34da6a3ce929d0e0e4736"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("tracestate: congo=t61rcWkgMzE"))
+        let object = try #require(try await sync("--json", "show", "1").json() as? [String: Any])
+        #expect(object["traceparent"] as? String == Self.parent)
+        for bad in ["https://jaeger.example.com/trace/", "ftp://jaeger.example.com/{trace_id}", "not a url {trace_id}"] {
+            let refused = try await sync("console", "--address", "127.0.0.1:0", "--trace-link", bad)
+            #expect(refused.status == 64, "\(bad): \(refused.stderr)")
+            #expect(refused.stderr.contains("--trace-link"))
+        }
+        await fixture.finish()
+    }
 }
