@@ -57,17 +57,10 @@ extension OfflineQueue {
         return result
     }
 
-    /// Sends an entry's request: in a client span that continues the entry's trace (or starts one
-    /// linked to it) when there is a tracer, and with the stored context as it is when there is none.
-    func send(_ request: PreparedRequest, for entry: QueueEntry) async throws(NetworkError) -> Response<Void> {
-        let scopes = Set(entry.scopes.map { PluginScope($0) })
-        guard let tracer = activeTracer else {
-            var request = request
-            if let stored = entry.traceContext, configuration.tracing.delivery == .continued {
-                TraceCarrier(stored).write(into: &request.headers)
-            }
-            return try await client.send(request, name: entry.name, scopes: scopes)
-        }
+    /// Sends an entry's request in a client span that continues the entry's trace (or starts one
+    /// linked to it). With no tracer the attempt sends the stored context itself
+    /// (``ReplayRequest``), in no frame of this function's.
+    func send(_ request: PreparedRequest, for entry: QueueEntry, scopes: Set<PluginScope>, tracer: any Tracer) async throws(NetworkError) -> Response<Void> {
         let drain = ServiceContext.current ?? .topLevel
         var enqueuer: ServiceContext?
         if let stored = entry.traceContext {
@@ -136,12 +129,6 @@ struct TraceCarrier: Sendable {
 
     static let traceparentField = HTTPField.Name("traceparent")!
     static let tracestateField = HTTPField.Name("tracestate")!
-
-    /// Sets the request's `traceparent` and `tracestate` to the stored ones (none stored: none sent).
-    func write(into headers: inout HTTPFields) {
-        headers[Self.traceparentField] = traceparent
-        headers[Self.tracestateField] = tracestate
-    }
 
     /// Reads and writes the two W3C fields, by name in any case; others are ignored.
     struct Access: Injector, Extractor {

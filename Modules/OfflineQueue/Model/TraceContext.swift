@@ -62,58 +62,75 @@ public struct TraceContext: Sendable, Hashable, Codable {
     }
 
     // MARK: - The format
+    //
+    // Checked on the string's bytes in place: a drain checks every stored context it reads.
 
     private static func traceparentProblem(_ value: String) -> String? {
-        let bytes = Array(value.utf8)
-        guard bytes.count == 55 else { return "is \(bytes.count) characters long, not 55 (version 00)" }
-        guard bytes[0] == UInt8(ascii: "0"), bytes[1] == UInt8(ascii: "0") else { return "is not of version 00" }
-        guard bytes[2] == dash, bytes[35] == dash, bytes[52] == dash else { return "does not separate its fields with '-'" }
-        let traceID = bytes[3..<35], parentID = bytes[36..<52], flags = bytes[53..<55]
-        guard (traceID + parentID + flags).allSatisfy(isLowerHex) else { return "has a character that is not a lowercase hex digit" }
-        guard traceID.contains(where: { $0 != zero }) else { return "has a trace id of zeros" }
-        guard parentID.contains(where: { $0 != zero }) else { return "has a parent id of zeros" }
-        return nil
+        var value = value
+        return value.withUTF8 { bytes -> String? in
+            guard bytes.count == 55 else { return "is \(bytes.count) characters long, not 55 (version 00)" }
+            guard bytes[0] == zero, bytes[1] == zero else { return "is not of version 00" }
+            guard bytes[2] == dash, bytes[35] == dash, bytes[52] == dash else { return "does not separate its fields with '-'" }
+            let traceID = bytes[3..<35], parentID = bytes[36..<52], flags = bytes[53..<55]
+            guard traceID.allSatisfy(isLowerHex), parentID.allSatisfy(isLowerHex), flags.allSatisfy(isLowerHex) else {
+                return "has a character that is not a lowercase hex digit"
+            }
+            guard traceID.contains(where: { $0 != zero }) else { return "has a trace id of zeros" }
+            guard parentID.contains(where: { $0 != zero }) else { return "has a parent id of zeros" }
+            return nil
+        }
     }
 
     private static func tracestateProblem(_ value: String) -> String? {
-        guard value.utf8.count <= 512 else { return "is longer than 512 characters" }
-        var keys: Set<Substring> = []
-        for member in value.split(separator: ",", omittingEmptySubsequences: false) {
-            let trimmed = member.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
-            if trimmed.isEmpty { continue }
-            let text = Substring(String(trimmed))
-            guard let equals = text.firstIndex(of: "=") else { return "has a list-member without '='" }
-            let key = text[..<equals], memberValue = text[text.index(after: equals)...]
-            guard isKey(key) else { return "has the key \(String(key).debugDescription), not of the specification's form" }
-            guard isValue(memberValue) else { return "has a value for \(key) that is not of the specification's form" }
-            guard keys.insert(key).inserted else { return "has the key \(key) twice" }
+        var value = value
+        return value.withUTF8 { bytes -> String? in
+            guard bytes.count <= 512 else { return "is longer than 512 characters" }
+            // The first key apart: a tracestate of one member (the common case) allocates nothing.
+            var firstKey: Slice<UnsafeBufferPointer<UInt8>>?
+            var keys: [Slice<UnsafeBufferPointer<UInt8>>] = []
+            var start = 0
+            while start <= bytes.count {
+                let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.count
+                defer { start = end + 1 }
+                var member = bytes[start..<end]
+                while let first = member.first, first == space || first == tab { member = member.dropFirst() }
+                while let last = member.last, last == space || last == tab { member = member.dropLast() }
+                if member.isEmpty { continue }
+                guard let equals = member.firstIndex(of: UInt8(ascii: "=")) else { return "has a list-member without '='" }
+                let key = member[..<equals], memberValue = member[(equals + 1)...]
+                let name = { String(decoding: key, as: UTF8.self).debugDescription }
+                guard isKey(key) else { return "has the key \(name()), not of the specification's form" }
+                guard isValue(memberValue) else { return "has a value for \(name()) that is not of the specification's form" }
+                guard firstKey.map({ !$0.elementsEqual(key) }) ?? true, !keys.contains(where: { $0.elementsEqual(key) }) else {
+                    return "has the key \(name()) twice"
+                }
+                if firstKey == nil { firstKey = key } else { keys.append(key) }
+            }
+            guard keys.count < 32 else { return "has more than 32 list-members" }
+            return nil
         }
-        guard keys.count <= 32 else { return "has more than 32 list-members" }
-        return nil
     }
 
     /// `simple-key` or `tenant-id@system-id`.
-    private static func isKey(_ key: Substring) -> Bool {
-        let bytes = Array(key.utf8)
-        let rest: (UInt8) -> Bool = { isLowerAlpha($0) || isDigit($0) || "_-*/".utf8.contains($0) }
-        if let at = bytes.firstIndex(of: UInt8(ascii: "@")) {
-            let tenant = bytes[..<at], system = bytes[(at + 1)...]
+    private static func isKey(_ key: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        let rest: (UInt8) -> Bool = { isLowerAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "_") || $0 == dash || $0 == UInt8(ascii: "*") || $0 == UInt8(ascii: "/") }
+        if let at = key.firstIndex(of: UInt8(ascii: "@")) {
+            let tenant = key[..<at], system = key[(at + 1)...]
             guard let first = tenant.first, isLowerAlpha(first) || isDigit(first), tenant.count <= 241, tenant.dropFirst().allSatisfy(rest) else { return false }
             guard let start = system.first, isLowerAlpha(start), system.count <= 14, system.dropFirst().allSatisfy(rest) else { return false }
             return true
         }
-        guard let first = bytes.first, isLowerAlpha(first), bytes.count <= 256 else { return false }
-        return bytes.dropFirst().allSatisfy(rest)
+        guard let first = key.first, isLowerAlpha(first), key.count <= 256 else { return false }
+        return key.dropFirst().allSatisfy(rest)
     }
 
     /// Up to 256 printable ASCII characters but `,` and `=`, the last not a space.
-    private static func isValue(_ value: Substring) -> Bool {
-        let bytes = value.utf8
-        guard let last = bytes.last, last != UInt8(ascii: " "), bytes.count <= 256 else { return false }
-        return bytes.allSatisfy { $0 >= 0x20 && $0 <= 0x7E && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "=") }
+    private static func isValue(_ value: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        guard let last = value.last, last != space, value.count <= 256 else { return false }
+        return value.allSatisfy { $0 >= 0x20 && $0 <= 0x7E && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "=") }
     }
 
-    private static let dash = UInt8(ascii: "-"), zero = UInt8(ascii: "0")
+    private static let dash = UInt8(ascii: "-"), zero = UInt8(ascii: "0"), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
     private static func isLowerAlpha(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") }
     private static func isLowerHex(_ byte: UInt8) -> Bool { isDigit(byte) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f")) }
