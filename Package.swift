@@ -107,6 +107,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
         ]),
         // The PostgreSQL store: a queue shared by a fleet. Users of the SQLite queue build none of it.
         module("OfflineQueuePostgres", [
@@ -284,6 +285,8 @@ let package = Package(
             .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "InMemoryLogging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
+            .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -14,7 +14,7 @@ enum PostgresEntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyRef, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, deadReason
-    case sealKey, seal
+    case sealKey, seal, traceparent, tracestate
 
     /// The columns' names in the `entry` table, in order.
     static let names = columnNames()
@@ -85,6 +85,7 @@ extension PostgresQueueStore {
         if let key = try cells.decode(.sealKey, as: String?.self) {
             entry.seal = StoredSeal(keyID: key, blob: try cells.decode(.seal, as: Data?.self) ?? Data())
         }
+        entry.traceContext = TraceContext(stored: try cells.decode(.traceparent), tracestate: try cells.decode(.tracestate))
         return entry
     }
 }

@@ -40,6 +40,9 @@ public struct QueueConsole: Sendable {
     /// How many of the newest entries the overview's groups and names count: a bounded read
     /// however large the queue (``OfflineQueue/recentOverview(maxAge:top:window:)``).
     public let overviewWindow: Int
+    /// Where an entry's trace is shown: a URL with `{trace_id}` where the trace's id goes, such
+    /// as Jaeger's `https://jaeger.example.com/trace/{trace_id}`; `nil` shows the id without a link.
+    public let traceLink: String?
 
     /// The most ids a bulk action takes.
     /// Signs the notices of this console's redirects; a notice without its signature is not shown.
@@ -52,9 +55,10 @@ public struct QueueConsole: Sendable {
     public init(
         queue: OfflineQueue, users: ConsoleUsers, prefix: String = "", countsMaxAge: Duration = .seconds(1), logger: Logger = Logger(label: "courier.console"),
         anonymous: ConsoleRole? = nil, overviewTop: Int = 50, overviewWindow: Int = QueueOverview.defaultWindow,
-        metricsFactory: (any MetricsFactory)? = nil
+        metricsFactory: (any MetricsFactory)? = nil, traceLink: String? = nil
     ) {
         self.metricsFactory = metricsFactory
+        self.traceLink = traceLink
         self.queue = queue
         self.users = users
         self.prefix = Self.normalized(prefix: prefix)

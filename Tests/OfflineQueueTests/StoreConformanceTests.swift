@@ -27,6 +27,21 @@ struct StoreConformanceTests {
         #expect(entry.method == "POST" && entry.url.hasSuffix("/k0-2") && entry.headers == [StoredHeader(name: "X-Key", value: "k0-2")])
     }
 
+    @Test("an entry's trace context comes back as stored from a claim, a lookup and a listing; an entry without one has none", arguments: StoreKind.allCases)
+    func traceContexts(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        defer { Task { await contract.remove() } }
+        let full = try TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")
+        let bare = try TraceContext(traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00")
+        let ids = try await contract.insert([Spec(traceContext: full), Spec(traceContext: bare), Spec()])
+        let claimed = try await contract.claim().claimed
+        #expect(claimed.map(\.traceContext) == [full, bare, nil])
+        #expect(try await contract.storage.entry(ids[0], now: contract.now)?.traceContext == full)
+        let listed = try await contract.storage.entries(EntryFilter(), now: contract.now)
+        #expect(listed.map(\.traceContext) == [full, bare, nil])
+        #expect(listed[0].traceContext?.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && listed[0].headers == [StoredHeader(name: "X-Key", value: "k0-1")])
+    }
+
     @Test("a group's entries go one at a time in order: an open head (pending, backing off, in flight) holds the rest; a dead one does not", arguments: StoreKind.allCases)
     func fifoGroups(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
@@ -578,8 +593,12 @@ struct Spec {
     var name: String?
     /// The whole URL, instead of `https://example.test` and the path.
     var url: String?
+    var traceContext: TraceContext?
 
-    init(key: String? = nil, group: String? = nil, priority: Int = 0, notBefore: Date? = nil, path: String? = nil, name: String? = nil, url: String? = nil) {
+    init(
+        key: String? = nil, group: String? = nil, priority: Int = 0, notBefore: Date? = nil, path: String? = nil, name: String? = nil, url: String? = nil,
+        traceContext: TraceContext? = nil
+    ) {
         self.key = key
         self.group = group
         self.priority = priority
@@ -587,6 +606,7 @@ struct Spec {
         self.path = path
         self.name = name
         self.url = url
+        self.traceContext = traceContext
     }
 
     var entry: NewEntry { entry(key: key ?? UUID().uuidString) }
@@ -595,7 +615,7 @@ struct Spec {
         NewEntry(
             idempotencyKey: key, method: "POST", url: url ?? "https://example.test" + (path ?? "/" + key),
             headers: [StoredHeader(name: "X-Key", value: key)], body: nil, scopes: [], name: name ?? "POST /test",
-            group: group, priority: priority, timeout: nil, notBefore: notBefore
+            group: group, priority: priority, timeout: nil, notBefore: notBefore, traceContext: traceContext
         )
     }
 }

@@ -255,9 +255,28 @@ func makeQueue(
     return try await store.open(configuration, client: client, monitor: monitor)
 }
 
+/// SQL that takes a file of this version back to schema 9, as Courier wrote it before entries
+/// kept a trace context: schema 10's columns gone, its view as schema 9 had it.
+let backToSchema9 = """
+    DROP VIEW entry_view;
+    ALTER TABLE entry DROP COLUMN traceparent; ALTER TABLE entry DROP COLUMN tracestate;
+    CREATE VIEW entry_view AS SELECT
+        entry.id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
+        priority, timeout_ms, CASE WHEN lease.entry_id IS NULL THEN state ELSE 'inflight' END AS state,
+        state AS row_state,
+        attempts, created_at, budget_from, next_attempt_at,
+        COALESCE(lease.attempt_wall, last_attempt_at) AS last_attempt_at, finished_at, waiting_network,
+        lease.owner AS lease_owner, lease.until_wall AS lease_expires_at, last_status, last_error,
+        response_excerpt, budget_uptime, dead_reason, due_uptime, clock_boot, seal_key, seal
+    FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
+    DELETE FROM grdb_migrations WHERE identifier = 'v10-trace-context';
+    PRAGMA user_version = 9;
+
+    """
+
 /// SQL that takes a file of this version back to schema 8, as a test of an older file runs
 /// first: schema 9's sealing columns, queue id and key table gone, its view as schema 8 had it.
-let backToSchema8 = """
+let backToSchema8 = backToSchema9 + """
     DROP VIEW entry_view;
     ALTER TABLE entry DROP COLUMN seal_key; ALTER TABLE entry DROP COLUMN seal;
     ALTER TABLE queue_meta DROP COLUMN queue_uuid; DROP TABLE queue_key;

@@ -147,6 +147,28 @@ struct ConsolePagesTests {
         }
     }
 
+    @Test func entryDetailShowsItsTraceLinkedThroughTheTemplate() async throws {
+        let trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+        try await ConsoleFixture.with { fixture, client in
+            var request = QueuedRequest(method: "POST", url: "https://api.example.com/ok")
+            request.traceContext = try TraceContext(traceparent: "00-\(trace)-00f067aa0ba902b7-01")
+            let traced = try await fixture.queue.enqueue([request])[0].id
+            let plain = try await fixture.enqueue()
+            // Without --trace-link: the id, no link.
+            #expect(try await client.send(.get, "/entries/\(traced)").text.contains("<dt>Trace</dt><dd>\(trace)</dd>"))
+            #expect(try await client.send(.get, "/entries/\(traced)", json: true).decode(TraceJSON.self).traceID == trace)
+            #expect(!(try await client.send(.get, "/entries/\(plain)").text.contains("<dt>Trace</dt>")), "an entry without context shows none")
+            let linked = QueueConsole(queue: fixture.queue, users: fixture.console.users, countsMaxAge: .zero, traceLink: "https://jaeger.example.com/trace/{trace_id}")
+            try await Application(router: linked.router()).test(.router) { client in
+                let html = try await client.send(.get, "/entries/\(traced)").text
+                #expect(html.contains(#"<a href="https://jaeger.example.com/trace/\#(trace)" rel="noopener noreferrer">\#(trace)</a>"#), "\(html)")
+                #expect(!(try await client.send(.get, "/entries/\(plain)").text.contains("jaeger.example.com")))
+            }
+        }
+    }
+
+    struct TraceJSON: Decodable { var traceID: String }
+
     @Test func healthzAndStylesheetAreOpen() async throws {
         try await ConsoleFixture.with { _, client in
             let health = try await client.send(.get, "/healthz", as: nil)

@@ -50,6 +50,7 @@ struct MemoryQueueState {
             )
             var stored = entry
             stored.seal = new.seal
+            stored.traceContext = new.traceContext
             rows[lastID] = Row(entry: stored, due: now.uptime + wait)
             byKey[new.idempotencyKey] = lastID
             return Ticket(id: lastID, idempotencyKey: new.idempotencyKey, deduplicated: false)

@@ -52,6 +52,17 @@ extension OfflineQueue {
     /// (the sends, the store's commits, a stop watcher, a network watcher, a timer when the
     /// machine asks for one) return events, and the machine's actions performed in turn.
     public func drain(_ mode: DrainMode = .untilIdle, concurrency: Int? = nil, control: DrainControl? = nil) async throws(QueueError) -> DrainSummary {
+        try await traced { () async -> Result<DrainSummary, QueueError> in
+            do throws(QueueError) {
+                return .success(try await drainEntries(mode, concurrency: concurrency, control: control))
+            } catch {
+                return .failure(error)
+            }
+        }.get()
+    }
+
+    /// ``drain(_:concurrency:control:)`` inside the drain's span, when there is one.
+    private func drainEntries(_ mode: DrainMode, concurrency: Int?, control: DrainControl?) async throws(QueueError) -> DrainSummary {
         let control = control ?? DrainControl()
         let clock = configuration.clock
         let started = clock.now()

@@ -77,15 +77,23 @@ extension OfflineQueue {
         // `hold`: the verified plaintext of a sealed body, counted until the send is over.
         let (opened, body, hold) = try await sealing.open(entry, stored: stored, memory: verifiedBodyMemory, ahead: ahead)
         defer { withExtendedLifetime(hold) {} }
+        // With no tracer, the stored context goes out as it is; a tracer sends its span's.
+        let tracer = activeTracer
+        let sendsStored = tracer == nil && configuration.tracing.delivery == .continued
         let replay: ReplayRequest
         do {
-            replay = try ReplayRequest(entry: opened, body: body, queue: self)
+            replay = try ReplayRequest(entry: opened, body: body, queue: self, trace: sendsStored ? entry.traceContext : nil)
         } catch {
             // A template not allowed for the entry's origin lands here: nothing is sent.
             return .invalid(message: "\(error)")
         }
         do {
-            let response = try await client.send(replay.request, name: entry.name, scopes: Set(entry.scopes.map { PluginScope($0) }))
+            let scopes = Set(entry.scopes.map { PluginScope($0) })
+            let response = if let tracer {
+                try await send(replay.request, for: entry, scopes: scopes, tracer: tracer)
+            } else {
+                try await client.send(replay.request, name: entry.name, scopes: scopes)
+            }
             return .delivered(status: response.status.code)
         } catch .cancelled where !Task.isCancelled {
             // Nobody cancelled the drain: a plugin or transport gave up by itself. Counted and

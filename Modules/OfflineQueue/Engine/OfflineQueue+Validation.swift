@@ -34,12 +34,15 @@ extension OfflineQueue {
         }
         var headers: [StoredHeader] = []
         var key = request.options.idempotencyKey
+        let (traceContext, ownTrace) = traceContext(of: request, fields: fields)
         for field in fields {
             let (fieldName, name, value) = (field.name, field.name.rawName, field.value)
             if fieldName == configuration.idempotencyHeader {
                 key = key ?? value
                 continue
             }
+            // The request's own valid context is stored as the entry's, not as header fields.
+            if ownTrace && (fieldName == TraceCarrier.traceparentField || fieldName == TraceCarrier.tracestateField) { continue }
             // A secret field is stored only as a template (`Bearer ${credential:x}`); a value that
             // mixes a template with literal text may carry a secret in that text, in any field.
             let literalSecret = HeaderTemplates.containsPlaceholder(value)
@@ -66,8 +69,29 @@ extension OfflineQueue {
             group: request.options.group,
             priority: request.options.priority,
             timeout: request.timeout,
-            notBefore: request.options.notBefore
+            notBefore: request.options.notBefore,
+            traceContext: traceContext
         )
+    }
+
+    /// The trace context an entry keeps: the one given with the request, else the request's own
+    /// valid `traceparent` (and `tracestate`) header fields, else the enqueuing task's. `own`
+    /// says the fields gave it, so they are not stored again as headers. A malformed field is
+    /// left among the headers, as any other, with a warning.
+    private func traceContext(of request: QueuedRequest, fields: [HTTPField]) -> (context: TraceContext?, own: Bool) {
+        if let given = request.traceContext { return (given, false) }
+        var traceparent: String?, tracestate: String?
+        for field in fields {
+            if field.name == TraceCarrier.traceparentField { traceparent = field.value }
+            if field.name == TraceCarrier.tracestateField { tracestate = field.value }
+        }
+        if traceparent != nil {
+            let own = checkedTraceContext(traceparent: traceparent, tracestate: tracestate, from: "the request's traceparent header")
+            if own?.tracestate == tracestate, let own { return (own, true) }
+            // A field that is not valid stays a header of the request's; nothing replaces it.
+            return (nil, false)
+        }
+        return (currentTraceContext(), false)
     }
 
     /// Range checks for the request's times, so that a mistaken or hostile value is refused

@@ -13,14 +13,17 @@ struct ReplayRequest {
     /// The values of resolved templates and credential fields, kept out of stored excerpts.
     let secrets: SecretScrubber
 
+    /// `trace`: the stored context to send as it is (no tracer makes a span of its own), in
+    /// place of any `traceparent` and `tracestate` the row holds.
+    ///
     /// - Throws: ``QueueError/invalidRequest(_:)`` for a row that is not a request, or a
     ///   ``TemplateError`` for a template not allowed for the entry's origin.
-    init(entry: QueueEntry, body: RequestBody?, queue: OfflineQueue) throws {
+    init(entry: QueueEntry, body: RequestBody?, queue: OfflineQueue, trace: TraceContext? = nil) throws {
         guard let method = HTTPRequest.Method(entry.method) else { throw QueueError.invalidRequest("stored method \(entry.method) is invalid") }
         let target = try queue.replayTargets(entry.url)
         let origin = target.origin
         var headers = HTTPFields()
-        headers.reserveCapacity(entry.headers.count + 1)
+        headers.reserveCapacity(entry.headers.count + (trace == nil ? 1 : 3))
         var credentials: Set<HTTPField.Name> = []
         var secrets = SecretScrubber()
         let idempotencyHeader = queue.configuration.idempotencyHeader
@@ -29,6 +32,8 @@ struct ReplayRequest {
         var storedKeyHeader = false
         for header in entry.headers {
             guard let name = HTTPField.Name(header.name) else { throw QueueError.invalidRequest("stored header \(header.name) is invalid") }
+            // The stored context replaces the row's own fields (a malformed one kept as a header).
+            if trace != nil && (name == TraceCarrier.traceparentField || name == TraceCarrier.tracestateField) { continue }
             if name == idempotencyHeader { storedKeyHeader = true }
             let value = try queue.configuration.templates.resolve(header.value, for: origin)
             if value != header.value || queue.configuration.secretHeaders.contains(name) {
@@ -43,6 +48,10 @@ struct ReplayRequest {
             headers[idempotencyHeader] = entry.idempotencyKey
         } else {
             headers.append(HTTPField(name: idempotencyHeader, value: entry.idempotencyKey))
+        }
+        if let trace {
+            headers.append(HTTPField(name: TraceCarrier.traceparentField, value: trace.traceparent))
+            if let state = trace.tracestate { headers.append(HTTPField(name: TraceCarrier.tracestateField, value: state)) }
         }
         self.secrets = secrets
         request = PreparedRequest(

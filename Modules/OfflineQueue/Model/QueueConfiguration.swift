@@ -57,6 +57,9 @@ public struct QueueConfiguration: Sendable {
     public var metrics = QueueMetricsOptions()
     /// Whether entries are sealed at rest, and with which keys (``QueueSealing``). Off by default.
     public var sealing: QueueSealing = .off
+    /// How enqueues keep their trace context and deliveries continue it. On, with the
+    /// bootstrapped tracer, unless changed.
+    public var tracing = QueueTracing()
 
     public init(
         path: String,

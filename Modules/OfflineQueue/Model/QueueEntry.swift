@@ -83,6 +83,10 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     /// origin alone, ``headers`` is empty and ``body`` holds the sealed bytes; the request is
     /// opened only to be sent.
     package var seal: StoredSeal? = nil
+    /// The trace the entry was enqueued in, which its attempts continue; `nil` for an entry
+    /// enqueued outside any trace (or by a Courier that kept none). Clear even when the entry
+    /// is sealed.
+    public var traceContext: TraceContext? = nil
 
     /// The id of the key the entry is sealed under, or `nil` when it is stored in clear.
     public var sealKeyID: String? { seal?.keyID }

@@ -18,6 +18,11 @@ public struct QueuedRequest: Sendable {
     public var name: String?
     public var timeout: Duration?
     public var options: EnqueueOptions
+    /// The trace the request continues when it is delivered. `nil` (the default) takes the
+    /// request's own `traceparent` header when it has a valid one, or else the context of the
+    /// enqueuing task (`ServiceContext.current`, as the tracer injects it). Set it for a context
+    /// that comes from elsewhere, such as `sync enqueue`'s `TRACEPARENT`.
+    public var traceContext: TraceContext?
     /// The typed request this was made from, stored as it is without parsing its text forms.
     private(set) var prepared: PreparedRequest?
 

@@ -50,7 +50,7 @@ enum EntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyFile, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, budgetUptime, deadReason, dueUptime, clockBoot
-    case sealKey, seal
+    case sealKey, seal, traceparent, tracestate
 
     private static let names = columnNames()
 
@@ -64,6 +64,7 @@ enum EntryColumn: Int, EntryColumnMap {
         case .deadReason: Schema.firstDeadReasonVersion
         case .dueUptime, .clockBoot: Schema.firstDueViewVersion
         case .sealKey, .seal: Schema.firstSealVersion
+        case .traceparent, .tracestate: Schema.firstTraceVersion
         default: 1
         }
     }
@@ -144,6 +145,7 @@ extension QueueEntry {
             nextDue: state == .pending ? (row[.clockBoot] as String?).map { DueTime(boot: $0, uptime: row[.dueUptime]) } : nil
         )
         if let key: String = row[.sealKey] { seal = StoredSeal(keyID: key, blob: row[.seal] ?? Data()) }
+        traceContext = TraceContext(stored: row[.traceparent], tracestate: row[.tracestate])
     }
 
     /// The reason a dead row of schema 3 or older, read without migrating it, kept as the

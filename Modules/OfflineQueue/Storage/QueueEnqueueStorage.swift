@@ -43,10 +43,13 @@ package struct NewEntry: Sendable {
     /// The entry's seal when it is sealed at rest: then `url` is its origin, `headers` empty,
     /// `body` sealed.
     package var seal: StoredSeal?
+    /// The trace the request was enqueued in, stored in clear beside the request.
+    package var traceContext: TraceContext?
 
     package init(
         idempotencyKey: String, method: String, url: String, headers: [StoredHeader], body: StoredBody?, scopes: [String],
-        name: String, group: String?, priority: Int, timeout: Duration?, notBefore: Date?, seal: StoredSeal? = nil
+        name: String, group: String?, priority: Int, timeout: Duration?, notBefore: Date?, seal: StoredSeal? = nil,
+        traceContext: TraceContext? = nil
     ) {
         self.idempotencyKey = idempotencyKey
         self.method = method
@@ -60,5 +63,6 @@ package struct NewEntry: Sendable {
         self.timeout = timeout
         self.notBefore = notBefore
         self.seal = seal
+        self.traceContext = traceContext
     }
 }

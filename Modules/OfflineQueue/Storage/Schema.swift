@@ -44,6 +44,9 @@ enum Schema {
     /// The first schema with sealed entries, the queue's id and its key checks.
     static let firstSealVersion = version(after: "v9-sealing")
 
+    /// The first schema with the entries' trace context (`traceparent`, `tracestate`).
+    static let firstTraceVersion = version(after: "v10-trace-context")
+
     /// The oldest schema a read-only queue reads as it is: it cannot migrate, and schema 3
     /// changed only the file header, not a column.
     static let oldestReadOnlyVersion = version(after: "v2-boot-clock")
@@ -355,6 +358,26 @@ enum Schema {
                     response_excerpt, budget_uptime, dead_reason, due_uptime, clock_boot, seal_key, seal
                 FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
                 PRAGMA user_version = 9;
+                """)
+        }
+        migrator.registerMigration("v10-trace-context") { db in
+            // The W3C trace context an entry was enqueued in (Docs/Observability.md): clear
+            // metadata beside the request, never among its (possibly sealed) headers. Rows of
+            // earlier versions have none.
+            try db.execute(sql: """
+                ALTER TABLE entry ADD COLUMN traceparent TEXT;
+                ALTER TABLE entry ADD COLUMN tracestate TEXT;
+                DROP VIEW entry_view;
+                CREATE VIEW entry_view AS SELECT
+                    entry.id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
+                    priority, timeout_ms, CASE WHEN lease.entry_id IS NULL THEN state ELSE 'inflight' END AS state,
+                    state AS row_state,
+                    attempts, created_at, budget_from, next_attempt_at,
+                    COALESCE(lease.attempt_wall, last_attempt_at) AS last_attempt_at, finished_at, waiting_network,
+                    lease.owner AS lease_owner, lease.until_wall AS lease_expires_at, last_status, last_error,
+                    response_excerpt, budget_uptime, dead_reason, due_uptime, clock_boot, seal_key, seal, traceparent, tracestate
+                FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
+                PRAGMA user_version = 10;
                 """)
         }
         return migrator

@@ -124,6 +124,7 @@ enum ConsoleTemplates {
     <dt>Group</dt><dd>{{group}}</dd>
     <dt>Priority</dt><dd>{{priority}}</dd>
     <dt>Idempotency key</dt><dd>{{idempotencyKey}}</dd>
+    {{#hasTrace}}<dt>Trace</dt><dd>{{#hasTraceURL}}<a href="{{traceURL}}" rel="noopener noreferrer">{{traceID}}</a>{{/hasTraceURL}}{{^hasTraceURL}}{{traceID}}{{/hasTraceURL}}</dd>{{/hasTrace}}
     {{#sealed}}<dt>Sealed</dt><dd>under key {{sealKeyID}} (the request is opened only to be sent)</dd>{{/sealed}}
     <dt>Headers</dt><dd><ul>{{#headers}}<li>{{name}}: {{#redacted}}<em>redacted</em>{{/redacted}}{{^redacted}}{{value}}{{/redacted}}</li>{{/headers}}</ul></dd>
     <dt>Body</dt><dd>{{#hasBody}}{{bodySize}} bytes, hidden{{/hasBody}}{{^hasBody}}none{{/hasBody}}</dd>

@@ -202,8 +202,13 @@ struct EntryDetailView: Encodable, Sendable {
     var finishedAt: String
     var canRetry: Bool
     var canDiscard: Bool
+    /// The trace the entry was enqueued in (`""` for none), and where it is shown.
+    var traceID: String
+    var hasTrace: Bool
+    var traceURL: String
+    var hasTraceURL: Bool
 
-    init(_ entry: QueueEntry, now: QueueTime) {
+    init(_ entry: QueueEntry, now: QueueTime, traceLink: String? = nil) {
         id = entry.id
         idempotencyKey = entry.idempotencyKey
         state = entry.state.rawValue
@@ -234,6 +239,11 @@ struct EntryDetailView: Encodable, Sendable {
         finishedAt = entry.finishedAt.map(wallTime) ?? ""
         canRetry = ConsoleAction.retry.applies(to: entry.state)
         canDiscard = ConsoleAction.discard.applies(to: entry.state)
+        traceID = entry.traceContext?.traceID ?? ""
+        hasTrace = entry.traceContext != nil
+        // A trace id is 32 hex digits: nothing in it needs escaping in a URL.
+        traceURL = hasTrace ? traceLink?.replacingOccurrences(of: "{trace_id}", with: traceID) ?? "" : ""
+        hasTraceURL = !traceURL.isEmpty
     }
 }
 

@@ -13,6 +13,10 @@ struct Enqueue: AsyncParsableCommand {
               -H 'Authorization: Bearer ${env:API_TOKEN}'          (an environment variable of the sender)
               -H 'Authorization: Bearer ${credential:api-token}'   (a systemd credential)
 
+            The entry keeps the trace context of the shell that enqueues it, from TRACEPARENT and \
+            TRACESTATE (W3C values, as OpenTelemetry passes them to a command), and each delivery \
+            continues that trace; a malformed value is left out with a warning.
+
             The entry's name labels the queue's metrics (endpoint="…") and its log lines. Without \
             --name it is the method and the origin (POST https://api.example.com), never the \
             path, whose ids would make a metric series per entry: name a route with --name.
@@ -23,6 +27,7 @@ struct Enqueue: AsyncParsableCommand {
               sync enqueue POST https://api.example.com/orders/42/items --name 'POST /orders/{id}/items' --data '{"sku":7}'
               sync --json enqueue DELETE https://api.example.com/items/7 --idempotency-key delete-item-7
               sync enqueue POST https://api.example.com/events --data '{"n":1}' --keyring /etc/courier/queue.keyring --sealing required
+              TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 sync enqueue POST https://api.example.com/events
             """
     )
 
@@ -112,14 +117,17 @@ struct Enqueue: AsyncParsableCommand {
                 throw SysExit.noInput
             }
         }
+        let trace = Self.traceContext(ProcessInfo.processInfo.environment)
         try await reporting {
             try await options.withQueue(create: true, secrets: storeSecrets ? .store : .reject) { queue in
                 let options = EnqueueOptions(group: group, priority: priority, idempotencyKey: idempotencyKey)
                 if count > 1 {
-                    try await enqueueMany(queue, headers: parsed, body: body, options: options)
+                    try await enqueueMany(queue, headers: parsed, body: body, options: options, trace: trace)
                     return
                 }
-                let ticket = try await queue.enqueue(method: method, url: url, headers: parsed, body: body, name: name, options: options)
+                var request = QueuedRequest(method: method, url: url, headers: parsed, body: body, name: name, options: options)
+                request.traceContext = trace
+                let ticket = try await queue.enqueue([request])[0]
                 if self.options.json {
                     Output.json(["id": ticket.id, "idempotency_key": ticket.idempotencyKey, "deduplicated": ticket.deduplicated])
                 } else {
@@ -130,13 +138,26 @@ struct Enqueue: AsyncParsableCommand {
         }
     }
 
+    /// The caller's trace context, from `TRACEPARENT` and `TRACESTATE` as OpenTelemetry passes
+    /// it to a child process; what is malformed is left out, with a warning, and the enqueue goes on.
+    static func traceContext(_ environment: [String: String]) -> TraceContext? {
+        let given = { (name: String) in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        let (context, problem) = TraceContext.lenient(traceparent: given("TRACEPARENT"), tracestate: given("TRACESTATE"))
+        if let problem { complain("warning: ignoring \(problem.field.uppercased()): \(problem)") }
+        return context
+    }
+
     /// The hidden `--count N`: N copies in transactions of 1,000, for load tests.
-    private func enqueueMany(_ queue: OfflineQueue, headers: [(name: String, value: String)], body: RequestBody?, options: EnqueueOptions) async throws {
+    private func enqueueMany(
+        _ queue: OfflineQueue, headers: [(name: String, value: String)], body: RequestBody?, options: EnqueueOptions, trace: TraceContext?
+    ) async throws {
         var first: EntryID?
         var last: EntryID?
         for start in stride(from: 0, to: count, by: 1000) {
             let batch = (start..<min(count, start + 1000)).map { _ in
-                QueuedRequest(method: method, url: url, headers: headers, body: body, name: name, options: options)
+                var request = QueuedRequest(method: method, url: url, headers: headers, body: body, name: name, options: options)
+                request.traceContext = trace
+                return request
             }
             let tickets = try await queue.enqueue(batch)
             first = first ?? tickets.first?.id

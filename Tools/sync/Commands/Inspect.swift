@@ -115,7 +115,7 @@ struct Show: AsyncParsableCommand {
                 }
                 let order = ["id", "state", "method", "url", "idempotency_key", "group", "priority", "attempts", "created_at",
                              "last_attempt_at", "next_attempt_at", "finished_at", "waiting_for_network", "lease_owner",
-                             "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes", "sealed_key_id"]
+                             "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes", "sealed_key_id", "trace_id", "traceparent", "tracestate"]
                 for key in order {
                     let value = object[key]
                     if value == nil || value is NSNull { continue }

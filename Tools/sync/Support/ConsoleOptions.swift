@@ -21,6 +21,21 @@ struct ConsoleOptions: ParsableArguments {
     ))
     var prefix: String = ""
 
+    @Option(name: .long, help: ArgumentHelp(
+        "A URL of your tracing UI with {trace_id} where an entry's trace id goes (Jaeger: https://jaeger.example.com/trace/{trace_id}): the entry page links its trace there.",
+        valueName: "url"
+    ))
+    var traceLink: String?
+
+    func validate() throws {
+        guard let traceLink else { return }
+        guard traceLink.contains("{trace_id}") else { throw ValidationError("--trace-link needs {trace_id} where the trace id goes") }
+        let probe = traceLink.replacingOccurrences(of: "{trace_id}", with: "0")
+        guard let url = URL(string: probe), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+            throw ValidationError("--trace-link \(traceLink.debugDescription) is not an http or https URL")
+        }
+    }
+
     /// The systemd credential the console's users come in (`LoadCredential=courier-console:…`).
     static let credentialName = "courier-console"
 
@@ -115,6 +130,6 @@ struct ConsoleOptions: ParsableArguments {
     }
 
     func console(queue: OfflineQueue, users: ConsoleUsers, logger: Logger) -> QueueConsole {
-        QueueConsole(queue: queue, users: users, prefix: prefix, logger: logger, anonymous: users.isEmpty ? .admin : nil)
+        QueueConsole(queue: queue, users: users, prefix: prefix, logger: logger, anonymous: users.isEmpty ? .admin : nil, traceLink: traceLink)
     }
 }

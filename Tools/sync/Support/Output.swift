@@ -109,8 +109,12 @@ enum Output {
             "priority": entry.priority,
             "created_at": timestamp(entry.createdAt),
             "lease_owner": entry.state == .inflight ? entry.leaseOwner.map { $0 as Any } ?? NSNull() : NSNull(),
+            // The trace the entry was enqueued in, which its deliveries continue.
+            "trace_id": entry.traceContext.map { $0.traceID as Any } ?? NSNull(),
         ]
         guard full else { return object }
+        object["traceparent"] = entry.traceContext.map { $0.traceparent as Any } ?? NSNull()
+        object["tracestate"] = entry.traceContext?.tracestate.map { $0 as Any } ?? NSNull()
         object["idempotency_key"] = entry.idempotencyKey
         object["headers"] = headers(entry, reveal: reveal).map { ["name": $0.0, "value": $0.1] }
         object["scopes"] = entry.scopes

@@ -53,13 +53,31 @@ enum QueueScenarios {
         } teardown: {
             Folder.shared.remove("drain.db")
         }
+        // Entries enqueued in a trace each, drained with no tracer bootstrapped: each request
+        // carries its stored `traceparent` and `tracestate`.
+        Benchmark("drain-SQLite.Courier-traced") { benchmark, queue in
+            try await fillAndDrain(benchmark, queue, traced: true)
+        } setup: {
+            try OfflineQueue(
+                configuration: QueueConfiguration(path: Folder.shared.path("drain-traced.db"), durability: .normal, concurrency: 16),
+                client: Loopback.client
+            )
+        } teardown: {
+            Folder.shared.remove("drain-traced.db")
+        }
     }
 
-    /// Fills `queue` with one iteration's entries, not measured, then measures draining them.
-    static func fillAndDrain(_ benchmark: Benchmark, _ queue: OfflineQueue) async throws {
+    /// Fills `queue` with one iteration's entries (each in a trace of its own when `traced`),
+    /// not measured, then measures draining them.
+    static func fillAndDrain(_ benchmark: Benchmark, _ queue: OfflineQueue, traced: Bool = false) async throws {
         let url = Loopback.baseURL.appendingPathComponent("events").absoluteString
-        _ = try await queue.enqueue((0..<Measure.count).map {
-            QueuedRequest(method: "POST", url: url, headers: QueuePayload.headers, body: .data(QueuePayload.body($0)))
+        _ = try await queue.enqueue((0..<Measure.count).map { index in
+            var request = QueuedRequest(method: "POST", url: url, headers: QueuePayload.headers, body: .data(QueuePayload.body(index)))
+            if traced {
+                let id = String(format: "%032x", index + 1)
+                request.traceContext = try? TraceContext(traceparent: "00-\(id)-\(id.suffix(16))-01", tracestate: "courier=bench")
+            }
+            return request
         })
         try await Measure.run(benchmark) {
             let summary = try await queue.drain()
