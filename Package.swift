@@ -203,6 +203,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             path: "Tests/TestSupport",
             swiftSettings: strictSettings
@@ -260,6 +262,8 @@ let package = Package(
         tests("OpenAPITransportTests", [
             "OpenAPITransport", "OpenAPIOfflineQueue", "OfflineQueue", "Reachability", "HTTPCore", "AsyncHTTPClientTransport",
             "CourierTesting", "TestSupport", httpTypes, openAPIRuntime,
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
+            .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
         ], exclude: ["openapi.yaml", "openapi-generator-config.yaml"]),
         // known-answers.py computes the known-answer vectors again from the format's specification.
         tests("QueueEncryptionTests", ["QueueEncryption", .product(name: "Crypto", package: "swift-crypto")], exclude: ["known-answers.py"]),

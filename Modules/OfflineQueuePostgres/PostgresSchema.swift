@@ -97,98 +97,7 @@ enum PostgresSchema {
         // planned once per connection, not at every commit.
         Migration(name: "v2-settle-and-claim") { schema in
             """
-            CREATE FUNCTION "\(schema)".settle_and_claim(
-                mine bigint[], fleet double precision,
-                s_id bigint[], s_kind text[], s_attempts integer[], s_next double precision[], s_waiting boolean[],
-                s_status integer[], s_error text[], s_excerpt text[], s_has_excerpt boolean[], s_reason text[],
-                reclaim boolean, lock_name text, current_number bigint,
-                claim_limit integer, claim_owner text, lease_until double precision, since double precision
-            ) RETURNS TABLE (
-                o_id bigint, o_idempotency_key text, o_method text, o_url text, o_headers text, o_body bytea, o_body_ref text,
-                o_body_length bigint, o_scopes text, o_name text, o_group_key text, o_priority integer, o_timeout_ms bigint, o_state text,
-                o_attempts integer, o_created_at double precision, o_budget_from double precision, o_next_attempt_at double precision,
-                o_last_attempt_at double precision, o_finished_at double precision, o_waiting_network boolean, o_lease_owner text,
-                o_lease_expires_at double precision, o_last_status integer, o_last_error text, o_response_excerpt text,
-                o_dead_reason text, o_tag text
-            )
-            LANGUAGE plpgsql
-            SET enable_bitmapscan = off
-            SET enable_sort = off
-            AS $$
-            DECLARE
-                recorded bigint[];
-            BEGIN
-                IF cardinality(s_id) > 0 THEN
-                    -- Materialized: the join reads the arrays once, not once per row it updates.
-                    WITH s AS MATERIALIZED (
-                        SELECT * FROM unnest(s_id, s_kind, s_attempts, s_next, s_waiting, s_status, s_error, s_excerpt, s_has_excerpt, s_reason)
-                            AS s(id, kind, attempts, next, waiting, status, error, excerpt, has_excerpt, reason)
-                    ), done AS (
-                        UPDATE "\(schema)".entry AS e SET
-                            state = CASE s.kind WHEN 'deliver' THEN 'delivered' WHEN 'dead' THEN 'dead' ELSE 'pending' END,
-                            attempts = e.attempts + s.attempts,
-                            finished_at = CASE WHEN s.kind IN ('deliver', 'dead') THEN fleet ELSE e.finished_at END,
-                            next_attempt_at = CASE WHEN s.kind = 'retry' THEN fleet + s.next ELSE e.next_attempt_at END,
-                            waiting_network = CASE s.kind WHEN 'retry' THEN s.waiting WHEN 'release' THEN e.waiting_network ELSE false END,
-                            last_status = CASE WHEN s.kind = 'release' THEN e.last_status ELSE nullif(s.status, -1) END,
-                            last_error = CASE s.kind WHEN 'release' THEN e.last_error WHEN 'deliver' THEN NULL ELSE s.error END,
-                            response_excerpt = CASE WHEN s.kind IN ('retry', 'dead') THEN (CASE WHEN s.has_excerpt THEN s.excerpt END)
-                                ELSE e.response_excerpt END,
-                            dead_reason = CASE WHEN s.kind = 'dead' THEN s.reason ELSE e.dead_reason END,
-                            lease_owner = NULL, lease_drainer = NULL, lease_expires_at = NULL
-                        FROM s
-                        WHERE e.id = ANY(s_id) AND e.id = s.id AND e.state = 'inflight' AND e.lease_drainer = ANY(mine)
-                        RETURNING e.id
-                    )
-                    SELECT array_agg(done.id) INTO recorded FROM done;
-                    o_tag := 'lost';
-                    FOR o_id IN SELECT u FROM unnest(s_id) AS u WHERE u <> ALL(coalesce(recorded, '{}')) LOOP
-                        RETURN NEXT;
-                    END LOOP;
-                END IF;
-                IF reclaim THEN
-                    WITH back AS (
-                        UPDATE "\(schema)".entry AS e SET state = 'pending', lease_owner = NULL, lease_drainer = NULL, lease_expires_at = NULL,
-                            last_error = 'taken back from ' || e.lease_owner || ', a drainer that is gone'
-                        WHERE e.state = 'inflight' AND e.lease_drainer <> current_number AND NOT EXISTS (SELECT 1 FROM pg_locks l
-                            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
-                            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                            AND l.classid = hashtext(lock_name)::oid AND l.objid = (e.lease_drainer::integer)::oid)
-                        RETURNING 1
-                    )
-                    SELECT count(*) INTO o_id FROM back;
-                    o_tag := 'reclaimed';
-                    RETURN NEXT;
-                    IF claim_limit > 0 AND current_number >= 0 THEN
-                        UPDATE "\(schema)".entry SET state = 'pending', lease_owner = NULL, lease_drainer = NULL, lease_expires_at = NULL
-                        WHERE state = 'inflight' AND lease_expires_at < fleet AND lease_drainer <> current_number;
-                    END IF;
-                END IF;
-                IF claim_limit > 0 AND current_number >= 0 THEN
-                    RETURN QUERY WITH claimed AS (
-                        UPDATE "\(schema)".entry AS e SET state = 'inflight', lease_owner = claim_owner, lease_drainer = current_number,
-                            lease_expires_at = lease_until, last_attempt_at = fleet
-                        WHERE e.id = ANY(ARRAY(
-                            SELECT c.id FROM "\(schema)".entry AS c
-                            WHERE c.state = 'pending' AND c.next_attempt_at + 0 <= fleet
-                            AND (since IS NULL OR c.last_attempt_at IS NULL OR c.last_attempt_at < since)
-                            AND NOT EXISTS (SELECT 1 FROM "\(schema)".pause AS z WHERE z.group_key IS NULL OR z.group_key = c.group_key)
-                            AND (c.group_key IS NULL OR NOT EXISTS (
-                                SELECT 1 FROM "\(schema)".entry AS p
-                                WHERE p.group_key = c.group_key AND p.id < c.id AND p.state IN ('pending', 'inflight')))
-                            ORDER BY c.priority DESC, c.id
-                            LIMIT claim_limit
-                            FOR UPDATE SKIP LOCKED
-                        ))
-                        RETURNING e.id, e.idempotency_key, e.method, e.url, e.headers, e.body, e.body_ref, e.body_length, e.scopes, e.name,
-                            e.group_key, e.priority, e.timeout_ms, e.state, e.attempts, e.created_at, e.budget_from, e.next_attempt_at,
-                            e.last_attempt_at, e.finished_at, e.waiting_network, e.lease_owner, e.lease_expires_at, e.last_status,
-                            e.last_error, e.response_excerpt, e.dead_reason
-                    )
-                    SELECT claimed.*, 'claimed' FROM claimed;
-                END IF;
-            END
-            $$
+            \(settleAndClaim(schema))
             """
         },
         // Sealing at rest (Docs/Encryption.md): an entry sealed under a key keeps the key's id and
@@ -211,18 +120,21 @@ enum PostgresSchema {
                 check_value text NOT NULL
             );
             \(dropSettleAndClaim(schema))
-            \(settleAndClaim(schema, outputs: "o_seal_key text, o_seal bytea", columns: "e.seal_key, e.seal"))
+            \(settleAndClaim(schema, outputs: ", o_seal_key text, o_seal bytea", columns: ", e.seal_key, e.seal"))
             """
         },
         // The W3C trace context an entry was enqueued in (Docs/Observability.md): clear metadata
         // beside the request, never among its (possibly sealed) headers; rows of earlier versions
         // have none. `settle_and_claim` returns the two columns with its claimed rows, so it is
-        // made again, as v3 made it, with them added.
+        // made again, as v2 made it, with them added.
         Migration(name: "v4-trace-context") { schema in
             """
             ALTER TABLE "\(schema)".entry ADD COLUMN traceparent text, ADD COLUMN tracestate text;
             \(dropSettleAndClaim(schema))
-            \(settleAndClaim(schema, outputs: "o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text", columns: "e.seal_key, e.seal, e.traceparent, e.tracestate"))
+            \(settleAndClaim(
+                schema, outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text",
+                columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate"
+            ))
             """
         },
     ]
@@ -238,10 +150,10 @@ enum PostgresSchema {
         """
     }
 
-    /// `settle_and_claim` as v3 made it, returning its claimed rows' columns up to `dead_reason`
-    /// and then `columns` (declared as `outputs`), before the tag: one definition for every
-    /// migration that adds a column to what a claim reads.
-    private static func settleAndClaim(_ schema: String, outputs: String, columns: String) -> String {
+    /// `settle_and_claim` as v2 made it, returning its claimed rows' columns up to `dead_reason`,
+    /// then `columns` (declared as `outputs`; each starts with a comma), before the tag: one
+    /// definition for every migration that adds a column to what a claim reads.
+    private static func settleAndClaim(_ schema: String, outputs: String = "", columns: String = "") -> String {
         """
         CREATE FUNCTION "\(schema)".settle_and_claim(
             mine bigint[], fleet double precision,
@@ -255,7 +167,7 @@ enum PostgresSchema {
             o_attempts integer, o_created_at double precision, o_budget_from double precision, o_next_attempt_at double precision,
             o_last_attempt_at double precision, o_finished_at double precision, o_waiting_network boolean, o_lease_owner text,
             o_lease_expires_at double precision, o_last_status integer, o_last_error text, o_response_excerpt text,
-            o_dead_reason text, \(outputs), o_tag text
+            o_dead_reason text\(outputs), o_tag text
         )
         LANGUAGE plpgsql
         SET enable_bitmapscan = off
@@ -329,7 +241,7 @@ enum PostgresSchema {
                     RETURNING e.id, e.idempotency_key, e.method, e.url, e.headers, e.body, e.body_ref, e.body_length, e.scopes, e.name,
                         e.group_key, e.priority, e.timeout_ms, e.state, e.attempts, e.created_at, e.budget_from, e.next_attempt_at,
                         e.last_attempt_at, e.finished_at, e.waiting_network, e.lease_owner, e.lease_expires_at, e.last_status,
-                        e.last_error, e.response_excerpt, e.dead_reason, \(columns)
+                        e.last_error, e.response_excerpt, e.dead_reason\(columns)
                 )
                 SELECT claimed.*, 'claimed' FROM claimed;
             END IF;

@@ -3,7 +3,7 @@ import CourierTesting
 import Foundation
 import HTTPCore
 import Logging
-import OfflineQueue
+@testable import OfflineQueue
 import OfflineQueuePostgres
 import PostgresNIO
 import Reachability
@@ -260,15 +260,7 @@ func makeQueue(
 let backToSchema9 = """
     DROP VIEW entry_view;
     ALTER TABLE entry DROP COLUMN traceparent; ALTER TABLE entry DROP COLUMN tracestate;
-    CREATE VIEW entry_view AS SELECT
-        entry.id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
-        priority, timeout_ms, CASE WHEN lease.entry_id IS NULL THEN state ELSE 'inflight' END AS state,
-        state AS row_state,
-        attempts, created_at, budget_from, next_attempt_at,
-        COALESCE(lease.attempt_wall, last_attempt_at) AS last_attempt_at, finished_at, waiting_network,
-        lease.owner AS lease_owner, lease.until_wall AS lease_expires_at, last_status, last_error,
-        response_excerpt, budget_uptime, dead_reason, due_uptime, clock_boot, seal_key, seal
-    FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
+    \(Schema.entryView())
     DELETE FROM grdb_migrations WHERE identifier = 'v10-trace-context';
     PRAGMA user_version = 9;
 

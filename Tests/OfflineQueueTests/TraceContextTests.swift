@@ -61,7 +61,7 @@ struct TraceContextTests {
         let folder = try TempFolder()
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
-        let tracer = W3CTracer()
+        let tracer = W3CTestTracer()
         let queue = try makeQueue(path: folder.databasePath, server: server) { $0.tracing.tracer = tracer }
         let url = server.url("/echo").absoluteString
         let (ambient, inSpan) = try await tracer.withSpan("save") { span in
@@ -88,8 +88,9 @@ struct TraceContextTests {
         let givenID = try await queue.enqueue([given])[0].id
         #expect(try await queue.entry(givenID)?.traceContext?.traceID == "0af7651916cd43dd8448eb211c80319c")
         // A tracer whose context is garbage: the enqueue goes on without one.
-        let garbled = try makeQueue(path: folder.databasePath, server: server) { $0.tracing.tracer = GarbledTracer() }
-        let survived = try await GarbledTracer().withSpan("save") { _ in try await garbled.enqueue(method: "POST", url: url) }
+        let garbledTracer = W3CTestTracer(injecting: "00-not-a-trace-01")
+        let garbled = try makeQueue(path: folder.databasePath, server: server) { $0.tracing.tracer = garbledTracer }
+        let survived = try await garbledTracer.withSpan("save") { _ in try await garbled.enqueue(method: "POST", url: url) }
         #expect(try await garbled.entry(survived.id)?.traceContext == nil)
         #expect(try await queue.drain().delivered == 6)
         await server.shutdown()

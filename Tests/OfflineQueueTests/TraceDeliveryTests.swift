@@ -27,7 +27,7 @@ struct TraceDeliveryTests {
             }
             try await writer.respond(status: call == 1 ? 503 : 201)
         }
-        let tracer = W3CTracer()
+        let tracer = W3CTestTracer()
         let before = try await makeQueue(on: store, server: server) { $0.tracing.tracer = tracer }
         let (enqueuer, ticket) = try await tracer.withSpan("save") { span in
             (try #require(span.context.inMemorySpanContext), try await before.enqueue(method: "POST", url: server.url("/flaky").absoluteString))
@@ -49,7 +49,7 @@ struct TraceDeliveryTests {
         let numbers = attempts.compactMap { span -> Int64? in if case .int64(let number)? = span.attribute("courier.queue.attempt") { number } else { nil } }
         #expect(numbers.sorted() == [1, 2])
         #expect(attempts.contains { $0.attribute("http.response.status_code") == .int64(503) && $0.status?.code == .error })
-        let drain = try #require(tracer.memory.finishedSpans.first { $0.operationName == "queue drain" })
+        let drain = try #require(tracer.base.finishedSpans.first { $0.operationName == "queue drain" })
         #expect(attempts.allSatisfy { $0.links.contains { $0.context.inMemorySpanContext?.spanID == drain.spanID } }, "each attempt links the drain's span")
         let sent = server.requests.filter { $0.path == "/flaky" }.compactMap { $0.values(of: "traceparent").first }
         #expect(Set(sent) == Set(attempts.map { "00-\($0.traceID)-\($0.spanID)-01" }), "the server sees each attempt's span")
@@ -62,7 +62,7 @@ struct TraceDeliveryTests {
         let store = try TestStore(kind)
         defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
-        let tracer = W3CTracer()
+        let tracer = W3CTestTracer()
         let queue = try await makeQueue(on: store, server: server, concurrency: 16) { $0.tracing.tracer = tracer }
         var traceOf: [String: String] = [:]
         var traceOfEntry: [EntryID: String] = [:]
@@ -114,7 +114,7 @@ struct TraceDeliveryTests {
         let store = try TestStore(.sqlite)
         defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
-        let tracer = W3CTracer()
+        let tracer = W3CTestTracer()
         let queue = try await makeQueue(on: store, server: server) {
             $0.tracing.tracer = tracer
             $0.tracing.delivery = .linked

@@ -2,6 +2,7 @@ import AsyncHTTPClientTransport
 import Foundation
 import HTTPCore
 import HTTPTypes
+import InMemoryTracing
 import OfflineQueue
 import OpenAPIOfflineQueue
 import OpenAPIRuntime
@@ -9,6 +10,7 @@ import OpenAPITransport
 import Reachability
 import Testing
 import TestSupport
+import Tracing
 
 /// Generated operations sent through the offline queue (send-or-store) with
 /// ``OfflineQueueTransport``.
@@ -21,17 +23,19 @@ struct OfflineQueueTests {
         let client: Client
         let plugin: RecordingPlugin
 
-        init(_ server: NotesServer, monitor: ManualMonitor, transport: (any Transport)? = nil, operations: Set<String> = ["createNote", "uploadAttachment"]) throws {
+        init(
+            _ server: NotesServer, monitor: ManualMonitor, transport: (any Transport)? = nil, operations: Set<String> = ["createNote", "uploadAttachment"],
+            tracer: (any Tracer)? = nil
+        ) throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-openapi-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let plugin = RecordingPlugin(scope: "notes")
             var configuration = ClientConfiguration(baseURL: server.serverURL, timeout: .seconds(30))
             configuration.plugins = [plugin]
             let api = APIClient(configuration: configuration, transport: transport ?? sharedAsyncHTTPClient)
-            queue = try OfflineQueue(
-                configuration: QueueConfiguration(path: folder.appendingPathComponent("queue.db").path, durability: .normal),
-                client: api, monitor: monitor
-            )
+            var queueConfiguration = QueueConfiguration(path: folder.appendingPathComponent("queue.db").path, durability: .normal)
+            queueConfiguration.tracing.tracer = tracer
+            queue = try OfflineQueue(configuration: queueConfiguration, client: api, monitor: monitor)
             let transport = OfflineQueueTransport(
                 queue: queue, operations: operations, others: APIClientTransport(client: api, scopes: ["notes"]),
                 options: { EnqueueOptions(group: $0) }
@@ -79,6 +83,25 @@ struct OfflineQueueTests {
             #expect(sent.title == "offline note")
             #expect(sent.body == "written on a plane")
             #expect(try await setup.queue.entry(ticket.id)?.state == .delivered)
+        }
+    }
+
+    @Test("an operation queued inside a span keeps that trace: the replayed request carries a traceparent of the same trace")
+    func queuedInATrace() async throws {
+        try await withNotesServer { server in
+            let monitor = ManualMonitor(.offline(.noLink))
+            let tracer = W3CTestTracer()
+            let setup = try Setup(server, monitor: monitor, tracer: tracer)
+            defer { setup.remove() }
+            let (traceID, queued) = await tracer.withSpan("save note") { span in
+                (span.context.inMemorySpanContext?.traceID, await clientError { try await setup.client.createNote(body: .json(.init(title: "t", body: "b"))) }?.queued)
+            }
+            let ticket = try #require(queued).ticket
+            #expect(try await setup.queue.entry(ticket.id)?.traceContext?.traceID == traceID)
+            monitor.status = .online(interface: "eth0", family: .ipv4)
+            #expect(try await setup.queue.drain().delivered == 1)
+            let traceparent = try #require(server.responder.received.last?.head.headerFields[HTTPField.Name("traceparent")!])
+            #expect(traceparent.split(separator: "-").dropFirst().first.map(String.init) == traceID)
         }
     }
 

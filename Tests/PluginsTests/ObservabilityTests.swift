@@ -7,32 +7,8 @@ import Logging
 import MetricsTestKit
 import Plugins
 import Testing
+import TestSupport
 import Tracing
-
-/// An in-memory tracer that propagates context as a W3C `traceparent`, as an OpenTelemetry
-/// tracer does.
-struct W3CTestTracer: Tracer {
-    let base = InMemoryTracer(idGenerator: .init(
-        nextTraceID: { (0..<32).map { _ in String(Int.random(in: 0..<16), radix: 16) }.joined() },
-        nextSpanID: { (0..<16).map { _ in String(Int.random(in: 0..<16), radix: 16) }.joined() }
-    ))
-
-    func startSpan<Instant: TracerInstant>(
-        _ operationName: String, context: @autoclosure () -> ServiceContext, ofKind kind: SpanKind,
-        at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
-    ) -> InMemorySpan {
-        base.startSpan(operationName, context: context(), ofKind: kind, at: instant(), function: function, file: fileID, line: line)
-    }
-
-    func forceFlush() { base.forceFlush() }
-
-    func inject<Carrier, Inject: Injector>(_ context: ServiceContext, into carrier: inout Carrier, using injector: Inject) where Inject.Carrier == Carrier {
-        guard let span = context.inMemorySpanContext else { return }
-        injector.inject("00-\(span.traceID)-\(span.spanID)-01", forKey: "traceparent", into: &carrier)
-    }
-
-    func extract<Carrier, Extract: Extractor>(_ carrier: Carrier, into context: inout ServiceContext, using extractor: Extract) where Extract.Carrier == Carrier {}
-}
 
 @Suite struct ObservabilityTests {
     @Test func logsCarryNoSecrets() async throws {

@@ -80,6 +80,22 @@ enum Schema {
     /// The tables Courier creates; any other (outside SQLite's own) marks a foreign file.
     static let tables: Set<String> = ["entry", "pause", "lease", "queue_meta", "queue_key", "grdb_migrations"]
 
+    /// `entry_view` as schema 9 made it, its entry columns followed by `columns` (each after a
+    /// comma): an entry and its lease, in flight where a lease holds it.
+    static func entryView(adding columns: String = "") -> String {
+        """
+        CREATE VIEW entry_view AS SELECT
+            entry.id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
+            priority, timeout_ms, CASE WHEN lease.entry_id IS NULL THEN state ELSE 'inflight' END AS state,
+            state AS row_state,
+            attempts, created_at, budget_from, next_attempt_at,
+            COALESCE(lease.attempt_wall, last_attempt_at) AS last_attempt_at, finished_at, waiting_network,
+            lease.owner AS lease_owner, lease.until_wall AS lease_expires_at, last_status, last_error,
+            response_excerpt, budget_uptime, dead_reason, due_uptime, clock_boot, seal_key, seal\(columns)
+        FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
+        """
+    }
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-entries") { db in
@@ -348,15 +364,7 @@ enum Schema {
                     check_value TEXT NOT NULL
                 ) WITHOUT ROWID;
                 DROP VIEW entry_view;
-                CREATE VIEW entry_view AS SELECT
-                    entry.id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
-                    priority, timeout_ms, CASE WHEN lease.entry_id IS NULL THEN state ELSE 'inflight' END AS state,
-                    state AS row_state,
-                    attempts, created_at, budget_from, next_attempt_at,
-                    COALESCE(lease.attempt_wall, last_attempt_at) AS last_attempt_at, finished_at, waiting_network,
-                    lease.owner AS lease_owner, lease.until_wall AS lease_expires_at, last_status, last_error,
-                    response_excerpt, budget_uptime, dead_reason, due_uptime, clock_boot, seal_key, seal
-                FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
+                \(entryView())
                 PRAGMA user_version = 9;
                 """)
         }
@@ -368,15 +376,7 @@ enum Schema {
                 ALTER TABLE entry ADD COLUMN traceparent TEXT;
                 ALTER TABLE entry ADD COLUMN tracestate TEXT;
                 DROP VIEW entry_view;
-                CREATE VIEW entry_view AS SELECT
-                    entry.id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
-                    priority, timeout_ms, CASE WHEN lease.entry_id IS NULL THEN state ELSE 'inflight' END AS state,
-                    state AS row_state,
-                    attempts, created_at, budget_from, next_attempt_at,
-                    COALESCE(lease.attempt_wall, last_attempt_at) AS last_attempt_at, finished_at, waiting_network,
-                    lease.owner AS lease_owner, lease.until_wall AS lease_expires_at, last_status, last_error,
-                    response_excerpt, budget_uptime, dead_reason, due_uptime, clock_boot, seal_key, seal, traceparent, tracestate
-                FROM entry LEFT JOIN lease ON lease.entry_id = entry.id;
+                \(entryView(adding: ", traceparent, tracestate"))
                 PRAGMA user_version = 10;
                 """)
         }

@@ -45,11 +45,7 @@ enum QueueScenarios {
         Benchmark("drain-SQLite.Courier") { benchmark, queue in
             try await fillAndDrain(benchmark, queue)
         } setup: {
-            // `.normal`, as the drain's throughput figure: settlements commit without a sync each.
-            try OfflineQueue(
-                configuration: QueueConfiguration(path: Folder.shared.path("drain.db"), durability: .normal, concurrency: 16),
-                client: Loopback.client
-            )
+            try drainQueue("drain.db")
         } teardown: {
             Folder.shared.remove("drain.db")
         }
@@ -58,13 +54,19 @@ enum QueueScenarios {
         Benchmark("drain-SQLite.Courier-traced") { benchmark, queue in
             try await fillAndDrain(benchmark, queue, traced: true)
         } setup: {
-            try OfflineQueue(
-                configuration: QueueConfiguration(path: Folder.shared.path("drain-traced.db"), durability: .normal, concurrency: 16),
-                client: Loopback.client
-            )
+            try drainQueue("drain-traced.db")
         } teardown: {
             Folder.shared.remove("drain-traced.db")
         }
+    }
+
+    /// A queue for the drain scenarios in the file `name`: `.normal`, as the drain's throughput
+    /// figure (settlements commit without a sync each).
+    static func drainQueue(_ name: String) throws -> OfflineQueue {
+        try OfflineQueue(
+            configuration: QueueConfiguration(path: Folder.shared.path(name), durability: .normal, concurrency: 16),
+            client: Loopback.client
+        )
     }
 
     /// Fills `queue` with one iteration's entries (each in a trace of its own when `traced`),
