@@ -31,6 +31,9 @@ struct ScriptedServer: Sendable {
     /// The byte at `index` of every body the server sends or checks: `index % 251`.
     static func patternByte(_ index: Int) -> UInt8 { UInt8(index % 251) }
 
+    /// One period of the pattern (251 bytes), for ``TestPayload/periodic(_:offset:count:)``.
+    static let patternPeriod = (0..<251).map { UInt8($0) }
+
     /// Routes:
     /// - `GET /bulk/N`: N pattern bytes, chunked, in 64 KiB chunks.
     /// - `PUT|POST /verify`: reads the body (Content-Length or chunked) and answers

@@ -2,6 +2,7 @@ import Foundation
 import HTTPCore
 import HTTPTypes
 import Testing
+import TestSupport
 
 /// Transport behaviour httpbin cannot show: large streamed bodies both ways, connection
 /// failures, TLS, garbage and truncated responses. Runs on every transport in ``Transports``.
@@ -19,7 +20,7 @@ struct TransportEdgeTests {
             guard start < count else { return nil }
             let size = min(64 * 1024, count - start)
             produced.withLock { $0 += size }
-            return Data((start..<(start + size)).map(ScriptedServer.patternByte))
+            return TestPayload.periodic(ScriptedServer.patternPeriod, offset: start, count: size)
         }
     }
 
@@ -31,7 +32,7 @@ struct TransportEdgeTests {
         )
         var total = 0, chunks = 0, wrong = 0
         for try await chunk in response.body {
-            for (offset, byte) in chunk.enumerated() where byte != ScriptedServer.patternByte(total + offset) { wrong += 1 }
+            if chunk != TestPayload.periodic(ScriptedServer.patternPeriod, offset: total, count: chunk.count) { wrong += 1 }
             total += chunk.count
             chunks += 1
         }

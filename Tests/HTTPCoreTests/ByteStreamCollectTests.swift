@@ -1,6 +1,7 @@
 import Foundation
 import HTTPCore
 import Testing
+import TestSupport
 
 /// `collect(upTo:expectedCount:)`: the announced length is a hint for one allocation, never
 /// trusted for the result or the limit.
@@ -8,7 +9,7 @@ import Testing
 struct ByteStreamCollectTests {
     /// `count` bytes (0, 1, 2, … wrapping) in chunks of `chunk`.
     static func stream(_ count: Int, chunk: Int) -> ByteStream {
-        let bytes = Data((0..<count).map { UInt8(truncatingIfNeeded: $0) })
+        let bytes = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 1), count: count)
         let offset = LockedCounter()
         return ByteStream {
             let start = offset.advance(by: chunk)
@@ -17,7 +18,7 @@ struct ByteStreamCollectTests {
         }
     }
 
-    static func expected(_ count: Int) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0) }) }
+    static func expected(_ count: Int) -> Data { TestPayload.periodic(TestPayload.affinePeriod(multiplier: 1), count: count) }
 
     @Test("the announced size, a smaller or larger one, or none: the same bytes", arguments: [nil, 0, 1, 999, 100_000, 100_001, 5_000_000])
     func hintsNeverChangeTheResult(expected hint: Int?) async throws {

@@ -118,7 +118,7 @@ struct SealingTests {
         let sizes = [0, 1, 65_535, 65_536, 65_537, 1_048_579]
         var crcs: [String: (UInt32, Int)] = [:]
         for size in sizes {
-            let body = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+            let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 31, addend: 7), count: size)
             let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/b/\(size)").absoluteString, body: .data(body))
             crcs[ticket.idempotencyKey] = (CRC32.checksum(body), size)
             let entry = try #require(try await queue.entry(ticket.id))
@@ -149,7 +149,7 @@ struct SealingTests {
         var sent: [String: (crc: UInt32, size: Int)] = [:]
         for index in 0..<8 {
             let size = index.isMultiple(of: 2) ? small : large
-            let body = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) })
+            let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 7, addend: index), count: size)
             let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/kept/\(index)").absoluteString, body: .data(body))
             sent[ticket.idempotencyKey] = (CRC32.checksum(body), size)
         }
@@ -174,7 +174,7 @@ struct SealingTests {
         // may time out (the test asserts one delivery, not a speed).
         let queue = try await queue(store, server, keyring: Keyring.generate(), timeout: .seconds(900))
         let size = 100 * 1024 * 1024
-        let piece = Data((0..<(1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        let piece = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 13), count: 1024 * 1024)
         var crc = CRC32()
         for _ in 0..<100 { crc.update(piece) }
         let pieces = LockedBox(0)
@@ -385,7 +385,7 @@ struct SealingTests {
         let first = try await queue(store, server, keyring: keyring, inlineLimit: 1000)
         var crcs: [String: UInt32] = [:]
         for index in 0..<40 {
-            let body = Data((0..<(index % 4 == 0 ? 200_000 : 100 + index)).map { UInt8(truncatingIfNeeded: $0 &+ index) })
+            let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 1, addend: index), count: index % 4 == 0 ? 200_000 : 100 + index)
             let ticket = try await first.enqueue(method: "POST", url: server.url("/echo/rot/\(index)?q=\(index)").absoluteString, body: .data(body))
             crcs[ticket.idempotencyKey] = CRC32.checksum(body)
         }

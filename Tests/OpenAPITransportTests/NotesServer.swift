@@ -2,6 +2,7 @@ import CourierTesting
 import Foundation
 import HTTPCore
 import HTTPTypes
+import TestSupport
 
 /// The notes API of openapi.yaml, served on a loopback port under `/api`: a real HTTP/1.1
 /// server (CourierTesting's ``LoopbackServer``) answering through ``NotesResponder``.
@@ -117,7 +118,7 @@ final class NotesResponder: Transport {
                 return value
             }
             guard start < size else { return nil }
-            return Data((start..<min(size, start + 16 * 1024)).map { UInt8($0 % 251) })
+            return TestPayload.periodic(modulo251, offset: start, count: min(size, start + 16 * 1024) - start)
         }
         return TransportResponse(
             head: HTTPResponse(status: .ok, headerFields: [.contentType: "application/octet-stream", .contentLength: String(size)]),

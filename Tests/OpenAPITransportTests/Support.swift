@@ -5,6 +5,7 @@ import HTTPTypes
 import OpenAPIRuntime
 import OpenAPITransport
 import Testing
+import TestSupport
 
 /// The Courier transports the tests run over. One AsyncHTTPClient transport for the whole
 /// target: its event loops are costly to make.
@@ -67,8 +68,11 @@ func makeClient(_ serverURL: URL, transport: any ClientTransport) -> Client {
 }
 
 /// The bytes of the notes server's `/content` route: byte `i` is `i % 251`.
+/// Byte `i` of the notes server's content is `i % 251`.
+let modulo251 = (0..<251).map { UInt8($0) }
+
 func contentPattern(_ size: Int) -> Data {
-    Data((0..<size).map { UInt8($0 % 251) })
+    TestPayload.periodic(modulo251, count: size)
 }
 
 /// A single-pass body of `data` in chunks of `chunk` bytes, with no length: sent chunked.

@@ -55,8 +55,10 @@ import Testing
                 resident memory grew by at most \(memory.growth >> 20) MiB (\(memory.start >> 20) MiB at the start)
                 """)
             // Not a timing check. A body held whole would add more than 100 MiB; the bound
-            // leaves room for what other tests in the process allocate meanwhile.
-            #expect(memory.growth < 24 << 20)
+            // leaves room for what other suites in the process allocate meanwhile (resident
+            // memory is the process's: alone this grows by 4 MiB, beside the sealing, OpenAPI
+            // and transport suites' multi-MiB bodies it grew by 47 MiB).
+            #expect(memory.growth < 64 << 20)
         }
     }
 

@@ -38,6 +38,29 @@ public enum TestPayload {
         pattern[offset % period]
     }
 
+    /// `count` bytes of the sequence that repeats `period`, from offset `offset` in it: byte `i`
+    /// is `period[(offset + i) % period.count]`. Any byte formula with a short period (`i % 251`,
+    /// `i &* 31 &+ seed` as a `UInt8`, whose period is 256) made this way costs a few `memcpy`s,
+    /// where `(0..<count).map { … }` in a debug build costs hundreds of nanoseconds a byte on the
+    /// cooperative pool.
+    public static func periodic(_ period: [UInt8], offset: Int = 0, count: Int) -> Data {
+        precondition(!period.isEmpty)
+        var result = Data(capacity: count)
+        var position = offset % period.count
+        while result.count < count {
+            let take = min(count - result.count, period.count - position)
+            period.withUnsafeBufferPointer { result.append(UnsafeBufferPointer(rebasing: $0[position..<(position + take)])) }
+            position = 0
+        }
+        return result
+    }
+
+    /// The period of `UInt8(truncatingIfNeeded: i &* multiplier &+ addend)`: its 256 bytes (the
+    /// byte depends on `i % 256` alone).
+    public static func affinePeriod(multiplier: Int, addend: Int = 0) -> [UInt8] {
+        (0..<256).map { UInt8(truncatingIfNeeded: $0 &* multiplier &+ addend) }
+    }
+
     /// The CRC-32 of the first `count` bytes, computed in chunks of 64 KiB.
     public static func crc32(count: Int) -> UInt32 {
         var crc = CRC32()
