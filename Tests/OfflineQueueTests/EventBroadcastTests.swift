@@ -17,6 +17,7 @@ struct EventBroadcastTests {
         let watchdog = HangWatchdog(limit: 120, what: "EventBroadcast: publish and cancel deadlocked")
         defer { watchdog.disarm() }
         for _ in 0..<1_000 {
+            watchdog.progressed()
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<4 {
                     let stream = broadcast.stream(bufferingPolicy: .unbounded)
@@ -31,19 +32,41 @@ struct EventBroadcastTests {
     }
 }
 
-/// Ends the process with `what` unless disarmed within `limit` seconds. The check runs on a
-/// serial dispatch queue of its own (an overcommitting thread), not on the cooperative pool a
-/// deadlock would hold, and nothing waits or sleeps for it.
+/// Ends the process with `what` when `limit` seconds pass with no ``progressed()`` and no
+/// ``disarm()``: a deadlock stops the rounds for good, where a pool starved by the rest of the
+/// suite (beside a busy loop, 1,000 rounds took more than 120 s in all) only slows them. The
+/// check runs on a serial dispatch queue of its own (an overcommitting thread), not on the
+/// cooperative pool a deadlock would hold, and nothing waits or sleeps for it.
 final class HangWatchdog: Sendable {
-    private let disarmed = LockedBox(false)
-    private let queue = DispatchQueue(label: "courier.test.hang-watchdog")
-
-    init(limit: Double, what: String) {
-        let disarmed = self.disarmed
-        queue.asyncAfter(deadline: .now() + limit) {
-            if !disarmed.current { fatalError("hung for \(limit) s: \(what)") }
-        }
+    private struct State {
+        var disarmed = false
+        var rounds = 0
     }
 
-    func disarm() { disarmed.withLock { $0 = true } }
+    private let state = LockedBox(State())
+    private let queue = DispatchQueue(label: "courier.test.hang-watchdog")
+    private let limit: Double
+    private let what: String
+
+    init(limit: Double, what: String) {
+        self.limit = limit
+        self.what = what
+        check(after: 0)
+    }
+
+    /// Another round done.
+    func progressed() { state.withLock { $0.rounds += 1 } }
+
+    func disarm() { state.withLock { $0.disarmed = true } }
+
+    /// In `limit` seconds: the end of the process if no round was done since `rounds`, else
+    /// the same check again.
+    private func check(after rounds: Int) {
+        queue.asyncAfter(deadline: .now() + limit) { [self] in
+            let now = state.current
+            if now.disarmed { return }
+            if now.rounds == rounds { fatalError("hung for \(limit) s: \(what)") }
+            check(after: now.rounds)
+        }
+    }
 }
