@@ -67,10 +67,10 @@ func makeClient(_ serverURL: URL, transport: any ClientTransport) -> Client {
     Client(serverURL: serverURL, transport: transport)
 }
 
-/// The bytes of the notes server's `/content` route: byte `i` is `i % 251`.
-/// Byte `i` of the notes server's content is `i % 251`.
+/// One period of the notes server's `/content` route.
 let modulo251 = (0..<251).map { UInt8($0) }
 
+/// The bytes of the notes server's `/content` route: byte `i` is `i % 251`.
 func contentPattern(_ size: Int) -> Data {
     TestPayload.periodic(modulo251, count: size)
 }
