@@ -35,8 +35,9 @@ struct Sync: AsyncParsableCommand {
             malformed keyring, a sealed entry that does not authenticate, a malformed console credentials file), 66 no such database, \
             keyring or file, 71 cannot listen on the --metrics-address, --console or --address, 73 cannot create the \
             database or keyring, 74 I/O error (disk full), 75 entries remain (try again later), \
-            78 unsafe keyring (open to other users, a symbolic link), or a keyring that does not \
-            fit the queue (a key missing or with other bytes; entries in clear under required).
+            78 unsafe keyring (open to other users, a symbolic link), a keyring that does not \
+            fit the queue (a key missing or with other bytes; entries in clear under required), \
+            or OTEL_* variables asking for a span export other than OTLP/HTTP.
             """,
         subcommands: [
             Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Console.self, Keys.self, Demo.self,

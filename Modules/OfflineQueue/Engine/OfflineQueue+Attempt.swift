@@ -16,8 +16,9 @@ extension OfflineQueue {
         let sent = ContinuousClock.now
         activity.sendBegan(entry.id, timeout: entry.timeout ?? client.configuration.timeout, margin: QueueActivity.sendMargin)
         let outcome: AttemptOutcome
+        var trace: SentTrace?
         do throws(QueueError) {
-            outcome = try await attempt(entry, age: age, sealing: sealing, ahead: ahead)
+            outcome = try await attempt(entry, age: age, sealing: sealing, ahead: ahead, sentTrace: &trace)
         } catch {
             // A sealed entry that does not open stays as it was: given back unsent, nothing
             // counted, and the drain stops with the error.
@@ -42,6 +43,7 @@ extension OfflineQueue {
                 after: outcome, attempts: entry.attempts, age: age, policy: policy, unitRandom: delivered ? 0 : Double.random(in: 0..<1)
             )
         }
+        logAttempt(of: entry, transition: transition, trace: trace)
         let gone = if case .networkGone = outcome { true } else { false }
         return AttemptReport(settlement: Settlement(id: entry.id, transition: transition), networkGone: gone, failure: nil)
     }
@@ -58,9 +60,11 @@ extension OfflineQueue {
 
     /// Sends one claimed entry through the client (its plugins run again) and says how it went.
     /// A sealed entry is opened first, its body verified in full; it throws only when the entry
-    /// cannot be opened, and then nothing was sent.
+    /// cannot be opened, and then nothing was sent. `sentTrace`: the trace context the request
+    /// went out with, for the attempt's log line (set only when that line is logged).
     func attempt(
-        _ entry: QueueEntry, age: Duration, sealing: EntrySealing, ahead: Result<EntrySealing.Opened, QueueError>? = nil
+        _ entry: QueueEntry, age: Duration, sealing: EntrySealing, ahead: Result<EntrySealing.Opened, QueueError>? = nil,
+        sentTrace: inout SentTrace?
     ) async throws(QueueError) -> AttemptOutcome {
         if Task.isCancelled { return .interrupted }
         // An entry too old at its claim is not sent; `settlements` turns it into an expiry.
@@ -89,10 +93,12 @@ extension OfflineQueue {
         }
         do {
             let scopes = Set(entry.scopes.map { PluginScope($0) })
-            let response = if let tracer {
-                try await send(replay.request, for: entry, scopes: scopes, tracer: tracer)
+            let response: Response<Void>
+            if let tracer {
+                response = try await send(replay.request, for: entry, scopes: scopes, tracer: tracer, sentTrace: &sentTrace)
             } else {
-                try await client.send(replay.request, name: entry.name, scopes: scopes)
+                if sendsStored, let stored = entry.traceContext, logsAttempts { sentTrace = SentTrace(traceID: stored.traceID, spanID: nil) }
+                response = try await client.send(replay.request, name: entry.name, scopes: scopes)
             }
             return .delivered(status: response.status.code)
         } catch .cancelled where !Task.isCancelled {

@@ -60,7 +60,12 @@ extension OfflineQueue {
     /// Sends an entry's request in a client span that continues the entry's trace (or starts one
     /// linked to it). With no tracer the attempt sends the stored context itself
     /// (``ReplayRequest``), in no frame of this function's.
-    func send(_ request: PreparedRequest, for entry: QueueEntry, scopes: Set<PluginScope>, tracer: any Tracer) async throws(NetworkError) -> Response<Void> {
+    ///
+    /// `sentTrace`: the attempt span's trace and span ids, as the request carries them, when the
+    /// attempt's log line is logged.
+    func send(
+        _ request: PreparedRequest, for entry: QueueEntry, scopes: Set<PluginScope>, tracer: any Tracer, sentTrace: inout SentTrace?
+    ) async throws(NetworkError) -> Response<Void> {
         let drain = ServiceContext.current ?? .topLevel
         var enqueuer: ServiceContext?
         if let stored = entry.traceContext {
@@ -79,6 +84,9 @@ extension OfflineQueue {
         var traced = request
         // The attempt's own context replaces any the row's headers hold.
         tracer.inject(span.context, into: &traced.headers, using: HTTPFieldsTraceInjector())
+        if logsAttempts, let sent = TraceContext(stored: traced.headers[TraceCarrier.traceparentField], tracestate: nil) {
+            sentTrace = SentTrace(traceID: sent.traceID, spanID: sent.parentID)
+        }
         let result = await ServiceContext.$current.withValue(span.context) { () async -> Result<Response<Void>, NetworkError> in
             do throws(NetworkError) {
                 return .success(try await client.send(traced, name: entry.name, scopes: scopes))
@@ -97,6 +105,44 @@ extension OfflineQueue {
         return try result.get()
     }
 
+    /// Whether each attempt's line is logged: ``QueueTracing/logger`` at debug level or below.
+    var logsAttempts: Bool { configuration.tracing.logger.logLevel <= .debug }
+
+    /// An attempt's line, at debug level on ``QueueTracing/logger``: the entry, what became of it
+    /// and the trace it went out in. `trace_id` and `span_id` are those of the attempt's own span
+    /// when a W3C tracer sent it, so the line can be found from the span and the span from the
+    /// line; with no tracer, `trace_id` is the stored trace's and there is no `span_id`.
+    func logAttempt(of entry: QueueEntry, transition: Transition, trace: SentTrace?) {
+        let logger = configuration.tracing.logger
+        guard logger.logLevel <= .debug else { return }
+        var metadata: Logger.Metadata = [
+            "entry": "\(entry.id)", "name": "\(entry.name)", "attempt": "\(entry.attempts + 1)",
+        ]
+        if let trace {
+            metadata["trace_id"] = "\(trace.traceID)"
+            if let spanID = trace.spanID { metadata["span_id"] = "\(spanID)" }
+        }
+        let message: Logger.Message
+        switch transition {
+        case .deliver(let status):
+            message = "delivered"
+            metadata["status"] = "\(status)"
+        case .retry(let retry):
+            message = retry.waitingForNetwork ? "attempt failed, waiting for the network" : "attempt failed, will retry"
+            if let status = retry.status { metadata["status"] = "\(status)" }
+            metadata["error"] = "\(retry.error)"
+            if !retry.waitingForNetwork { metadata["retry_in"] = "\(retry.after)" }
+        case .deadLetter(let dead):
+            message = "dead-lettered"
+            metadata["reason"] = "\(dead.reason.rawValue)"
+            if let status = dead.status { metadata["status"] = "\(status)" }
+            metadata["error"] = "\(dead.error)"
+        case .release:
+            message = "attempt interrupted, given back"
+        }
+        logger.debug(message, metadata: metadata)
+    }
+
     /// OpenTelemetry's HTTP client attributes (the query's values left out of `url.full`), and
     /// the entry's: its id, its attempt number and how long it waited since its enqueue.
     private func describe(_ span: any Span, request: PreparedRequest, entry: QueueEntry) {
@@ -113,6 +159,13 @@ extension OfflineQueue {
         span.attributes["courier.queue.wait.duration"] = max(0, configuration.clock.now().wall.timeIntervalSince(entry.createdAt))
         if let stored = entry.traceContext { span.attributes["courier.queue.enqueue.trace_id"] = stored.traceID }
     }
+}
+
+/// The trace an attempt's request went out in, for the attempt's log line.
+struct SentTrace: Sendable {
+    var traceID: String
+    /// The attempt's own span; `nil` when no tracer made one.
+    var spanID: String?
 }
 
 /// A stored context as the two fields a tracer injects and extracts.

@@ -27,7 +27,8 @@ public struct QueueTracing: Sendable {
     /// The tracer that captures contexts and records spans; `nil` uses the bootstrapped one
     /// (`InstrumentationSystem`).
     public var tracer: (any Tracer)?
-    /// Where a malformed trace context is reported (it is dropped; the enqueue goes on).
+    /// Where a malformed trace context is reported (it is dropped; the enqueue goes on), and,
+    /// at debug level, each attempt's outcome with the `trace_id` and `span_id` it went out in.
     public var logger: Logger
 
     public init(delivery: Delivery = .continued, tracer: (any Tracer)? = nil, logger: Logger = Logger(label: "courier.queue")) {

@@ -15,12 +15,14 @@ extension TestHTTPServer {
                 // `?crc=off` skips the checksum: for a 1 GiB upload it would cost 12 s of CPU in
                 // a debug build, on the pool every other test needs.
                 let checksum = !head.uri.contains("crc=off")
+                var kept = keepsBodies(of: URLComponents(string: head.uri)?.percentEncodedPath ?? head.uri) ? Data() : nil
                 try await incoming.readBody { buffer in
                     size += buffer.readableBytes
                     if checksum { crc.update(buffer) }
+                    kept?.append(contentsOf: buffer.readableBytesView)
                 }
                 let request = Self.request(head, connectionID: id, bodySize: size, crc: crc.value)
-                record(request)
+                record(request, body: kept)
                 let writer = ResponseWriter(outbound: outbound, method: request.method)
                 if !head.isKeepAlive { writer.closeConnection() }
                 let handler = customRoute(for: request.path) ?? Routes.handler(for: request)

@@ -30,6 +30,8 @@ public final class TestHTTPServer: Sendable {
         var requests: [ServerRequest] = []
         var closedConnections: Set<Int> = []
         var customRoutes: [String: Routes.Handler] = [:]
+        /// Paths whose request bodies are kept whole (``keepBodies(of:)``), and those bodies.
+        var keptBodies: [String: [Data]] = [:]
     }
 
     private init(listener: LoopbackListener) {
@@ -97,13 +99,33 @@ public final class TestHTTPServer: Sendable {
         route(path) { _, writer in try await writer.respond(status: status, headers: headers, body: body) }
     }
 
+    /// Keeps the bodies of requests for exactly `path` from now on, in order of arrival, for
+    /// ``bodies(of:)``: for a receiver whose payload the test reads (an OTLP collector's, say).
+    /// Other requests' bodies are only counted and checksummed.
+    public func keepBodies(of path: String) {
+        state.withLockedValue { $0.keptBodies[path] = $0.keptBodies[path] ?? [] }
+    }
+
+    /// The bodies kept for `path` (``keepBodies(of:)``), each whole.
+    public func bodies(of path: String) -> [Data] {
+        state.withLockedValue { $0.keptBodies[path] ?? [] }
+    }
+
     /// Closes the listener and every connection, and waits until they are closed.
     public func shutdown() async {
         await listener.shutdown()
     }
 
-    func record(_ request: ServerRequest) {
-        state.withLockedValue { $0.requests.append(request) }
+    func record(_ request: ServerRequest, body: Data?) {
+        state.withLockedValue { state in
+            state.requests.append(request)
+            if let body { state.keptBodies[request.path, default: []].append(body) }
+        }
+    }
+
+    /// Whether the bodies of requests for `path` are kept.
+    func keepsBodies(of path: String) -> Bool {
+        state.withLockedValue { $0.keptBodies[path] != nil }
     }
 
     func customRoute(for path: String) -> Routes.Handler? {

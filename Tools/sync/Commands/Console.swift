@@ -44,21 +44,16 @@ struct ConsoleServe: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Where to listen: HOST:PORT, [IPv6]:PORT, or a bare PORT for 127.0.0.1.", valueName: "address"))
     var address: String = "127.0.0.1:9090"
 
-    @Option(name: .long, help: "Log lines as logfmt or json.")
-    var logFormat: LogFormat = .logfmt
-
-    @Option(name: .long, help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel: String = "info"
+    @OptionGroup var logging: LogOptions
 
     func validate() throws {
         if ListenAddress(address) == nil {
             throw ValidationError("--address \(address.debugDescription) is not HOST:PORT, [IPv6]:PORT or a port (0 to 65535)")
         }
-        _ = try LineLogHandler.level(logLevel)
     }
 
     func run() async throws {
-        LineLogHandler.bootstrap(format: logFormat, level: Logger.Level(rawValue: logLevel) ?? .info)
+        logging.bootstrap()
         let logger = Logger(label: "courier.console")
         let address = ListenAddress(self.address)!
         let users = try console.loadUsers()

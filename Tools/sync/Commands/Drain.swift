@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClientTransport
 import Foundation
+import Logging
 import OfflineQueue
 import Reachability
 #if canImport(Glibc)
@@ -17,7 +18,10 @@ struct Drain: AsyncParsableCommand {
             says how many, and which process). Entries of a drainer that died are taken back \
             at once and sent. Ctrl-C stops: sends in flight are cancelled and their entries given back. \
             A full disk stops it with 74 (EX_IOERR): it sends nothing more, and records the \
-            outcome of what it sent in space kept aside for this, so nothing is sent twice.
+            outcome of what it sent in space kept aside for this, so nothing is sent twice. \
+            Log lines go to standard error; --log-level debug adds one per attempt, with its \
+            trace_id and span_id. With OTEL_TRACES_EXPORTER=otlp (and the other standard OTEL_* \
+            variables) its spans are exported over OTLP/HTTP before it exits (Docs/Observability.md).
 
             Examples:
               sync drain
@@ -25,6 +29,7 @@ struct Drain: AsyncParsableCommand {
               sync drain --once --probe-url https://api.example.com/health
               sync --json drain --no-reachability
               sync drain --keyring /etc/courier/queue.keyring    # sealed entries need their keys
+              OTEL_TRACES_EXPORTER=otlp OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 sync drain --log-level debug
             """
     )
 
@@ -39,8 +44,14 @@ struct Drain: AsyncParsableCommand {
 
     @OptionGroup var secrets: SecretOptions
 
+    @OptionGroup var logging: LogOptions
+
     func run() async throws {
-        try await withTransport { transport in try await drain(through: transport) }
+        logging.bootstrap()
+        // With OTEL_TRACES_EXPORTER=otlp the drain's spans are exported, and flushed before exit.
+        try await Telemetry.exporting(logger: Logger(label: "courier.sync")) {
+            try await withTransport { transport in try await drain(through: transport) }
+        }
     }
 
     private func drain(through transport: AsyncHTTPClientTransport) async throws {

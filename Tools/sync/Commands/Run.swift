@@ -30,6 +30,11 @@ struct Run: AsyncParsableCommand {
             stops the pings, and systemd restarts the service. Delivered entries older than 7 days \
             are deleted hourly. Logs go to standard error. See Docs/Deployment.md for a unit file.
 
+            With OTEL_TRACES_EXPORTER=otlp (and the other standard OTEL_* variables) it exports \
+            its spans over OTLP/HTTP, each attempt's continuing the trace its entry was enqueued \
+            in, and flushes them as it stops; --log-level debug logs a line per attempt with its \
+            trace_id and span_id (Docs/Observability.md).
+
             With --metrics-address it serves GET /metrics in Prometheus's text format: the \
             courier_queue_* gauges, counters and histograms listed in Docs/OfflineQueue.md.
 
@@ -71,11 +76,7 @@ struct Run: AsyncParsableCommand {
     ))
     var storeTimeout: Double = 30
 
-    @Option(name: .long, help: "Log lines as logfmt or json.")
-    var logFormat: LogFormat = .logfmt
-
-    @Option(name: .long, help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel: String = "info"
+    @OptionGroup var logging: LogOptions
 
     func validate() throws {
         if let console, ListenAddress(console) == nil {
@@ -83,11 +84,10 @@ struct Run: AsyncParsableCommand {
         }
         try Seconds.check(poll, option: "--poll")
         try Seconds.check(storeTimeout, option: "--store-timeout")
-        _ = try LineLogHandler.level(logLevel)
     }
 
     func run() async throws {
-        LineLogHandler.bootstrap(format: logFormat, level: Logger.Level(rawValue: logLevel) ?? .info)
+        logging.bootstrap()
         let logger = Logger(label: "courier.sync")
         // Checked before the queue opens: missing or malformed users, or a console on the
         // network without users, stop `sync run` at once.
@@ -99,8 +99,12 @@ struct Run: AsyncParsableCommand {
             users = loaded
         }
         let registry = metrics.address != nil || consoleAddress != nil ? HTTPServer.bootstrapPrometheus() : nil
+        let telemetry = try Telemetry.bootstrap(logger: logger)
         try await withTransport { [users, registry] transport in
-            try await serve(through: transport, console: consoleAddress.flatMap { address in users.map { (address, $0) } }, registry: registry, logger: logger)
+            try await serve(
+                through: transport, console: consoleAddress.flatMap { address in users.map { (address, $0) } }, registry: registry,
+                telemetry: telemetry, logger: logger
+            )
         }
         logger.info("sync run stopped")
     }
@@ -131,7 +135,8 @@ struct Run: AsyncParsableCommand {
     }
 
     private func serve(
-        through transport: AsyncHTTPClientTransport, console: (ListenAddress, ConsoleUsers)?, registry: PrometheusCollectorRegistry?, logger: Logger
+        through transport: AsyncHTTPClientTransport, console: (ListenAddress, ConsoleUsers)?, registry: PrometheusCollectorRegistry?,
+        telemetry: (any Service)?, logger: Logger
     ) async throws {
         let monitor = network.makeMonitor(transport: transport)
         try await reporting {
@@ -145,7 +150,10 @@ struct Run: AsyncParsableCommand {
                 let service = queue.service(
                     pollInterval: Seconds.duration(poll), shutdownGrace: grace, storeCallLimit: Seconds.duration(storeTimeout), logger: logger
                 )
-                var services: [any Service] = [service]
+                // The exporter first: a group stops its services in reverse order, so it stops
+                // last and flushes the spans of the sends the queue service let finish.
+                var services: [any Service] = telemetry.map { [$0] } ?? []
+                services.append(service)
                 services += servers(queue: queue, console: console, registry: registry, logger: logger)
                 if let notifier {
                     services.append(SystemdQueueService(notifier: notifier, service: service, shutdownGrace: grace, logger: logger))

@@ -26,7 +26,8 @@ enum SysExit {
     static let tryAgain = ExitCode(75)
     /// EX_CONFIG: a file the command is configured with is unsafe to use (a keyring open to
     /// other users, or a symbolic link), or the keyring does not fit the queue (a key it needs
-    /// is missing or has other bytes; sealing is required but entries are in clear).
+    /// is missing or has other bytes; sealing is required but entries are in clear), or OTEL_*
+    /// variables ask for an export `sync` does not have (an exporter other than OTLP/HTTP).
     static let unsafeConfiguration = ExitCode(78)
 }
 

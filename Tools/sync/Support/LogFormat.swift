@@ -8,6 +8,24 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable {
     case json
 }
 
+/// `--log-format` and `--log-level`: how `sync run`, `sync drain` and `sync console` log.
+struct LogOptions: ParsableArguments {
+    @Option(name: .long, help: "Log lines as logfmt or json.")
+    var logFormat: LogFormat = .logfmt
+
+    @Option(name: .long, help: "trace, debug, info, notice, warning, error or critical. debug adds a line per attempt, with its trace_id and span_id.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        _ = try LineLogHandler.level(logLevel)
+    }
+
+    /// Makes every logger of the process write lines to standard error as the options say.
+    func bootstrap() {
+        LineLogHandler.bootstrap(format: logFormat, level: Logger.Level(rawValue: logLevel) ?? .info)
+    }
+}
+
 /// A swift-log handler writing one line per message to standard error, as logfmt
 /// (`ts=… level=info msg="drained" delivered=12`) or as a JSON object.
 struct LineLogHandler: LogHandler {
