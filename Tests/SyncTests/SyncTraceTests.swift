@@ -45,6 +45,7 @@ struct SyncTraceTests {
         await fixture.finish()
     }
 
+    #if OTLP
     /// A queue with one entry enqueued under ``parent`` (`?n=traced`) and one outside any
     /// trace (`?n=plain`), and a receiver keeping what is POSTed to its `/v1/traces`.
     private func exportFixture() async throws -> (SyncCommandTests.Fixture, TestHTTPServer, SyncRunner) {
@@ -146,6 +147,23 @@ struct SyncTraceTests {
         await receiver.shutdown()
         await fixture.finish()
     }
+
+    #else
+    @Test("a sync built without the OTLP trait refuses OTEL_TRACES_EXPORTER=otlp with 78 and says how to build it; none and OTEL_SDK_DISABLED drain as usual")
+    func exportNotBuilt() async throws {
+        let fixture = try await SyncCommandTests.Fixture()
+        var sync = fixture.sync
+        #expect(try await sync("enqueue", "POST", fixture.url("/echo?n=plain")).status == 0)
+        sync.environment["OTEL_TRACES_EXPORTER"] = "otlp"
+        let refused = try await sync("drain", "--no-reachability")
+        #expect(refused.status == 78 && refused.stderr.contains("--traits OTLP"), "\(refused.status): \(refused.stderr)")
+        #expect(fixture.server.requests.isEmpty, "nothing was sent")
+        sync.environment["OTEL_SDK_DISABLED"] = "true"
+        let drained = try await sync("drain", "--no-reachability")
+        #expect(drained.status == 0 && drained.stdout.contains("delivered 1"), "\(drained.stdout)\(drained.stderr)")
+        await fixture.finish()
+    }
+    #endif
 
     @Test("list --json and show print the entry's trace id; --trace-link must be an http(s) URL with {trace_id}")
     func shownToTheOperator() async throws {

@@ -1,6 +1,8 @@
 import Foundation
 import Logging
+#if OTLP
 import OTel
+#endif
 import ServiceLifecycle
 import Tracing
 
@@ -10,6 +12,9 @@ import Tracing
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` (or `…_TRACES_ENDPOINT`), `OTEL_SERVICE_NAME`,
 /// `OTEL_EXPORTER_OTLP_HEADERS` and the rest as swift-otel reads them. Off unless asked for;
 /// `OTEL_SDK_DISABLED=true` turns it off whatever else is set.
+///
+/// The export is built with the package's `OTLP` trait (`swift build --traits OTLP`); a `sync`
+/// built without it refuses `OTEL_TRACES_EXPORTER=otlp` with 78 and says how to build it.
 enum Telemetry {
     /// The service name when `OTEL_SERVICE_NAME` gives none.
     static let defaultServiceName = "courier-sync"
@@ -24,8 +29,9 @@ enum Telemetry {
     /// returns the service that exports its spans (run it; its graceful shutdown flushes them).
     /// `nil` when nothing is asked for.
     ///
-    /// Says what is wrong and throws exit 78 (EX_CONFIG, ``SysExit/unsafeConfiguration``) for an exporter other than `otlp` or
-    /// `none`, or settings swift-otel refuses (a protocol other than HTTP, say).
+    /// Says what is wrong and throws exit 78 (EX_CONFIG, ``SysExit/unsafeConfiguration``) for
+    /// an exporter other than `otlp` or `none`, a protocol other than HTTP, settings swift-otel
+    /// refuses, or `otlp` in a `sync` built without the `OTLP` trait.
     static func bootstrap(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) throws -> (any Service)? {
         if environment["OTEL_SDK_DISABLED"]?.lowercased() == "true" { return nil }
         guard let exporter = environment["OTEL_TRACES_EXPORTER"]?.trimmingCharacters(in: .whitespaces).lowercased(), !exporter.isEmpty, exporter != "none" else {
@@ -40,6 +46,7 @@ enum Telemetry {
             complain("OTEL_EXPORTER_OTLP_PROTOCOL=\(transport): sync exports over OTLP/HTTP only (http/protobuf or http/json)")
             throw SysExit.unsafeConfiguration
         }
+        #if OTLP
         var configuration = OTel.Configuration.default
         configuration.serviceName = defaultServiceName
         configuration.logs.enabled = false
@@ -57,6 +64,13 @@ enum Telemetry {
             complain("the OTEL_* variables do not make an exporter: \(error)")
             throw SysExit.unsafeConfiguration
         }
+        #else
+        complain("""
+            OTEL_TRACES_EXPORTER=otlp: this sync was built without OTLP export (build it with \
+            `swift build -c release --product sync --traits OTLP`), or unset OTEL_TRACES_EXPORTER
+            """)
+        throw SysExit.unsafeConfiguration
+        #endif
     }
 
     /// Runs `body` with the exporter of ``bootstrap(environment:logger:)`` running beside it,
