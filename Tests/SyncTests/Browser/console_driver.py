@@ -136,13 +136,24 @@ class Console:
         self.drain_log()
         old = self.driver.find_element(By.TAG_NAME, "html")
         sent_before = self.requests
-        action()
+        try:
+            action()
+        except WebDriverException:
+            # Under load chromedriver can report a click as failed (the node "does not belong
+            # to the document") when the click went through and its form replaced the page
+            # first: a document that left, or a request sent, says it did. Only a click that
+            # did nothing is an error (on_element then finds the button again and retries).
+            self.drain_log()
+            if not (self.stale(old) or self.requests > sent_before):
+                raise
         started = last = time.monotonic()
         tries = 1
         while True:
             try:
                 old.tag_name
-            except StaleElementReferenceException:
+            except WebDriverException as error:
+                if not self.left(error):
+                    raise
                 if self.driver.execute_script("return document.readyState") == "complete":
                     return self.page_info()
             now = time.monotonic()
@@ -163,13 +174,22 @@ class Console:
             time.sleep(0.1)
 
     @staticmethod
-    def stale(element):
+    def left(error):
+        """Whether error says that an element left the document (its page was replaced).
+        Chromium says so as a stale element, or now and then as an inspector error: "Node with
+        given id does not belong to the document" (a bare WebDriverException)."""
+        return isinstance(error, StaleElementReferenceException) or "does not belong to the document" in str(error)
+
+    @classmethod
+    def stale(cls, element):
         """Whether element left the document (the page it was on was replaced)."""
         try:
             element.tag_name
             return False
-        except StaleElementReferenceException:
-            return True
+        except WebDriverException as error:
+            if cls.left(error):
+                return True
+            raise
 
     def on_element(self, command, use):
         """Finds the element of command and passes it to use; finds it again (three tries, a
@@ -179,8 +199,7 @@ class Console:
             try:
                 return use(self.element(command))
             except WebDriverException as error:
-                moved = isinstance(error, StaleElementReferenceException) or "does not belong to the document" in str(error)
-                if not moved or attempt == 2:
+                if not self.left(error) or attempt == 2:
                     raise
                 time.sleep(0.3)
 
