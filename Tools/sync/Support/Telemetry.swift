@@ -59,7 +59,7 @@ enum Telemetry {
         do {
             let backend = try OTel.makeTracingBackend(configuration: configuration)
             InstrumentationSystem.bootstrap(backend.factory)
-            return backend.service
+            return Exporter(base: backend.service, logger: logger)
         } catch {
             complain("the OTEL_* variables do not make an exporter: \(error)")
             throw SysExit.unsafeConfiguration
@@ -114,5 +114,24 @@ enum Telemetry {
             running.cancel()
             logger.warning("spans not exported within \(flushLimit): the OTLP receiver did not answer in time")
         }
+    }
+}
+
+/// The exporter's service, so that it never ends the group it runs in: a service group ends
+/// every service when one returns or throws, and spans are not worth `sync run`'s queue. An
+/// exporter that stops early is logged, then waits for the group's shutdown like the others.
+struct Exporter: Service {
+    let base: any Service
+    let logger: Logger
+
+    func run() async throws {
+        do {
+            try await base.run()
+        } catch {
+            logger.error("the span exporter stopped; spans are no longer exported", metadata: ["error": "\(error)"])
+        }
+        // Returned before the shutdown (or threw): wait for it, as a running service does (at
+        // once when it has begun).
+        try? await gracefulShutdown()
     }
 }
