@@ -48,8 +48,8 @@ let package = Package(
         .executable(name: "sync", targets: ["sync"]),
     ],
     traits: [
-        // Off by default: swift-otel and swift-protobuf add a fifth to sync's first build
-        // (Docs/Observability.md has the measurement). Tools/test builds with it.
+        // Off by default: swift-otel and swift-protobuf add 11-20 % to sync's first build
+        // (Docs/Observability.md has the measurements). Tools/test builds with it.
         .trait(name: "OTLP", description: "sync run and sync drain export their spans over OTLP/HTTP (swift-otel) when OTEL_TRACES_EXPORTER=otlp"),
     ],
     dependencies: [
@@ -159,6 +159,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "NIOCore", package: "swift-nio"),
+            // NIOThreadPool: password hashes run off the cooperative pool.
+            .product(name: "NIOPosix", package: "swift-nio"),
         ]),
 
         // Tools

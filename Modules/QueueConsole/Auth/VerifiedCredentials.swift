@@ -35,14 +35,27 @@ final class VerifiedCredentials: Sendable {
     /// The user `name` signed in as with `password` when that was verified within the time
     /// to live; otherwise `verify` decides, and a user it returns is kept.
     func user(name: String, password: String, verify: () -> ConsoleUser?) -> ConsoleUser? {
+        if let cached = cached(name: name, password: password) { return cached }
+        guard let user = verify() else { return nil }
+        keep(user, name: name, password: password)
+        return user
+    }
+
+    /// The user `name` signed in as with `password`, when that was verified within the time
+    /// to live; `nil` otherwise (then hash it, and ``keep(_:name:password:)`` a success).
+    func cached(name: String, password: String) -> ConsoleUser? {
         let mac = self.mac(name: name, password: password)
         let now = clock()
-        let cached = entries.withLock { entries -> ConsoleUser? in
+        return entries.withLock { entries -> ConsoleUser? in
             guard let entry = entries[name], entry.expires > now, constantTimeEqual(entry.mac, mac) else { return nil }
             return entry.user
         }
-        if let cached { return cached }
-        guard let user = verify() else { return nil }
+    }
+
+    /// Keeps `user`, just verified with `name` and `password`, for the time to live.
+    func keep(_ user: ConsoleUser, name: String, password: String) {
+        let mac = self.mac(name: name, password: password)
+        let now = clock()
         let expires = now + timeToLive.seconds
         entries.withLock { entries in
             entries = entries.filter { $0.value.expires > now }

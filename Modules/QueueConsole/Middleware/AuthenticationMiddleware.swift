@@ -17,6 +17,8 @@ struct AuthenticationMiddleware: RouterMiddleware {
     var anonymous: ConsoleRole? = nil
     /// Passwords verified in the last minute: a polling page costs no hash per request.
     var verified = VerifiedCredentials()
+    /// Where the hashes of the others run: off the cooperative pool, two at most.
+    var checks = PasswordChecks()
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if openPaths.contains(request.uri.path) { return try await next(request, context) }
@@ -28,9 +30,18 @@ struct AuthenticationMiddleware: RouterMiddleware {
             context.user = ConsoleUser(name: "anonymous", role: anonymous)
             return try await next(request, context)
         }
-        guard let user = signedIn(request) else {
+        let user: ConsoleUser
+        switch await signedIn(request) {
+        case .checked(let known?):
+            user = known
+        case .checked(nil):
             var response = ConsoleResponse.plain(.unauthorized, "authentication required\n")
             response.headers[.wwwAuthenticate] = #"Basic realm="Courier console", charset="UTF-8""#
+            return response
+        case .busy:
+            // Two passwords are being hashed already: nothing more is queued behind them.
+            var response = ConsoleResponse.plain(.tooManyRequests, "too many sign-ins are being checked; try again in a second\n")
+            response.headers[.retryAfter] = "1"
             return response
         }
         guard user.role == .admin || request.method == .get || request.method == .head else {
@@ -55,11 +66,19 @@ struct AuthenticationMiddleware: RouterMiddleware {
         return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 
-    private func signedIn(_ request: Request) -> ConsoleUser? {
+    /// The user the request's credentials name. A password verified within the last minute is
+    /// taken at once; any other is hashed by ``checks``, off the cooperative pool.
+    private func signedIn(_ request: Request) async -> PasswordChecks.Outcome {
         if let basic = request.headers.basic {
-            return verified.user(name: basic.username, password: basic.password) { users.user(name: basic.username, password: basic.password) }
+            let (name, password) = (basic.username, basic.password)
+            if let cached = verified.cached(name: name, password: password) { return .checked(cached) }
+            let users = users
+            let outcome = await checks.run { users.user(name: name, password: password) }
+            if case .checked(let user?) = outcome { verified.keep(user, name: name, password: password) }
+            return outcome
         }
-        if let bearer = request.headers.bearer { return users.user(token: bearer.token) }
-        return nil
+        // A token's hash is one SHA-256: cheap enough for any thread.
+        if let bearer = request.headers.bearer { return .checked(users.user(token: bearer.token)) }
+        return .checked(nil)
     }
 }

@@ -1,0 +1,47 @@
+import HTTPCore
+import NIOPosix
+
+/// Where console passwords are checked. A PBKDF2 hash of ``ConsoleUsers/defaultIterations``
+/// rounds holds a core for a good part of a second, so it never runs on a thread of Swift's
+/// cooperative pool: that pool has a thread per core (two here), and two sign-ins hashing on it
+/// would stop every other task of the process (the queue's drain, its service, every page)
+/// until they were done. The hashes run on NIO's thread pool instead, at most ``limit`` at
+/// once; a sign-in beyond that is answered at once as ``Outcome/busy`` (the console's 429), so
+/// a flood of wrong passwords costs at most ``limit`` cores and queues nothing.
+final class PasswordChecks: Sendable {
+    /// What a check came to.
+    enum Outcome: Sendable, Equatable {
+        /// The hash ran: the user, or `nil` for a wrong name or password.
+        case checked(ConsoleUser?)
+        /// ``limit`` checks were running: none was started.
+        case busy
+    }
+
+    /// The most hashes running at once.
+    let limit: Int
+    private let running = LockedBox(0)
+
+    init(limit: Int = 2) {
+        self.limit = limit
+    }
+
+    /// How many checks are running now.
+    var count: Int { running.withLock { $0 } }
+
+    /// Runs `check` on NIO's thread pool when fewer than ``limit`` are running.
+    func run(_ check: @escaping @Sendable () -> ConsoleUser?) async -> Outcome {
+        let admitted = running.withLock { running -> Bool in
+            guard running < limit else { return false }
+            running += 1
+            return true
+        }
+        guard admitted else { return .busy }
+        defer { running.withLock { $0 -= 1 } }
+        do {
+            return .checked(try await NIOThreadPool.singleton.runIfActive(check))
+        } catch {
+            // The pool is shutting down: nobody is signed in.
+            return .checked(nil)
+        }
+    }
+}
