@@ -64,7 +64,6 @@ final class VerifiedCredentials: Sendable {
             }
             entries[name] = Entry(mac: mac, user: user, expires: expires)
         }
-        return user
     }
 
     /// How many names are kept now, expired ones included until the next success.
