@@ -107,11 +107,13 @@ enum Telemetry {
                 return false
             }
             let first = await waits.next() ?? false
+            // Awaiting a task's result does not end when the waiter is cancelled: the task
+            // itself is, so the group can return.
+            if !first { running.cancel() }
             waits.cancelAll()
             return first
         }
         if !finished {
-            running.cancel()
             logger.warning("spans not exported within \(flushLimit): the OTLP receiver did not answer in time")
         }
     }
@@ -127,8 +129,10 @@ struct Exporter: Service {
     func run() async throws {
         do {
             try await base.run()
-        } catch {
+        } catch where !Task.isCancelled {
             logger.error("the span exporter stopped; spans are no longer exported", metadata: ["error": "\(error)"])
+        } catch {
+            // Cancelled: a flush that ran out of time, which says so itself.
         }
         // Returned before the shutdown (or threw): wait for it, as a running service does (at
         // once when it has begun).
