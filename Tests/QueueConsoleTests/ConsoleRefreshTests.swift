@@ -66,6 +66,53 @@ struct ConsoleRefreshTests {
         }
     }
 
+    /// A user whose password takes PBKDF2's full default rounds (600,000): seconds a hash in a
+    /// debug build. Made beforehand (Python's `hashlib.pbkdf2_hmac`), so the test hashes nothing
+    /// itself.
+    static let slowUser = "slow admin pbkdf2-sha256$600000$AAECAwQFBgcICQoLDA0ODw==$jVjXcPw+0ZTpeTm7UcIecO9ykuSbEPb33g01e6d8MPw="
+
+    @Test("passwords are hashed off the cooperative pool, on half the cores at most: while they hash, a token is served and one more password gets 429")
+    func passwordHashesLeaveThePoolFree() async throws {
+        let fixture = try ConsoleFixture()
+        let users = try ConsoleUsers(parsing: Self.slowUser + "\n" + ConsoleUsers.line(name: "robot", role: .admin, token: "tok-admin"))
+        let console = QueueConsole(queue: fixture.queue, users: users, countsMaxAge: .zero)
+        let limit = PasswordChecks.defaultLimit
+        do {
+            try await Application(router: console.router()).test(.router) { (client: any TestClientProtocol) async throws in
+                // One wrong password more than may be hashed at once: `limit` are hashed
+                // (seconds each), the last is refused at once instead of being queued.
+                let finished = LockedBox<[HTTPResponse.Status]>([])
+                let signIns = (0...limit).map { index in
+                    Task {
+                        let response = try await client.send(.get, "/", as: Auth.basic("slow", "wrong \(index)"))
+                        finished.withLock { $0.append(response.status) }
+                        return response
+                    }
+                }
+                let deadline = ContinuousClock.now + .seconds(120)
+                while finished.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                #expect(finished.withLock { $0 } == [.tooManyRequests], "the first answer is the refusal, while the others hash")
+                // A token needs no hash: it is served while the hashes still run, which a
+                // cooperative pool of one thread per core could not do if they ran on it.
+                #expect(try await client.send(.get, "/", as: "Bearer tok-admin").status == .ok)
+                #expect(finished.withLock { $0.count } == 1, "the token's page came while the hashes ran")
+                var statuses: [HTTPResponse.Status] = []
+                for signIn in signIns {
+                    let response = try await signIn.value
+                    statuses.append(response.status)
+                    if response.status == .tooManyRequests { #expect(response.headers[.retryAfter] == "1") }
+                }
+                #expect(statuses.filter { $0 == .unauthorized }.count == limit && statuses.filter { $0 == .tooManyRequests }.count == 1)
+            }
+        } catch {
+            await fixture.close()
+            throw error
+        }
+        await fixture.close()
+    }
+
     @Test func aVerifiedPasswordIsTakenWithoutHashingAgainUntilItExpires() {
         let now = LockedBox(100.0)
         let cache = VerifiedCredentials(timeToLive: .seconds(60), capacity: 2, clock: { now.withLock { $0 } })

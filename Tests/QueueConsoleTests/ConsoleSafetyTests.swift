@@ -1,5 +1,4 @@
 import Foundation
-import HTTPCore
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -40,52 +39,6 @@ struct ConsoleSafetyTests {
                 }
                 // Credentials are still checked: there is no user to match them.
                 #expect(try await client.send(.get, "/", as: Auth.admin, headers: [HTTPField.Name("Host")!: "localhost"]).status == .unauthorized)
-            }
-        } catch {
-            await fixture.close()
-            throw error
-        }
-        await fixture.close()
-    }
-
-    /// A user whose password takes PBKDF2's full default rounds (600,000): seconds a hash in a
-    /// debug build. Made beforehand (Python's `hashlib.pbkdf2_hmac`), so the test hashes nothing
-    /// itself.
-    static let slowUser = "slow admin pbkdf2-sha256$600000$AAECAwQFBgcICQoLDA0ODw==$jVjXcPw+0ZTpeTm7UcIecO9ykuSbEPb33g01e6d8MPw="
-
-    @Test("passwords are hashed off the cooperative pool, two at a time: while two hash, a token is served and a third password gets 429")
-    func passwordHashesLeaveThePoolFree() async throws {
-        let fixture = try ConsoleFixture()
-        let users = try ConsoleUsers(parsing: Self.slowUser + "\n" + ConsoleUsers.line(name: "robot", role: .admin, token: "tok-admin"))
-        let console = QueueConsole(queue: fixture.queue, users: users, countsMaxAge: .zero)
-        do {
-            try await Application(router: console.router()).test(.router) { (client: any TestClientProtocol) async throws in
-                // Three wrong passwords at once: two are hashed (seconds each), the third is
-                // refused at once instead of being queued behind them.
-                let finished = LockedBox<[HTTPResponse.Status]>([])
-                let signIns = (0..<3).map { index in
-                    Task {
-                        let response = try await client.send(.get, "/", as: Auth.basic("slow", "wrong \(index)"))
-                        finished.withLock { $0.append(response.status) }
-                        return response
-                    }
-                }
-                let limit = ContinuousClock.now + .seconds(120)
-                while finished.withLock({ $0.isEmpty }) && ContinuousClock.now < limit {
-                    try await Task.sleep(for: .milliseconds(10))
-                }
-                #expect(finished.withLock { $0 } == [.tooManyRequests], "the first answer is the refusal, while two hash")
-                // A token needs no hash: it is served while both hashes still run, which the two
-                // threads of a 2-core machine's cooperative pool could not do if they hashed.
-                #expect(try await client.send(.get, "/", as: "Bearer tok-admin").status == .ok)
-                #expect(finished.withLock { $0.count } == 1, "the token's page came while both hashes ran")
-                var statuses: [HTTPResponse.Status] = []
-                for signIn in signIns {
-                    let response = try await signIn.value
-                    statuses.append(response.status)
-                    if response.status == .tooManyRequests { #expect(response.headers[.retryAfter] == "1") }
-                }
-                #expect(statuses.filter { $0 == .unauthorized }.count == 2 && statuses.filter { $0 == .tooManyRequests }.count == 1)
             }
         } catch {
             await fixture.close()

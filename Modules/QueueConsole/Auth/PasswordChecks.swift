@@ -1,4 +1,5 @@
 import HTTPCore
+import NIOCore
 import NIOPosix
 
 /// Where console passwords are checked. A PBKDF2 hash of ``ConsoleUsers/defaultIterations``
@@ -7,7 +8,8 @@ import NIOPosix
 /// would stop every other task of the process (the queue's drain, its service, every page)
 /// until they were done. The hashes run on NIO's thread pool instead, at most ``limit`` at
 /// once; a sign-in beyond that is answered at once as ``Outcome/busy`` (the console's 429), so
-/// a flood of wrong passwords costs at most ``limit`` cores and queues nothing.
+/// a flood of wrong passwords costs at most ``limit`` cores (``defaultLimit``: half of them)
+/// and queues nothing.
 final class PasswordChecks: Sendable {
     /// What a check came to.
     enum Outcome: Sendable, Equatable {
@@ -21,7 +23,12 @@ final class PasswordChecks: Sendable {
     let limit: Int
     private let running = LockedBox(0)
 
-    init(limit: Int = 2) {
+    /// Half the machine's cores, at least one: one on a 2-core machine, so a flood of wrong
+    /// passwords leaves a core to everything else (and a thread of NIO's pool, which has one
+    /// per core, to its other users).
+    static let defaultLimit = max(1, System.coreCount / 2)
+
+    init(limit: Int = defaultLimit) {
         self.limit = limit
     }
 

@@ -17,7 +17,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
     var anonymous: ConsoleRole? = nil
     /// Passwords verified in the last minute: a polling page costs no hash per request.
     var verified = VerifiedCredentials()
-    /// Where the hashes of the others run: off the cooperative pool, two at most.
+    /// Where the hashes of the others run: off the cooperative pool, on half the cores at most.
     var checks = PasswordChecks()
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -39,7 +39,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
             response.headers[.wwwAuthenticate] = #"Basic realm="Courier console", charset="UTF-8""#
             return response
         case .busy:
-            // Two passwords are being hashed already: nothing more is queued behind them.
+            // As many passwords as may be are being hashed: nothing more is queued behind them.
             var response = ConsoleResponse.plain(.tooManyRequests, "too many sign-ins are being checked; try again in a second\n")
             response.headers[.retryAfter] = "1"
             return response
