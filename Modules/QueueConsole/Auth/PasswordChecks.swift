@@ -12,7 +12,7 @@ import NIOPosix
 /// and queues nothing.
 final class PasswordChecks: Sendable {
     /// What a check came to.
-    enum Outcome: Sendable, Equatable {
+    enum Outcome: Sendable {
         /// The hash ran: the user, or `nil` for a wrong name or password.
         case checked(ConsoleUser?)
         /// ``limit`` checks were running: none was started.
@@ -31,9 +31,6 @@ final class PasswordChecks: Sendable {
     init(limit: Int = defaultLimit) {
         self.limit = limit
     }
-
-    /// How many checks are running now.
-    var count: Int { running.withLock { $0 } }
 
     /// Runs `check` on NIO's thread pool when fewer than ``limit`` are running.
     func run(_ check: @escaping @Sendable () -> ConsoleUser?) async -> Outcome {
