@@ -31,6 +31,8 @@ public struct QueueConsole: Sendable {
     /// even then such a request is refused (403) unless its `Host` is `localhost`, a 127/8
     /// address or `[::1]`, so a page on another site cannot reach it through DNS rebinding.
     public let anonymous: ConsoleRole?
+    /// Where sign-ins' password hashes run (off the cooperative pool); tests give their own.
+    var passwordChecks = PasswordChecks()
 
     /// Where the action counts go (`courier_console_actions_total`, by `action` and
     /// `result`); the bootstrapped `MetricsSystem`'s factory when `nil`.
@@ -88,7 +90,7 @@ public struct QueueConsole: Sendable {
     public func addRoutes(to router: Router<ConsoleContext>) {
         router.add(middleware: SecurityHeadersMiddleware())
         router.add(middleware: CrossOriginMiddleware())
-        router.add(middleware: AuthenticationMiddleware(users: users, openPaths: [path("/healthz"), path("/console.css")], anonymous: anonymous))
+        router.add(middleware: AuthenticationMiddleware(users: users, openPaths: [path("/healthz"), path("/console.css")], anonymous: anonymous, checks: passwordChecks))
         addPageRoutes(to: router)
         addActionRoutes(to: router)
     }

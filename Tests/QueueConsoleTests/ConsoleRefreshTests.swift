@@ -1,6 +1,7 @@
 import Foundation
 import HTTPCore
 import HTTPTypes
+import NIOCore
 import Hummingbird
 import HummingbirdTesting
 import OfflineQueue
@@ -66,45 +67,45 @@ struct ConsoleRefreshTests {
         }
     }
 
-    /// A user whose password takes PBKDF2's full default rounds (600,000): seconds a hash in a
-    /// debug build. Made beforehand (Python's `hashlib.pbkdf2_hmac`), so the test hashes nothing
-    /// itself.
-    static let slowUser = "slow admin pbkdf2-sha256$600000$AAECAwQFBgcICQoLDA0ODw==$jVjXcPw+0ZTpeTm7UcIecO9ykuSbEPb33g01e6d8MPw="
-
-    @Test("passwords are hashed off the cooperative pool, on half the cores at most: while they hash, a token is served and one more password gets 429")
+    /// Password checks are held at a gate on NIO's pool, as long hashes would hold it, as many
+    /// as the cooperative pool has threads (System.coreCount each): had they run on that pool,
+    /// nothing else could run until the gate opened. A watchdog opens it after 60 s, so such a
+    /// regression fails instead of hanging.
+    @Test("passwords are hashed off the cooperative pool, a limited number at once: while they hash, a token is served and one more password gets 429")
     func passwordHashesLeaveThePoolFree() async throws {
         let fixture = try ConsoleFixture()
-        let users = try ConsoleUsers(parsing: Self.slowUser + "\n" + ConsoleUsers.line(name: "robot", role: .admin, token: "tok-admin"))
-        let console = QueueConsole(queue: fixture.queue, users: users, countsMaxAge: .zero)
-        let limit = PasswordChecks.defaultLimit
+        var console = fixture.console
+        let threads = System.coreCount
+        let gate = DispatchSemaphore(value: 0)
+        let entered = LockedBox(0)
+        let watchdog = LockedBox(false)
+        console.passwordChecks = PasswordChecks(limit: threads) {
+            entered.withLock { $0 += 1 }
+            gate.wait()
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60) {
+            watchdog.withLock { $0 = true }
+            for _ in 0..<threads { gate.signal() }
+        }
         do {
             try await Application(router: console.router()).test(.router) { (client: any TestClientProtocol) async throws in
-                // One wrong password more than may be hashed at once: `limit` are hashed
-                // (seconds each), the last is refused at once instead of being queued.
-                let finished = LockedBox<[HTTPResponse.Status]>([])
-                let signIns = (0...limit).map { index in
-                    Task {
-                        let response = try await client.send(.get, "/", as: Auth.basic("slow", "wrong \(index)"))
-                        finished.withLock { $0.append(response.status) }
-                        return response
-                    }
+                let signIns = (0..<threads).map { index in
+                    Task { try await client.send(.get, "/", as: Auth.basic("admin", "wrong \(index)")) }
                 }
-                let deadline = ContinuousClock.now + .seconds(120)
-                while finished.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
+                while entered.withLock({ $0 }) < threads && !watchdog.withLock({ $0 }) {
                     try await Task.sleep(for: .milliseconds(10))
                 }
-                #expect(finished.withLock { $0 } == [.tooManyRequests], "the first answer is the refusal, while the others hash")
-                // A token needs no hash: it is served while the hashes still run, which a
-                // cooperative pool of one thread per core could not do if they ran on it.
-                #expect(try await client.send(.get, "/", as: "Bearer tok-admin").status == .ok)
-                #expect(finished.withLock { $0.count } == 1, "the token's page came while the hashes ran")
-                var statuses: [HTTPResponse.Status] = []
-                for signIn in signIns {
-                    let response = try await signIn.value
-                    statuses.append(response.status)
-                    if response.status == .tooManyRequests { #expect(response.headers[.retryAfter] == "1") }
-                }
-                #expect(statuses.filter { $0 == .unauthorized }.count == limit && statuses.filter { $0 == .tooManyRequests }.count == 1)
+                // Every check held: one more is refused at once, not queued behind them.
+                let extra = try await client.send(.get, "/", as: Auth.basic("admin", "wrong again"))
+                #expect(extra.status == .tooManyRequests && extra.headers[.retryAfter] == "1")
+                // A token needs no hash: served while the checks are held.
+                #expect(try await client.send(.get, "/", as: Auth.bearer).status == .ok)
+                #expect(!watchdog.withLock { $0 }, "the checks held the cooperative pool: nothing ran until the watchdog opened the gate")
+                for _ in 0..<threads { gate.signal() }
+                for signIn in signIns { #expect(try await signIn.value.status == .unauthorized) }
+                // The right password, checked through the same gate (open now), signs in.
+                gate.signal()
+                #expect(try await client.send(.get, "/", as: Auth.admin).status == .ok)
             }
         } catch {
             await fixture.close()

@@ -15,10 +15,11 @@ struct AuthenticationMiddleware: RouterMiddleware {
     let openPaths: Set<String>
     /// The role of a request without `Authorization` whose `Host` is a loopback name; `nil`: 401.
     var anonymous: ConsoleRole? = nil
+    /// Where the hashes of passwords not verified lately run: off the cooperative pool, on half
+    /// the cores at most.
+    let checks: PasswordChecks
     /// Passwords verified in the last minute: a polling page costs no hash per request.
     var verified = VerifiedCredentials()
-    /// Where the hashes of the others run: off the cooperative pool, on half the cores at most.
-    var checks = PasswordChecks()
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if openPaths.contains(request.uri.path) { return try await next(request, context) }
