@@ -81,6 +81,8 @@ struct ConsoleRefreshTests {
         let watchdog = LockedBox(false)
         console.passwordChecks = PasswordChecks(limit: threads) {
             entered.withLock { $0 += 1 }
+            // A blocking wait on purpose: this runs on a thread of NIO's pool, where the hash
+            // would run; only a regression that moved checks onto the cooperative pool blocks it.
             gate.wait()
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + 60) {
