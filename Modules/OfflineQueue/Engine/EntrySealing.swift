@@ -54,12 +54,12 @@ package struct EntrySealing: Sendable {
         var size = 4 + target.utf8.count
         for header in headers { size += header.name.utf8.count + 2 + header.value.utf8.count + 1 }
         var request = Data(capacity: size)
-        withUnsafeBytes(of: UInt32(target.utf8.count).bigEndian) { request.append(contentsOf: $0) }
-        request.append(contentsOf: target.utf8)
+        request.appendLengthPrefixedUTF8(target)
         for header in headers {
-            request.append(contentsOf: header.name.utf8)
-            request.append(contentsOf: ": ".utf8)
-            request.append(contentsOf: header.value.utf8)
+            request.appendUTF8(header.name)
+            request.append(UInt8(ascii: ":"))
+            request.append(UInt8(ascii: " "))
+            request.appendUTF8(header.value)
             request.append(UInt8(ascii: "\n"))
         }
         var blob = Data(capacity: 1 + SealFormat.saltSize + SealFormat.sealedSize(plaintextSize: size))
@@ -84,28 +84,32 @@ package struct EntrySealing: Sendable {
     /// delimiters contain), without Foundation's `range(of:)`, which bridges through CFString
     /// on Linux. `nil` when `url` is not ASCII.
     private static func asciiSplit(_ url: String) -> (origin: String, target: String)? {
-        let bytes = url.utf8
-        guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-        var schemeEnd: String.Index?
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            let byte = bytes[index]
-            if schemeEnd == nil, byte == UInt8(ascii: ":") {
-                let second = bytes.index(after: index)
-                if second < bytes.endIndex, bytes[second] == UInt8(ascii: "/") {
-                    let third = bytes.index(after: second)
-                    if third < bytes.endIndex, bytes[third] == UInt8(ascii: "/") {
-                        schemeEnd = bytes.index(after: third)
-                        index = schemeEnd!
+        var bytes = url
+        // Where the target starts: `nil` for a URL not ASCII, its length for one without a target.
+        let cut = bytes.withUTF8 { bytes -> Int? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            let slash = UInt8(ascii: "/")
+            var index = 0
+            var afterScheme = false
+            while index < bytes.count {
+                let byte = bytes[index]
+                if !afterScheme {
+                    if byte == UInt8(ascii: ":"), index + 2 < bytes.count, bytes[index + 1] == slash, bytes[index + 2] == slash {
+                        afterScheme = true
+                        index += 3
                         continue
                     }
+                } else if byte == slash || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {
+                    return index
                 }
-            } else if schemeEnd != nil, byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {
-                return (String(url[..<index]), String(url[index...]))
+                index += 1
             }
-            index = bytes.index(after: index)
+            return bytes.count
         }
-        return (url, "")
+        guard let cut else { return nil }
+        guard cut < url.utf8.count else { return (url, "") }
+        let index = url.utf8.index(url.utf8.startIndex, offsetBy: cut)
+        return (String(url[..<index]), String(url[index...]))
     }
 
     // MARK: - Opening

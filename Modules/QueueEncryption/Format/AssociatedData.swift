@@ -15,24 +15,23 @@ enum AssociatedData {
 
     /// The encoding up to the field's part, which is the same for every field of an entry.
     static func prefix(version: Int, queueID: UUID, idempotencyKey: String, keyID: KeyID) -> Data {
-        let key = idempotencyKey.utf8, id = keyID.rawValue.utf8
-        var data = Data(capacity: 1 + 4 + 16 + 4 + key.count + 4 + id.count + 4 + 16)
+        var data = Data(capacity: 1 + 4 + 16 + 4 + idempotencyKey.utf8.count + 4 + keyID.rawValue.utf8.count + 4 + 16)
         data.append(UInt8(version))
-        withUnsafeBytes(of: queueID.uuid) { append($0, to: &data) }
-        append(key, to: &data)
-        append(id, to: &data)
+        withUnsafeBytes(of: queueID.uuid) { uuid in
+            withUnsafeBytes(of: UInt32(uuid.count).bigEndian) { data.append(contentsOf: $0) }
+            data.append(contentsOf: uuid)
+        }
+        data.appendLengthPrefixedUTF8(idempotencyKey)
+        data.appendLengthPrefixedUTF8(keyID.rawValue)
         return data
     }
 
-    /// `prefix` (of ``prefix(queueID:idempotencyKey:keyID:)``) followed by `field`'s part.
+    /// `prefix` (of ``prefix(version:queueID:idempotencyKey:keyID:)``) followed by `field`'s
+    /// part, made once per field (``SealedField/associatedPart``).
     static func encode(prefix: Data, field: SealedField) -> Data {
-        var data = prefix
-        append(field.name.utf8, to: &data)
+        var data = Data(capacity: prefix.count + field.associatedPart.count)
+        data.append(prefix)
+        data.append(field.associatedPart)
         return data
-    }
-
-    private static func append(_ part: some Collection<UInt8>, to data: inout Data) {
-        withUnsafeBytes(of: UInt32(part.count).bigEndian) { data.append(contentsOf: $0) }
-        data.append(contentsOf: part)
     }
 }

@@ -8,10 +8,16 @@ public struct SealedField: Sendable, Hashable, CustomStringConvertible {
     /// The name's bytes and HKDF's block counter 0x01: what ends the input of the HMAC that
     /// expands the field's key in version 2.
     let expandSuffix: Data
+    /// The name's part of the associated data (``AssociatedData``): its byte count, 32 bits
+    /// big-endian, then the name.
+    let associatedPart: Data
 
     private init(_ name: String) {
         self.name = name
         expandSuffix = Data(name.utf8) + [1]
+        var part = Data()
+        part.appendLengthPrefixedUTF8(name)
+        associatedPart = part
     }
 
     /// The URL's path and query, then the headers (version 2): one value, so one key and one

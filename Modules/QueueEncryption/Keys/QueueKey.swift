@@ -11,7 +11,7 @@ public struct QueueKey: Sendable, CustomStringConvertible, CustomDebugStringConv
     let key: SymmetricKey
     /// Version 2's HKDF extract of the key (salt ``SealFormat/keyLabel``), as the HMAC that
     /// expands every field key from it: keyed once per key, not once per entry.
-    let expander: HMAC<SHA256>
+    let expander: KeyedHMAC
 
     /// The size of a key in bytes.
     public static let byteCount = 32
@@ -27,7 +27,7 @@ public struct QueueKey: Sendable, CustomStringConvertible, CustomDebugStringConv
         self.id = id
         self.key = key
         let extracted = HKDF<SHA256>.extract(inputKeyMaterial: key, salt: Data(SealFormat.keyLabel.utf8))
-        expander = HMAC<SHA256>(key: SymmetricKey(data: extracted))
+        expander = KeyedHMAC(key: SymmetricKey(data: extracted))
     }
 
     /// A new random key (`SymmetricKey(size: .bits256)`) under a new random id.

@@ -33,9 +33,9 @@ struct ChunkStream: Sendable {
     /// HKDF's extract for an entry sealed with `seal` under `key`, keyed as the HMAC that
     /// expands its field keys (``expand(_:field:seal:)``): in version 1 the entry's own
     /// extract (its salt is HKDF's salt), in version 2 the key's, made when the key was.
-    static func expander(for seal: EntrySeal, key: QueueKey) -> HMAC<SHA256> {
+    static func expander(for seal: EntrySeal, key: QueueKey) -> KeyedHMAC {
         guard seal.version == 1 else { return key.expander }
-        return HMAC<SHA256>(key: SymmetricKey(data: HKDF<SHA256>.extract(inputKeyMaterial: key.key, salt: seal.salt)))
+        return KeyedHMAC(key: SymmetricKey(data: HKDF<SHA256>.extract(inputKeyMaterial: key.key, salt: seal.salt)))
     }
 
     /// The field key for `field` of the entry with `seal`: the same key as ``derive(from:salt:field:)``
@@ -43,29 +43,22 @@ struct ChunkStream: Sendable {
     /// one SHA-256 block, is `HMAC(PRK, info || 0x01)` (RFC 5869, 2.3); here the HMAC keyed
     /// once (per entry in version 1, per key in version 2) does it for each field, where
     /// `HKDF.expand` would key a new one per field and copy the output twice.
-    static func expand(_ expander: HMAC<SHA256>, field: SealedField, seal: EntrySeal) -> SymmetricKey {
-        var hmac = expander
-        if seal.version == 1 {
-            hmac.update(data: expandInputV1(field))
-        } else {
-            // label ‖ salt ‖ name ‖ 0x01 in one stack buffer: one call into the generic
-            // `update`, not three.
-            let label = SealFormat.keyLabel.utf8, suffix = field.expandSuffix
-            withUnsafeTemporaryAllocation(byteCount: label.count + seal.salt.count + suffix.count, alignment: 1) { buffer in
-                var offset = buffer.withMemoryRebound(to: UInt8.self) { bytes in
-                    var offset = 0
-                    for byte in label { bytes[offset] = byte; offset += 1 }
-                    return offset
-                }
-                for part in [seal.salt, suffix] {
-                    part.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]).copyMemory(from: $0) }
-                    offset += part.count
-                }
-                hmac.update(data: UnsafeRawBufferPointer(buffer))
-            }
+    static func expand(_ expander: KeyedHMAC, field: SealedField, seal: EntrySeal) -> SymmetricKey {
+        guard seal.version != 1 else {
+            return expandInputV1(field).withUnsafeBytes { expander.key(for: $0) }
         }
-        return SymmetricKey(data: hmac.finalize())
+        // label ‖ salt ‖ name ‖ 0x01, written into one stack buffer.
+        let label = keyLabel, salt = seal.salt, suffix = field.expandSuffix
+        return withUnsafeTemporaryAllocation(byteCount: label.count + salt.count + suffix.count, alignment: 1) { buffer in
+            label.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[...]).copyMemory(from: $0) }
+            salt.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[label.count...]).copyMemory(from: $0) }
+            suffix.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[(label.count + salt.count)...]).copyMemory(from: $0) }
+            return expander.key(for: UnsafeRawBufferPointer(buffer))
+        }
     }
+
+    /// ``SealFormat/keyLabel``'s bytes, made once.
+    private static let keyLabel = Data(SealFormat.keyLabel.utf8)
 
     /// Version 1's `info || 0x01` per field, made once.
     private static let expandInputsV1 = [SealedField.target, .headers, .body].map { ($0, Data(infoV1($0).utf8) + [1]) }

@@ -34,7 +34,7 @@ public struct EntryCipher: Sendable {
     public let entrySeal: EntrySeal
     /// HKDF's extract, as the HMAC that expands each field's key from it
     /// (``ChunkStream/expander(for:key:)``).
-    private let expander: HMAC<SHA256>
+    private let expander: KeyedHMAC
     /// The associated data up to the field's name: the same for every field of the entry.
     private let associatedPrefix: Data
 
