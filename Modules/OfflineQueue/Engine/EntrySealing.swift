@@ -84,9 +84,9 @@ package struct EntrySealing: Sendable {
     /// delimiters contain), without Foundation's `range(of:)`, which bridges through CFString
     /// on Linux. `nil` when `url` is not ASCII.
     private static func asciiSplit(_ url: String) -> (origin: String, target: String)? {
-        var bytes = url
+        var contiguous = url
         // Where the target starts: `nil` for a URL not ASCII, its length for one without a target.
-        let cut = bytes.withUTF8 { bytes -> Int? in
+        let cut = contiguous.withUTF8 { bytes -> Int? in
             guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
             let slash = UInt8(ascii: "/")
             var index = 0

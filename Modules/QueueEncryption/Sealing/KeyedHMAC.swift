@@ -39,7 +39,8 @@ struct KeyedHMAC: Sendable {
             }
             inner.update(bufferPointer: UnsafeRawBufferPointer(innerPad))
             outer.update(bufferPointer: UnsafeRawBufferPointer(outerPad))
-            // The padded key does not outlive this call.
+            // Cleared before the stack gives the buffer back (the two states keep what the
+            // pads made of the key, as `HMAC`'s do).
             pads.initializeMemory(as: UInt8.self, repeating: 0)
         }
         self.inner = inner
