@@ -69,7 +69,7 @@ enum Bench {
             try await Ratios.run(options: Options(arguments: [CommandLine.arguments[0]] + CommandLine.arguments.dropFirst(2)), sealed: true)
             return
         }
-        if CommandLine.arguments.dropFirst().first == "--goals-raw" {
+        if CommandLine.arguments.dropFirst().first == "--goals-side" {
             try await RawTwin.serve(arguments: Array(CommandLine.arguments.dropFirst(2)))
             return
         }

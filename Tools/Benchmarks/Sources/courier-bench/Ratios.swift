@@ -5,7 +5,9 @@
 //     (rounds resampled whole); a goal is met when the interval's lower end is at the goal;
 //   - the client process's CPU per operation (user + system, `getrusage`) of each side;
 //   - an A/A control in every round: the raw side again, in a child process (`RawTwin`); a run
-//     whose A/A ratio is outside 0.97–1.03 is marked DISCARDED.
+//     whose A/A ratio is outside 0.97–1.03 is marked DISCARDED;
+//   - BENCH_ISOLATED=1: the raw and Courier sides each in a child process of their own too
+//     (`Ratios.isolated`), so that the three processes differ only in the side they run.
 // The PostgreSQL figures need COURIER_BENCH_POSTGRES_URL (and PGPASSWORD); the scale-out
 // goal (claims/s rising from 1 to 4 drainer processes) is judged the same way on the ratio of
 // 4 processes to 1. BENCH_GOALS=model-GET,enqueue,… runs some scenarios only.
@@ -16,6 +18,13 @@ import PostgresNIO
 enum Ratios {
     /// The A/A ratio outside which a run is discarded.
     static let control = 0.97...1.03
+
+    /// `BENCH_ISOLATED=1`: the raw and Courier sides each in a child process of their own, as
+    /// the A/A control's is, instead of both in this process. In this process each side runs
+    /// where the other has run too (its heap, its threads, its malloc arenas and thresholds),
+    /// and the A/A child has only ever run the raw side, so the control compares processes
+    /// with different histories, not only the machine's noise.
+    static var isolated: Bool { ProcessInfo.processInfo.environment["BENCH_ISOLATED"] == "1" }
 
     /// One row of the table.
     struct Row {
@@ -59,7 +68,7 @@ enum Ratios {
         let context = try RatioScenario.Context(port: server.port, concurrency: options.concurrency, database: database)
         defer { try? FileManager.default.removeItem(at: context.folder) }
         let startLoad = Measured.loadAverage()
-        print("courier-bench \(sealed ? "--sealed" : "--goals"): \(options.rounds) rounds (A B, B A, …), \(options.concurrency) concurrent callers, A/A child per scenario; load average \(startLoad); \(Date())")
+        print("courier-bench \(sealed ? "--sealed" : "--goals"): \(options.rounds) rounds (A B, B A, …), \(options.concurrency) concurrent callers, A/A child per scenario\(isolated ? ", each side in a child of its own (BENCH_ISOLATED=1)" : ""); load average \(startLoad); \(Date())")
 
         // A raw pool to drop the PostgreSQL schemas made, at the end.
         let dropper = database?.rawClient(connections: 2)
@@ -110,22 +119,41 @@ enum Ratios {
         let (count, warmup) = scenario.counts(options)
         let idle = try await Measured.idleCPU()
         print("\n\(scenario.figure): \(count) \(scenario.operations) per side and round; load average \(Measured.loadAverage()); this process idle at \(String(format: "%.1f", idle * 100)) % of a core")
-        let sides = scenario.sides(context)
         let samples: [[Measured]]
-        do {
-            let twin = try await RawTwin(scenario, port: context.port, concurrency: options.concurrency)
+        if isolated {
+            guard scenario != .drainPostgres else { throw BenchError("BENCH_ISOLATED=1 does not run the PostgreSQL drain (its Courier side runs in this process)") }
+            // Each side in a child of its own, the A/A control's too: three processes that
+            // each run one side only, so no side runs in a process another side has used.
+            let port = context.port, concurrency = options.concurrency
+            let children = [
+                try await RawTwin(scenario, .raw, name: "raw, in its child", port: port, concurrency: concurrency),
+                try await RawTwin(scenario, .courier, name: "Courier, in its child", port: port, concurrency: concurrency),
+                try await RawTwin(scenario, .raw, name: "raw, in the A/A child", port: port, concurrency: concurrency),
+            ]
             do {
-                samples = try await rounds([sides.raw, sides.courier, twin.side], count: count, warmup: warmup, rounds: options.rounds)
+                samples = try await rounds(children.map(\.side), count: count, warmup: warmup, rounds: options.rounds)
             } catch {
-                twin.abandon()
+                for child in children { child.abandon() }
                 throw error
             }
-            try await twin.finish()
-        } catch {
-            try? await sides.close()
-            throw error
+            for child in children { try await child.finish() }
+        } else {
+            let sides = scenario.sides(context)
+            do {
+                let twin = try await RawTwin(scenario, port: context.port, concurrency: options.concurrency)
+                do {
+                    samples = try await rounds([sides.raw, sides.courier, twin.side], count: count, warmup: warmup, rounds: options.rounds)
+                } catch {
+                    twin.abandon()
+                    throw error
+                }
+                try await twin.finish()
+            } catch {
+                try? await sides.close()
+                throw error
+            }
+            try await sides.close()
         }
-        try await sides.close()
 
         let a = samples[0], b = samples[1], twinSamples = samples[2]
         let ratios = zip(b, a).map { $0.rate / $1.rate }, controls = zip(twinSamples, a).map { $0.rate / $1.rate }
