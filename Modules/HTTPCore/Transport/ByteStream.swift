@@ -74,10 +74,7 @@ public struct ByteStream: AsyncSequence, Sendable {
     /// The file is opened when iteration starts, so the same `ByteStream` value describes the
     /// file's current contents each time it is iterated.
     public init(contentsOf url: URL, chunkSize: Int = 64 * 1024) {
-        self.init(makeIterator: {
-            let reader = FileChunkReader(url: url, chunkSize: chunkSize)
-            return AsyncIterator { try reader.next() }
-        })
+        self.init(makeIterator: { AsyncIterator(source: FileChunkReader(url: url, chunkSize: chunkSize)) })
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
@@ -231,32 +228,78 @@ private final class IteratorBox<Base: AsyncIteratorProtocol> where Base.Element 
 }
 
 /// Reads a file sequentially; opened lazily at the first read, closed at the end or on deinit.
-private final class FileChunkReader {
+///
+/// The open and the reads run off the cooperative pool (``BlockingIO``): a file read blocks its
+/// thread, for milliseconds on a cold disk. Each hop reads up to `batch` chunks (about 1 MiB,
+/// at most 16), handed out one at a time, so a 10 MiB body costs ten hops, not 160; the
+/// chunks are the same sizes as when they were read one per call.
+///
+/// `@unchecked Sendable` is sound: a `ByteStream` has one consumer at a time, so `next()` never
+/// runs twice at once, and a hop's changes (`handle`, `finished`, `failure`) are handed back
+/// through its continuation before `next()` reads them.
+private final class FileChunkReader: ByteChunkSource, @unchecked Sendable {
     private let url: URL
     private let chunkSize: Int
+    private let batch: Int
     private var handle: FileHandle?
     private var finished = false
+    /// What a read failed with after the chunks before it were read: thrown once they are out.
+    private var failure: (any Error)?
+    private var chunks: [Data] = []
+    private var taken = 0
 
     init(url: URL, chunkSize: Int) {
         self.url = url
         self.chunkSize = chunkSize
+        batch = Swift.max(1, Swift.min(16, (1 << 20) / Swift.max(1, chunkSize)))
     }
 
     deinit { try? handle?.close() }
 
-    func next() throws -> Data? {
-        if finished { return nil }
+    func next() async throws -> Data? {
+        if taken == chunks.count {
+            if let failure {
+                self.failure = nil
+                finished = true
+                throw failure
+            }
+            if finished { return nil }
+            chunks = await BlockingIO.run { [self] in readBatch() }
+            taken = 0
+            if chunks.isEmpty { return try await next() }
+        }
+        let chunk = chunks[taken]
+        // The reader keeps no chunk it handed out.
+        chunks[taken] = Data()
+        taken += 1
+        return chunk
+    }
+
+    /// Up to `batch` chunks from where the last read ended. At the end of the file it closes
+    /// it and sets `finished`; a failure is kept in `failure`, after the chunks read before it.
+    private func readBatch() -> [Data] {
         if handle == nil {
             do { handle = try FileHandle(forReadingFrom: url) } catch {
-                throw NetworkError.invalidRequest(.unreadableFile(url.path, reason: "\(error)"))
+                failure = NetworkError.invalidRequest(.unreadableFile(url.path, reason: "\(error)"))
+                return []
             }
         }
-        guard let chunk = try handle?.read(upToCount: chunkSize), !chunk.isEmpty else {
-            finished = true
-            try? handle?.close()
-            handle = nil
-            return nil
+        var read: [Data] = []
+        read.reserveCapacity(batch)
+        while read.count < batch {
+            let chunk: Data?
+            do { chunk = try handle?.read(upToCount: chunkSize) } catch {
+                failure = error
+                break
+            }
+            guard let chunk, !chunk.isEmpty else {
+                finished = true
+                try? handle?.close()
+                handle = nil
+                break
+            }
+            read.append(chunk)
         }
-        return chunk
+        return read
     }
 }

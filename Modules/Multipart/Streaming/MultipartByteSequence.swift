@@ -47,7 +47,7 @@ struct MultipartByteSequence: AsyncSequence, Sendable {
                 case .header(let index):
                     let part = form.parts[index]
                     chunk.append(form.header(for: part))
-                    stage = .content(index, try ContentReader(part))
+                    stage = .content(index, try await ContentReader.open(part))
                 case .content(let index, let reader):
                     if let bytes = try await reader.read(upTo: chunkSize - chunk.count) {
                         chunk.append(bytes)
@@ -87,17 +87,23 @@ final class ContentReader {
 
     private var source: Source
 
-    init(_ part: MultipartPart) throws {
+    private init(_ source: Source) {
+        self.source = source
+    }
+
+    /// A reader of `part`'s content; a file is opened off the cooperative pool (``BlockingIO``),
+    /// as it is read.
+    static func open(_ part: MultipartPart) async throws -> ContentReader {
         switch part.source {
         case .data(let data):
-            source = .data(data, offset: 0)
+            return ContentReader(.data(data, offset: 0))
         case .file(let url, let size):
-            guard let handle = try? FileHandle(forReadingFrom: url) else {
+            guard let handle = await BlockingIO.run({ try? FileHandle(forReadingFrom: url) }) else {
                 throw NetworkError.invalidRequest(.unreadableFile(url.path, reason: "cannot open for reading"))
             }
-            source = .file(handle, path: url.path, expected: size, read: 0)
+            return ContentReader(.file(handle, path: url.path, expected: size, read: 0))
         case .stream(let length, let make):
-            source = .stream(make().makeAsyncIterator(), buffered: Data(), declared: length, produced: 0)
+            return ContentReader(.stream(make().makeAsyncIterator(), buffered: Data(), declared: length, produced: 0))
         }
     }
 
@@ -115,13 +121,14 @@ final class ContentReader {
             return data.subdata(in: offset..<end)
         case .file(let handle, let path, let expected, let read):
             let wanted = min(limit, expected - read)
+            // Read off the cooperative pool: a file read blocks its thread.
             if wanted <= 0 {
-                if let extra = try handle.read(upToCount: 1), !extra.isEmpty {
+                if let extra = try await BlockingIO.run({ () throws -> Data? in try handle.read(upToCount: 1) }), !extra.isEmpty {
                     throw Self.sizeChanged(path, expected: expected, detail: "it grew")
                 }
                 return nil
             }
-            guard let bytes = try handle.read(upToCount: wanted), !bytes.isEmpty else {
+            guard let bytes = try await BlockingIO.run({ () throws -> Data? in try handle.read(upToCount: wanted) }), !bytes.isEmpty else {
                 throw Self.sizeChanged(path, expected: expected, detail: "it ended after \(read) bytes")
             }
             source = .file(handle, path: path, expected: expected, read: read + bytes.count)

@@ -41,6 +41,11 @@ struct BodyStore: Sendable {
     }
 
     /// Writes `stream` to a new file and returns its name and length.
+    ///
+    /// The writes and the `fsync` run off the cooperative pool (``BlockingIO``): an `fsync` of
+    /// a large file holds its thread for as long as the disk takes. The chunks go out in
+    /// batches of about 1 MiB, one hop each, each chunk one `write` as before; the last hop
+    /// also flushes and closes the file.
     func write(_ stream: ByteStream) async throws(QueueError) -> (name: String, length: Int) {
         if readOnly { throw QueueStore.readOnlyRefusal(folder.path) }
         try ensureFolder()
@@ -53,7 +58,35 @@ struct BodyStore: Sendable {
         }
         var length = 0
         do {
+            var batch: [Data] = [], batchBytes = 0
             for try await chunk in stream {
+                batch.append(chunk)
+                batchBytes += chunk.count
+                length += chunk.count
+                if batchBytes >= Self.writeBatch {
+                    try await Self.write(batch, to: fd, path: path, last: false)
+                    batch = []
+                    batchBytes = 0
+                }
+            }
+            try await Self.write(batch, to: fd, path: path, last: true)
+        } catch {
+            close(fd)
+            remove([name])
+            if let error = error as? QueueError { throw error }
+            throw .invalidRequest("cannot read the body: \(error)")
+        }
+        return (name, length)
+    }
+
+    /// How many bytes of a body's chunks one hop off the pool writes.
+    private static let writeBatch = 1 << 20
+
+    /// `chunks` written to `fd`, on a blocking-work queue; with `last`, then flushed to disk
+    /// and closed (not closed when anything fails: the caller closes and removes the file).
+    private static func write(_ chunks: [Data], to fd: Int32, path: String, last: Bool) async throws(QueueError) {
+        try await BlockingIO.run { () throws(QueueError) in
+            for chunk in chunks {
                 let failed = chunk.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int32 in
                     var offset = 0
                     while offset < raw.count {
@@ -67,17 +100,11 @@ struct BodyStore: Sendable {
                     return 0
                 }
                 if failed != 0 { throw Self.error(failed, path: path) }
-                length += chunk.count
             }
+            guard last else { return }
             guard fsync(fd) == 0 else { throw Self.error(errno, path: path) }
             close(fd)
-        } catch {
-            close(fd)
-            remove([name])
-            if let error = error as? QueueError { throw error }
-            throw .invalidRequest("cannot read the body: \(error)")
         }
-        return (name, length)
     }
 
     /// Unlinks the body files `names`, skipping any name Courier does not write.
