@@ -127,7 +127,9 @@ let package = Package(
         ]),
         // Sealing at rest: keyrings, per-entry keys, AES-GCM fields and STREAM-chunked bodies.
         // Foundation and Crypto only; OfflineQueue seals its entries with it (QueueConfiguration.sealing).
-        module("QueueEncryption", [.product(name: "Crypto", package: "swift-crypto")]),
+        // CSealAEAD: AES-256-GCM on its own buffers, through the BoringSSL swift-crypto links on Linux.
+        module("QueueEncryption", ["CSealAEAD", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "CSealAEAD", path: "Modules/CSealAEAD"),
         // systemd's notify protocol and watchdog for a QueueService under swift-service-lifecycle:
         // `sync run` and any service that embeds the queue.
         module("QueueSystemd", [

@@ -14,6 +14,10 @@ public enum SealFormat {
     public static let tagSize = 16
     /// Bytes per sealed chunk, the last excepted: ``chunkSize`` + ``tagSize``.
     public static let sealedChunkSize = chunkSize + tagSize
+    /// Bytes of a field's AES-256-GCM key.
+    static let keySize = 32
+    /// Bytes of an AES-GCM nonce: a chunk's number (11, big endian) and its last-chunk flag.
+    static let nonceSize = 12
     /// Bytes of random salt per entry.
     public static let saltSize = 16
 

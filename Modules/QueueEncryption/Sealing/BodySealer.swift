@@ -22,21 +22,19 @@ public struct BodySealer: Sendable {
     }
 
     /// Takes the next piece of plaintext; returns the chunks it completed, sealed (possibly
-    /// none). The last chunk is held back until ``finish()``. What it returns (and what
-    /// ``finish()`` returns) may be a slice whose indices do not start at 0.
+    /// none). The last chunk is held back until ``finish()``.
     public mutating func update(_ plaintext: Data) -> Data {
         precondition(!finished, "BodySealer.update after finish")
         let stream = stream
         var output = Data()
         // Room for every chunk this piece can complete: a large piece (a 10 MiB body given
         // whole) is sealed into one buffer without regrowing it.
-        let reserved = plaintext.count >= 2 * SealFormat.chunkSize
-        if reserved { output.reserveCapacity((plaintext.count / SealFormat.chunkSize + 1) * SealFormat.sealedChunkSize) }
+        if plaintext.count >= 2 * SealFormat.chunkSize {
+            output.reserveCapacity((plaintext.count / SealFormat.chunkSize + 1) * SealFormat.sealedChunkSize)
+        }
+        // AES-GCM writes each chunk it completes into `output`.
         cutter.append(plaintext) { chunk, number in
-            let sealed = stream.seal(chunk, chunk: number, last: false)
-            // A piece that completes one chunk (a body read in chunks) returns that chunk as
-            // AES-GCM sealed it, without copying it.
-            if output.isEmpty && !reserved { output = sealed } else { output.append(sealed) }
+            stream.seal(chunk, chunk: number, last: false, appendingTo: &output)
         }
         return output
     }

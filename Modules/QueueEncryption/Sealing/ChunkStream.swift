@@ -10,7 +10,8 @@ import Foundation
 /// That is why the nonces can be a plain counter. The flag makes the final chunk
 /// distinguishable, so a value cut after any chunk, or extended past its final one, fails.
 struct ChunkStream: Sendable {
-    let key: SymmetricKey
+    /// The field's key, keyed once for all its chunks.
+    let aead: FieldAEAD
     let associatedData: Data
     let field: SealedField
 
@@ -42,10 +43,11 @@ struct ChunkStream: Sendable {
     /// (version 1) or ``deriveV2(from:salt:field:)`` (version 2). HKDF's expand to 32 bytes,
     /// one SHA-256 block, is `HMAC(PRK, info || 0x01)` (RFC 5869, 2.3); here the HMAC keyed
     /// once (per entry in version 1, per key in version 2) does it for each field, where
-    /// `HKDF.expand` would key a new one per field and copy the output twice.
-    static func expand(_ expander: KeyedHMAC, field: SealedField, seal: EntrySeal) -> SymmetricKey {
+    /// `HKDF.expand` would key a new one per field and copy the output twice. The key is the
+    /// digest itself, a value on the stack until it keys the field's ``FieldAEAD``.
+    static func expand(_ expander: KeyedHMAC, field: SealedField, seal: EntrySeal) -> SHA256Digest {
         guard seal.version != 1 else {
-            return expandInputV1(field).withUnsafeBytes { expander.key(for: $0) }
+            return expandInputV1(field).withUnsafeBytes { expander.mac(for: $0) }
         }
         // label ‖ salt ‖ name ‖ 0x01, written into one stack buffer.
         let label = keyLabel, salt = seal.salt, suffix = field.expandSuffix
@@ -53,7 +55,7 @@ struct ChunkStream: Sendable {
             label.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[...]).copyMemory(from: $0) }
             salt.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[label.count...]).copyMemory(from: $0) }
             suffix.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[(label.count + salt.count)...]).copyMemory(from: $0) }
-            return expander.key(for: UnsafeRawBufferPointer(buffer))
+            return expander.mac(for: UnsafeRawBufferPointer(buffer))
         }
     }
 
@@ -72,44 +74,57 @@ struct ChunkStream: Sendable {
         "courier-seal v1 field=\(field.name)"
     }
 
-    /// The nonces of a value's first chunk, made once: most values are that chunk alone.
-    private static let firstNonces = (inner: makeNonce(chunk: 0, last: false), last: makeNonce(chunk: 0, last: true))
-
-    static func nonce(chunk: Int, last: Bool) -> AES.GCM.Nonce {
-        guard chunk != 0 else { return last ? firstNonces.last : firstNonces.inner }
-        return makeNonce(chunk: chunk, last: last)
-    }
-
-    private static func makeNonce(chunk: Int, last: Bool) -> AES.GCM.Nonce {
-        // 12 bytes fit in `Data`'s inline storage: no allocation.
-        var bytes = Data(count: 12)
-        var number = UInt64(chunk)
-        for index in stride(from: 10, through: 3, by: -1) {
-            bytes[index] = UInt8(truncatingIfNeeded: number)
-            number >>= 8
+    /// The 12-byte nonce of chunk number `chunk` (with the last-chunk flag `last`), on the
+    /// stack for the length of `body`.
+    private static func withNonce<T>(chunk: Int, last: Bool, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+        withUnsafeTemporaryAllocation(byteCount: SealFormat.nonceSize, alignment: 1) { nonce in
+            nonce.initializeMemory(as: UInt8.self, repeating: 0)
+            var number = UInt64(chunk)
+            for index in stride(from: 10, through: 3, by: -1) {
+                nonce[index] = UInt8(truncatingIfNeeded: number)
+                number >>= 8
+            }
+            nonce[11] = last ? 1 : 0
+            return body(UnsafeRawBufferPointer(nonce))
         }
-        bytes[11] = last ? 1 : 0
-        // 12 bytes is AES-GCM's nonce size, the only size this initializer can refuse.
-        return try! AES.GCM.Nonce(data: bytes)
     }
 
-    /// Chunk number `chunk`, sealed: its ciphertext, then its 16-byte tag. A slice of the
-    /// buffer AES-GCM wrote (after its nonce), so its indices start at 12, not 0: use it as a
-    /// collection (`startIndex`, `append`, `withUnsafeBytes`), never with literal indices.
+    /// Chunk number `chunk`, sealed: its ciphertext, then its 16-byte tag.
     func seal(_ plaintext: Data, chunk: Int, last: Bool) -> Data {
-        // AES-GCM refuses only a key or nonce of the wrong size; both are fixed here.
-        let box = try! AES.GCM.seal(plaintext, using: key, nonce: Self.nonce(chunk: chunk, last: last), authenticating: associatedData)
-        return box.combined!.dropFirst(12)
+        var sealed = Data()
+        seal(plaintext, chunk: chunk, last: last, appendingTo: &sealed)
+        return sealed
+    }
+
+    /// Chunk number `chunk`, sealed, appended to `output`: AES-GCM writes it there.
+    func seal(_ plaintext: Data, chunk: Int, last: Bool, appendingTo output: inout Data) {
+        let start = output.count
+        output.count += plaintext.count + SealFormat.tagSize
+        output.withUnsafeMutableBytes { output in
+            plaintext.withUnsafeBytes { plaintext in
+                associatedData.withUnsafeBytes { associatedData in
+                    Self.withNonce(chunk: chunk, last: last) { nonce in
+                        aead.seal(plaintext, nonce: nonce, associatedData: associatedData, into: UnsafeMutableRawBufferPointer(rebasing: output[start...]))
+                    }
+                }
+            }
+        }
     }
 
     /// The plaintext of sealed chunk number `chunk`, or `nil` when it does not authenticate
     /// as that chunk with that flag.
     func open(_ sealed: Data, chunk: Int, last: Bool) -> Data? {
-        guard sealed.count >= SealFormat.tagSize,
-            let box = try? AES.GCM.SealedBox(
-                nonce: Self.nonce(chunk: chunk, last: last), ciphertext: sealed.dropLast(SealFormat.tagSize),
-                tag: sealed.suffix(SealFormat.tagSize))
-        else { return nil }
-        return try? AES.GCM.open(box, using: key, authenticating: associatedData)
+        guard sealed.count >= SealFormat.tagSize else { return nil }
+        var plaintext = Data(count: sealed.count - SealFormat.tagSize)
+        let opened = plaintext.withUnsafeMutableBytes { plaintext in
+            sealed.withUnsafeBytes { sealed in
+                associatedData.withUnsafeBytes { associatedData in
+                    Self.withNonce(chunk: chunk, last: last) { nonce in
+                        aead.open(sealed, nonce: nonce, associatedData: associatedData, into: plaintext)
+                    }
+                }
+            }
+        }
+        return opened ? plaintext : nil
     }
 }

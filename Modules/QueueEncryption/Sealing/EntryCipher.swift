@@ -82,7 +82,7 @@ public struct EntryCipher: Sendable {
         // A value of one chunk (every request and most bodies) is that chunk sealed, without
         // the sealer's buffers.
         if plaintext.count <= SealFormat.chunkSize {
-            output.append(stream(field).seal(plaintext, chunk: 0, last: true))
+            stream(field).seal(plaintext, chunk: 0, last: true, appendingTo: &output)
             return
         }
         var sealer = sealer(field)
@@ -155,7 +155,7 @@ public struct EntryCipher: Sendable {
 
     private func stream(_ field: SealedField) -> ChunkStream {
         ChunkStream(
-            key: ChunkStream.expand(expander, field: field, seal: entrySeal),
+            aead: ChunkStream.expand(expander, field: field, seal: entrySeal).withUnsafeBytes { FieldAEAD(key: $0) },
             associatedData: AssociatedData.encode(prefix: associatedPrefix, field: field),
             field: field)
     }

@@ -47,12 +47,17 @@ struct KeyedHMAC: Sendable {
         self.outer = outer
     }
 
-    /// The MAC of `message`, as the 32-byte key it serves as.
-    func key(for message: UnsafeRawBufferPointer) -> SymmetricKey {
+    /// The MAC of `message`.
+    func mac(for message: UnsafeRawBufferPointer) -> SHA256Digest {
         var inner = self.inner
         inner.update(bufferPointer: message)
         var outer = self.outer
         inner.finalize().withUnsafeBytes { outer.update(bufferPointer: $0) }
-        return SymmetricKey(data: outer.finalize())
+        return outer.finalize()
+    }
+
+    /// The MAC of `message`, as the 32-byte key it serves as.
+    func key(for message: UnsafeRawBufferPointer) -> SymmetricKey {
+        SymmetricKey(data: mac(for: message))
     }
 }
