@@ -180,3 +180,69 @@ import Testing
         #expect(SealError.wrongKey(keyring.primary.id).description.contains(keyring.primary.id.rawValue))
     }
 }
+
+/// A body opened whole into memory (``EntryCipher/openBody(_:expectedSize:)``, which writes
+/// each chunk's plaintext into one buffer of the recorded size) refuses every change as
+/// ``EntryCipher/open(_:field:)`` does, and a body whose size is not the one recorded.
+@Suite struct OpenBodyTamperingTests {
+    let cipher = EntryCipher(sealingWith: Keyring.generate(), queueID: UUID(), idempotencyKey: "entry-1")
+
+    /// `sealed` in pieces of `size` bytes (odd, so they straddle chunks), as a file is read.
+    func stream(_ sealed: Data, size: Int = 10_007) -> AsyncStream<Data> {
+        AsyncStream { continuation in
+            for piece in pieces(sealed, size: size) { continuation.yield(piece) }
+            continuation.finish()
+        }
+    }
+
+    func openBodyError(_ sealed: Data, expectedSize: Int) async -> SealError? {
+        do {
+            _ = try await cipher.openBody(stream(sealed), expectedSize: expectedSize)
+            return nil
+        } catch {
+            return error as? SealError
+        }
+    }
+
+    @Test(arguments: [0, 1, SealFormat.chunkSize, 3 * SealFormat.chunkSize, 3 * SealFormat.chunkSize + 100])
+    func opensWhatWasSealed(size: Int) async throws {
+        let plaintext = pattern(size, seed: 3)
+        let sealed = cipher.seal(plaintext, field: .body)
+        #expect(try await cipher.openBody(stream(sealed), expectedSize: size) == plaintext)
+        #expect(try await cipher.openBody(stream(sealed, size: SealFormat.sealedChunkSize), expectedSize: size) == plaintext)
+    }
+
+    @Test func changesFailAsOpenFails() async throws {
+        let plaintext = pattern(3 * SealFormat.chunkSize + 100)
+        let sealed = cipher.seal(plaintext, field: .body)
+        let parts = pieces(sealed, size: SealFormat.sealedChunkSize)
+        var flipped = sealed
+        flipped[SealFormat.sealedChunkSize + 5] ^= 0x01
+        let full = cipher.seal(pattern(3 * SealFormat.chunkSize), field: .body)
+        let fullParts = pieces(full, size: SealFormat.sealedChunkSize)
+        let cases: [(Data, Int)] = [
+            (flipped, plaintext.count),
+            (Data(parts.dropLast().joined()), plaintext.count),
+            (Data([parts[1], parts[0], parts[2], parts[3]].joined()), plaintext.count),
+            (Data((fullParts + [fullParts[1]]).joined()), 3 * SealFormat.chunkSize),
+            (sealed.dropLast(50), plaintext.count),
+        ]
+        for (changed, size) in cases {
+            let expected = sealError { _ = try cipher.open(changed, field: .body) }
+            #expect(expected != nil)
+            #expect(await openBodyError(changed, expectedSize: size) == expected)
+        }
+    }
+
+    /// A recorded size that is not the body's: refused, whether the body is longer (no byte is
+    /// written past the buffer) or shorter.
+    @Test func sizeOtherThanRecordedIsRefused() async {
+        let sealed = cipher.seal(pattern(2 * SealFormat.chunkSize + 10), field: .body)
+        let longer = await openBodyError(sealed, expectedSize: 2 * SealFormat.chunkSize)
+        #expect(longer?.kind == .invalidSeal)
+        #expect(longer?.description.contains("longer than its recorded size") == true)
+        let shorter = await openBodyError(sealed, expectedSize: 2 * SealFormat.chunkSize + 11)
+        #expect(shorter?.kind == .invalidSeal)
+        #expect(shorter?.description.contains("holds 131082 bytes, not its recorded 131083") == true)
+    }
+}

@@ -29,12 +29,16 @@ public struct BodySealer: Sendable {
         var output = Data()
         // Room for every chunk this piece can complete: a large piece (a 10 MiB body given
         // whole) is sealed into one buffer without regrowing it.
-        if plaintext.count >= 2 * SealFormat.chunkSize {
-            output.reserveCapacity((plaintext.count / SealFormat.chunkSize + 1) * SealFormat.sealedChunkSize)
-        }
-        // AES-GCM writes each chunk it completes into `output`.
+        let reserved = plaintext.count >= 2 * SealFormat.chunkSize
+        if reserved { output.reserveCapacity((plaintext.count / SealFormat.chunkSize + 1) * SealFormat.sealedChunkSize) }
+        // AES-GCM writes each chunk it completes into `output`; a piece that completes one
+        // chunk (a body read in chunks) returns that chunk as AES-GCM wrote it.
         cutter.append(plaintext) { chunk, number in
-            stream.seal(chunk, chunk: number, last: false, appendingTo: &output)
+            if output.isEmpty && !reserved {
+                output = stream.seal(chunk, chunk: number, last: false)
+            } else {
+                stream.seal(chunk, chunk: number, last: false, appendingTo: &output)
+            }
         }
         return output
     }

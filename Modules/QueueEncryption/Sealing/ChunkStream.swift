@@ -91,21 +91,28 @@ struct ChunkStream: Sendable {
 
     /// Chunk number `chunk`, sealed: its ciphertext, then its 16-byte tag.
     func seal(_ plaintext: Data, chunk: Int, last: Bool) -> Data {
-        var sealed = Data()
-        seal(plaintext, chunk: chunk, last: last, appendingTo: &sealed)
-        return sealed
+        Self.uninitializedData(count: plaintext.count + SealFormat.tagSize) { output in
+            seal(plaintext, chunk: chunk, last: last, into: output)
+            return true
+        }!
     }
 
-    /// Chunk number `chunk`, sealed, appended to `output`: AES-GCM writes it there.
+    /// Chunk number `chunk`, sealed, appended to `output`: AES-GCM writes it there (after
+    /// `output` has grown by zeros, which costs a `memset`: for a chunk that starts a value,
+    /// ``seal(_:chunk:last:)`` costs none).
     func seal(_ plaintext: Data, chunk: Int, last: Bool, appendingTo output: inout Data) {
         let start = output.count
         output.count += plaintext.count + SealFormat.tagSize
         output.withUnsafeMutableBytes { output in
-            plaintext.withUnsafeBytes { plaintext in
-                associatedData.withUnsafeBytes { associatedData in
-                    Self.withNonce(chunk: chunk, last: last) { nonce in
-                        aead.seal(plaintext, nonce: nonce, associatedData: associatedData, into: UnsafeMutableRawBufferPointer(rebasing: output[start...]))
-                    }
+            seal(plaintext, chunk: chunk, last: last, into: UnsafeMutableRawBufferPointer(rebasing: output[start...]))
+        }
+    }
+
+    private func seal(_ plaintext: Data, chunk: Int, last: Bool, into output: UnsafeMutableRawBufferPointer) {
+        plaintext.withUnsafeBytes { plaintext in
+            associatedData.withUnsafeBytes { associatedData in
+                Self.withNonce(chunk: chunk, last: last) { nonce in
+                    aead.seal(plaintext, nonce: nonce, associatedData: associatedData, into: output)
                 }
             }
         }
@@ -115,16 +122,34 @@ struct ChunkStream: Sendable {
     /// as that chunk with that flag.
     func open(_ sealed: Data, chunk: Int, last: Bool) -> Data? {
         guard sealed.count >= SealFormat.tagSize else { return nil }
-        var plaintext = Data(count: sealed.count - SealFormat.tagSize)
-        let opened = plaintext.withUnsafeMutableBytes { plaintext in
-            sealed.withUnsafeBytes { sealed in
-                associatedData.withUnsafeBytes { associatedData in
-                    Self.withNonce(chunk: chunk, last: last) { nonce in
-                        aead.open(sealed, nonce: nonce, associatedData: associatedData, into: plaintext)
-                    }
+        return Self.uninitializedData(count: sealed.count - SealFormat.tagSize) { plaintext in
+            open(sealed, chunk: chunk, last: last, into: plaintext)
+        }
+    }
+
+    /// Sealed chunk number `chunk` opened into `plaintext` (`sealed.count` - 16 bytes): whether
+    /// it authenticates as that chunk with that flag. When it does not, `plaintext` holds
+    /// nothing of it.
+    func open(_ sealed: Data, chunk: Int, last: Bool, into plaintext: UnsafeMutableRawBufferPointer) -> Bool {
+        sealed.withUnsafeBytes { sealed in
+            associatedData.withUnsafeBytes { associatedData in
+                Self.withNonce(chunk: chunk, last: last) { nonce in
+                    aead.open(sealed, nonce: nonce, associatedData: associatedData, into: plaintext)
                 }
             }
         }
-        return opened ? plaintext : nil
+    }
+
+    /// `count` bytes that `write` fills, all of them, in a `Data` that owns them, or `nil` when
+    /// `write` fails. Not zeroed first, as `Data(count:)` and a growing `count` are: for a body's
+    /// chunks that was a `memset` of every byte before AES-GCM wrote it.
+    private static func uninitializedData(count: Int, _ write: (UnsafeMutableRawBufferPointer) -> Bool) -> Data? {
+        guard count > 0 else { return write(UnsafeMutableRawBufferPointer(start: nil, count: 0)) ? Data() : nil }
+        guard let bytes = malloc(count) else { fatalError("out of memory: \(count) bytes") }
+        guard write(UnsafeMutableRawBufferPointer(start: bytes, count: count)) else {
+            free(bytes)
+            return nil
+        }
+        return Data(bytesNoCopy: bytes, count: count, deallocator: .free)
     }
 }

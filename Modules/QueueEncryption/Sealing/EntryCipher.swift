@@ -134,15 +134,30 @@ public struct EntryCipher: Sendable {
     /// memory, which is then sent from there instead of being read and opened a second time.
     /// `expectedSize` (the plaintext's size, from the sealed size) sizes the buffer once.
     ///
-    /// Throws what ``BodyOpener`` throws, and whatever `sealed` throws.
+    /// Throws what ``BodyOpener`` throws, `invalidSeal` when the plaintext is not
+    /// `expectedSize` bytes (the row's recorded size is not the body's), and whatever `sealed`
+    /// throws.
     public func openBody<Chunks: AsyncSequence>(_ sealed: Chunks, expectedSize: Int) async throws -> Data where Chunks.Element == Data {
         var opener = bodyOpener()
-        var plaintext = Data(capacity: expectedSize)
-        for try await piece in sealed {
-            plaintext.append(try opener.update(piece))
+        // Each chunk is opened where its plaintext goes, in one buffer of the expected size,
+        // which the returned `Data` then owns: no copy, and no zeroing before AES-GCM writes.
+        guard expectedSize >= 0 else { throw SealError.invalidSeal("a body cannot hold \(expectedSize) bytes") }
+        guard let bytes = malloc(max(expectedSize, 1)) else { throw SealError.invalidSeal("no memory for a body of \(expectedSize) bytes") }
+        let buffer = UnsafeMutableRawBufferPointer(start: bytes, count: expectedSize)
+        var size = 0
+        do {
+            for try await piece in sealed {
+                try opener.update(piece, into: buffer, offset: &size)
+            }
+            try opener.finish(into: buffer, offset: &size)
+            guard size == expectedSize else {
+                throw SealError.invalidSeal("the sealed body holds \(size) bytes, not its recorded \(expectedSize)")
+            }
+        } catch {
+            free(bytes)
+            throw error
         }
-        plaintext.append(try opener.finish())
-        return plaintext
+        return Data(bytesNoCopy: bytes, count: size, deallocator: .free)
     }
 
     private func sealer(_ field: SealedField) -> BodySealer {
