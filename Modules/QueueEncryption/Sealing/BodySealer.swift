@@ -26,21 +26,32 @@ public struct BodySealer: Sendable {
     public mutating func update(_ plaintext: Data) -> Data {
         precondition(!finished, "BodySealer.update after finish")
         let stream = stream
-        var output = Data()
-        // Room for every chunk this piece can complete: a large piece (a 10 MiB body given
-        // whole) is sealed into one buffer without regrowing it.
-        let reserved = plaintext.count >= 2 * SealFormat.chunkSize
-        if reserved { output.reserveCapacity((plaintext.count / SealFormat.chunkSize + 1) * SealFormat.sealedChunkSize) }
-        // AES-GCM writes each chunk it completes into `output`; a piece that completes one
-        // chunk (a body read in chunks) returns that chunk as AES-GCM wrote it.
-        cutter.append(plaintext) { chunk, number in
-            if output.isEmpty && !reserved {
-                output = stream.seal(chunk, chunk: number, last: false)
-            } else {
-                stream.seal(chunk, chunk: number, last: false, appendingTo: &output)
+        guard plaintext.count >= 2 * SealFormat.chunkSize else {
+            // A piece that completes one chunk (a body read in chunks) returns that chunk as
+            // AES-GCM wrote it.
+            var output = Data()
+            cutter.append(plaintext) { chunk, number in
+                if output.isEmpty {
+                    output = stream.seal(chunk, chunk: number, last: false)
+                } else {
+                    stream.seal(chunk, chunk: number, last: false, appendingTo: &output)
+                }
             }
+            return output
         }
-        return output
+        // A large piece (a 10 MiB body given whole) is sealed into one buffer with room for
+        // every chunk it can complete (the one held back before it, and its own but the last),
+        // each chunk where AES-GCM writes it: no regrowing, and no zeros written first.
+        let capacity = (plaintext.count / SealFormat.chunkSize + 1) * SealFormat.sealedChunkSize
+        guard let bytes = malloc(capacity) else { fatalError("out of memory: \(capacity) bytes") }
+        var used = 0
+        cutter.append(plaintext) { chunk, number in
+            let size = chunk.count + SealFormat.tagSize
+            precondition(used + size <= capacity, "BodySealer: a piece completed more chunks than it can")
+            stream.seal(chunk, chunk: number, last: false, into: UnsafeMutableRawBufferPointer(start: bytes + used, count: size))
+            used += size
+        }
+        return Data(bytesNoCopy: bytes, count: used, deallocator: .free)
     }
 
     /// Seals the final chunk (empty when the whole value is) and returns it. The sealer cannot

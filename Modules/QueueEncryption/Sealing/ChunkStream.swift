@@ -108,7 +108,8 @@ struct ChunkStream: Sendable {
         }
     }
 
-    private func seal(_ plaintext: Data, chunk: Int, last: Bool, into output: UnsafeMutableRawBufferPointer) {
+    /// Chunk number `chunk`, sealed into `output`: `plaintext.count` + 16 bytes.
+    func seal(_ plaintext: Data, chunk: Int, last: Bool, into output: UnsafeMutableRawBufferPointer) {
         plaintext.withUnsafeBytes { plaintext in
             associatedData.withUnsafeBytes { associatedData in
                 Self.withNonce(chunk: chunk, last: last) { nonce in
