@@ -236,17 +236,89 @@ struct SealingTests {
         let rows = RowEditor(store: store)
         let seal = try await rows.seal(ticket.id)
         let body = try await rows.inlineBody(ticket.id)
-        #expect(seal.first == 2, "format version 2")
+        #expect(seal.first == 3, "format version 3: a small body is sealed with its request")
         let salt = seal.dropFirst().prefix(16)
         let cipher = try EntryCipher(
-            opening: EntrySeal(version: 2, keyID: keyring.primary.id, salt: Data(salt)), with: keyring, queueID: queueID, idempotencyKey: "order-42"
+            opening: EntrySeal(version: 3, keyID: keyring.primary.id, salt: Data(salt)), with: keyring, queueID: queueID, idempotencyKey: "order-42"
         )
-        // The request: the target's length (32-bit big-endian), the target, the header lines.
-        let request = try cipher.open(Data(seal.dropFirst(17)), field: .request)
+        // One value, field `entry`: the seal holds the request's ciphertext, the body column
+        // the body's ciphertext and the tag. The request: the target's length (32-bit
+        // big-endian), the target, the header lines.
         let target = "/echo/orders?id=42"
+        #expect(seal.count == 17 + 4 + target.utf8.count + "X-Private: v\n".utf8.count)
+        #expect(body.count == "{\"total\":12}".utf8.count + SealFormat.tagSize)
+        let opened = try cipher.openJoined(request: Data(seal.dropFirst(17)), body: body)
+        let request = opened.request
+        #expect(request.count == seal.count - 17)
         #expect(request.prefix(4) == Data([0, 0, 0, UInt8(target.utf8.count)]))
         #expect(String(decoding: request.dropFirst(4), as: UTF8.self) == target + "X-Private: v\n")
-        #expect(String(decoding: try cipher.open(body, field: .body), as: UTF8.self) == "{\"total\":12}")
+        #expect(String(decoding: opened.body, as: UTF8.self) == "{\"total\":12}")
+        await server.shutdown()
+    }
+
+    @Test("a body kept in the row is sealed with its request while both fit one chunk (version 3), apart past that (version 2), and each arrives whole", arguments: StoreKind.shared)
+    func joinedUpToOneChunk(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
+        let server = try await TestHTTPServer.start()
+        let queue = try await queue(store, server, keyring: Keyring.generate(), inlineLimit: 64 * 1024)
+        // The request's plaintext is the target's length (4 bytes) and the target: 4 + 7.
+        let fits = SealFormat.chunkSize - 4 - "/echo/j".utf8.count
+        let sizes = [(0, 3), (1, 3), (fits, 3), (fits + 1, 2), (SealFormat.chunkSize, 2)]
+        let rows = RowEditor(store: store)
+        var crcs: [String: (UInt32, Int)] = [:]
+        for (size, version) in sizes {
+            let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 29, addend: 3), count: size)
+            let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/j").absoluteString, body: .data(body))
+            crcs[ticket.idempotencyKey] = (CRC32.checksum(body), size)
+            #expect(try await rows.seal(ticket.id).first == UInt8(version), "a body of \(size) bytes")
+            let entry = try #require(try await queue.entry(ticket.id))
+            #expect(entry.bodyLength == size)
+            #expect(try await rows.inlineBody(ticket.id).count == SealFormat.sealedSize(plaintextSize: size))
+        }
+        #expect(try await drainUntilSettled(queue).delivered == sizes.count)
+        #expect(server.requests.count == sizes.count)
+        for request in server.requests {
+            let want = try #require(crcs[request.values(of: "Idempotency-Key").first ?? ""])
+            #expect(request.bodyCRC32 == want.0 && request.bodySize == want.1)
+        }
+        await queue.close()
+        await server.shutdown()
+    }
+
+    @Test("an entry sealed in format version 2 with its body apart in the row (before version 3) still opens and is delivered as enqueued", arguments: StoreKind.shared)
+    func version2EntriesStillOpen(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { Task { await store.remove() } }
+        let server = try await TestHTTPServer.start()
+        let keyring = Keyring.generate()
+        let queue = try await queue(store, server, keyring: keyring)
+        let url = server.url("/echo/v2/orders?id=8").absoluteString
+        let body = Data("{\"v\":2}".utf8)
+        let ticket = try await queue.enqueue(
+            method: "POST", url: url, headers: [("X-Private", "two")], body: .data(body), options: EnqueueOptions(idempotencyKey: "v2-entry")
+        )
+        let queueID = try await queue.sealStatus().queueID
+        await queue.close()
+        // Rewrite the row as version 2 wrote it: 0x02, salt, the sealed request; the body
+        // sealed as a field of its own.
+        let salt = Data((0..<16).map { UInt8($0 * 5 + 3) })
+        let v2 = try EntryCipher(
+            opening: EntrySeal(version: 2, keyID: keyring.primary.id, salt: salt), with: keyring, queueID: queueID, idempotencyKey: "v2-entry"
+        )
+        let target = Data("/echo/v2/orders?id=8".utf8)
+        var blob = Data([2]) + salt
+        blob.append(v2.seal(withUnsafeBytes(of: UInt32(target.count).bigEndian) { Data($0) } + target + Data("X-Private: two\n".utf8), field: .request))
+        let rows = RowEditor(store: store)
+        try await rows.setSeal(ticket.id, blob)
+        try await rows.setInlineBody(ticket.id, v2.seal(body, field: .body))
+        let reopened = try await self.queue(store, server, keyring: keyring)
+        #expect(try await reopened.drain().delivered == 1)
+        let received = try #require(server.requests.first)
+        #expect(received.target == "/echo/v2/orders?id=8")
+        #expect(received.values(of: "X-Private") == ["two"])
+        #expect(received.bodySize == body.count && received.bodyCRC32 == CRC32.checksum(body))
+        await reopened.close()
         await server.shutdown()
     }
 

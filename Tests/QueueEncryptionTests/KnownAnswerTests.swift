@@ -3,14 +3,23 @@ import Foundation
 import Testing
 @testable import QueueEncryption
 
-/// Fixed inputs and the exact bytes they seal to, in format version 2 (what is written) and
-/// version 1 (still read). Both queue stores are held to these, and `known-answers.py` in this
+/// Fixed inputs and the exact bytes they seal to, in format versions 3 and 2 (what is written)
+/// and version 1 (still read). Both queue stores are held to these, and `known-answers.py` in this
 /// folder computes the same values from the format's specification with Python's
 /// `cryptography` package, independently of this module.
 @Suite struct KnownAnswerTests {
     static let key = try! QueueKey(id: KeyID("0badc0de")!, bytes: Data(0..<32))
     static let seal = EntrySeal(version: 1, keyID: KeyID("0badc0de")!, salt: Data(0xa0..<0xb0))
     static let sealV2 = EntrySeal(version: 2, keyID: KeyID("0badc0de")!, salt: Data(0xa0..<0xb0))
+    static let sealV3 = EntrySeal(version: 3, keyID: KeyID("0badc0de")!, salt: Data(0xa0..<0xb0))
+    static let smallBody = Data("{\"total\":12}".utf8)
+
+    static let entryKeyV3 = "fa5256d9851fa2e3f06b18dc782427d46cd81ffe4a6d2dd022818ce198ba55b5"
+    static let entryAssociatedDataV3 =
+        "03000000106f1c2a4e3b5d4c7e9a8b0d1e2f3a4b5c000000086f726465722d343200000008306261646330646500000005656e747279"
+    static let sealedRequestV3 =
+        "a27bfed95d2f898c633c3e167b16be4cf1b11bc1ac778deedefbfcdb364d986068f4b9ad21b6b29ec39facaa64d25b23c92b0bdd74018d682fb6aa00e637f2f806"
+    static let sealedBodyV3 = "38bb2111766d948021275095e62c60b40f04865cd7c0462eec2cdd2e"
     static let headers = Data("accept: application/json\nx-private: v\n".utf8)
 
     static let requestKeyV2 = "895e4335426192dabd6fa72dc4895f69813e25004ca569dc9faecafdd2076380"
@@ -40,11 +49,43 @@ import Testing
 
     let cipher = EntryCipher(key: Self.key, seal: Self.seal, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
     let cipherV2 = EntryCipher(key: Self.key, seal: Self.sealV2, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
+    let cipherV3 = EntryCipher(key: Self.key, seal: Self.sealV3, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
 
     /// The plaintext of a version 2 request: the target's length (32-bit big-endian), the
     /// target, the header lines.
     static var requestV2: Data {
         withUnsafeBytes(of: UInt32(target.count).bigEndian) { Data($0) } + target + headers
+    }
+
+    // MARK: - Version 3
+
+    @Test func fieldKeyAndAssociatedDataV3() {
+        // Version 3 derives its key as version 2 does, for the field `entry`.
+        let entry = ChunkStream.deriveV2(from: Self.key.key, salt: Self.sealV3.salt, field: .entry)
+        #expect(entry.withUnsafeBytes { Data($0) }.hexDigits == Self.entryKeyV3)
+        let expander = ChunkStream.expander(for: Self.sealV3, key: Self.key)
+        #expect(ChunkStream.expand(expander, field: .entry, seal: Self.sealV3).withUnsafeBytes { Data($0) }.hexDigits == Self.entryKeyV3)
+        let associatedData = AssociatedData.encode(
+            version: 3, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey, keyID: Self.sealV3.keyID, field: .entry)
+        #expect(associatedData.hexDigits == Self.entryAssociatedDataV3)
+    }
+
+    /// The request and a small body sealed as one value: the seal keeps the request's
+    /// ciphertext, the row's body the body's ciphertext and the tag.
+    @Test func sealedEntryV3() throws {
+        var blob = Data([3]) + Self.sealV3.salt
+        let body = cipherV3.sealJoined(Self.requestV2 + Self.smallBody, requestSize: Self.requestV2.count, appendingTo: &blob)
+        #expect(blob.prefix(17) == Data([3]) + Self.sealV3.salt)
+        #expect(blob.dropFirst(17).hexDigits == Self.sealedRequestV3)
+        #expect(body.hexDigits == Self.sealedBodyV3)
+        let opened = try cipherV3.openJoined(request: Data(hex: Self.sealedRequestV3), body: Data(hex: Self.sealedBodyV3))
+        #expect(opened.request == Self.requestV2 && opened.body == Self.smallBody)
+        // Neither part opens with another's: a body moved from elsewhere, or the tag cut off.
+        let otherBody = Data(hex: Self.sealedBodyV3).map { $0 ^ 1 }
+        #expect(throws: SealError.self) { try cipherV3.openJoined(request: Data(hex: Self.sealedRequestV3), body: Data(otherBody)) }
+        #expect(throws: SealError.self) { try cipherV3.openJoined(request: Data(hex: Self.sealedRequestV3), body: Data(hex: Self.sealedBodyV3).dropLast(16)) }
+        // Nor as version 2's request.
+        #expect(throws: SealError.self) { try cipherV2.openJoined(request: Data(hex: Self.sealedRequestV3), body: Data(hex: Self.sealedBodyV3)) }
     }
 
     // MARK: - Version 2
@@ -84,19 +125,23 @@ import Testing
         #expect(try cipherV2.open(sealed, field: .body) == Self.body)
     }
 
-    /// New entries are sealed in version 2, and a keyring opens both versions.
-    @Test func writesVersion2AndReadsBoth() throws {
+    /// New entries are sealed in version 2 or 3, and a keyring opens all three versions.
+    @Test func writesVersions2And3AndReadsAll() throws {
         let keyring = try Keyring(primary: Self.key)
         let fresh = EntryCipher(sealingWith: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
         #expect(fresh.entrySeal.version == 2 && fresh.entrySeal.salt.count == 16)
+        let joined = EntryCipher(sealingWith: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey, version: 3)
+        #expect(joined.entrySeal.version == 3 && joined.entrySeal.salt != fresh.entrySeal.salt)
+        let v3 = try EntryCipher(opening: Self.sealV3, with: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
+        #expect(try v3.openJoined(request: Data(hex: Self.sealedRequestV3), body: Data(hex: Self.sealedBodyV3)).body == Self.smallBody)
         let v1 = try EntryCipher(opening: Self.seal, with: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
         #expect(try v1.open(Data(hex: Self.sealedTarget), field: .target) == Self.target)
         let v2 = try EntryCipher(opening: Self.sealV2, with: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey)
         #expect(try v2.open(Data(hex: Self.sealedRequestV2), field: .request) == Self.requestV2)
         // A value of one version does not open as the other: the key and data differ.
         #expect(throws: SealError.self) { try v1.open(Data(hex: Self.sealedRequestV2), field: .request) }
-        let v3 = EntrySeal(version: 3, keyID: Self.sealV2.keyID, salt: Self.sealV2.salt)
-        #expect(throws: SealError.self) { try EntryCipher(opening: v3, with: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey) }
+        let v4 = EntrySeal(version: 4, keyID: Self.sealV2.keyID, salt: Self.sealV2.salt)
+        #expect(throws: SealError.self) { try EntryCipher(opening: v4, with: keyring, queueID: Self.queueID, idempotencyKey: Self.idempotencyKey) }
     }
 
     // MARK: - Version 1

@@ -139,7 +139,7 @@ import Testing
 
     @Test func unsupportedVersion() throws {
         let cipher = cipher()
-        for version in [0, 3] {
+        for version in [0, 4] {
             let seal = EntrySeal(version: version, keyID: cipher.entrySeal.keyID, salt: cipher.entrySeal.salt)
             #expect(sealError { _ = try opener(seal) } == .unsupportedVersion(version))
         }

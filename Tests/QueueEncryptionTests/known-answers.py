@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Computes the seal format's known-answer vectors (version 2, and version 1, which is still
-read) independently of the Swift code, from Docs/Encryption.md alone, with the
+"""Computes the seal format's known-answer vectors (versions 3 and 2, and version 1, which is
+still read) independently of the Swift code, from Docs/Encryption.md alone, with the
 `cryptography` package (pip install cryptography).
 
 KnownAnswerTests.swift holds the values this prints; run it to check them again:
@@ -37,7 +37,7 @@ def field_key(key, salt, field, version=1):
     if version == 1:
         info = f"courier-seal v1 field={field}".encode()
         return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=info).derive(key)
-    # Version 2: the extract depends on the key alone (salt: the label); the entry's salt and
+    # Versions 2 and 3: the extract depends on the key alone (salt: the label); the entry's salt and
     # the field's name are in the info.
     prk = hmac.new(LABEL, key, hashlib.sha256).digest()
     return HKDFExpand(algorithm=hashes.SHA256(), length=32, info=LABEL + salt + field.encode()).derive(prk)
@@ -63,6 +63,7 @@ def seal(field, plaintext, version=1):
 
 
 HEADERS = b"accept: application/json\nx-private: v\n"
+SMALL_BODY = b'{"total":12}'
 
 
 def request_plaintext(target, headers):
@@ -71,6 +72,13 @@ def request_plaintext(target, headers):
 
 if __name__ == "__main__":
     print("keyCheckValue", key_check_value(KEY))
+    print("-- version 3")
+    print("entryKeyV3", field_key(KEY, SALT, "entry", 3).hex())
+    print("entryAssociatedDataV3", associated_data("entry", 3).hex())
+    request = request_plaintext(TARGET, HEADERS)
+    [joined] = seal("entry", request + SMALL_BODY, 3)
+    print("sealedRequestV3", joined[:len(request)].hex())
+    print("sealedBodyV3", joined[len(request):].hex())
     print("-- version 2")
     print("requestKeyV2", field_key(KEY, SALT, "request", 2).hex())
     print("bodyKeyV2", field_key(KEY, SALT, "body", 2).hex())

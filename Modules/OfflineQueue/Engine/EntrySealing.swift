@@ -7,15 +7,19 @@ package import QueueEncryption
 /// in a column of its own, and one value:
 ///
 /// ```
-/// 0x02                        the format version
+/// 0x02 or 0x03                the format version
 /// salt                        16 bytes
-/// sealed request              field `request`, whose plaintext is:
+/// sealed request              whose plaintext is:
 ///     len(target)             32-bit big-endian
 ///     target                  the URL after its origin: path, query (`/orders?id=42`)
 ///     header lines            `name: value\n` each
 /// ```
 ///
-/// Entries of version 1 (sealed before version 2) are still opened; theirs is
+/// In version 2 the sealed request is the field `request`, its tag included, and a body is
+/// sealed apart (field `body`). In version 3, written when the body is kept in the row and
+/// fits one chunk with the request, request and body are sealed as one value (field
+/// `entry`): the seal holds the request's ciphertext, the row's body the body's ciphertext and
+/// the one tag. Entries of version 1 (sealed before version 2) are still opened; theirs is
 /// `0x01 ‖ salt ‖ len(sealed target) ‖ sealed target ‖ sealed headers`, two fields.
 ///
 /// The entry's `url` keeps the origin alone (`https://api.example.com:8443`), its `headers`
@@ -31,29 +35,44 @@ package struct EntrySealing: Sendable {
     // MARK: - Sealing
 
     /// `entry` sealed under the primary key: its target and headers into its seal, its body
-    /// (`body`, not yet stored) sealed as it is stored by `store`.
+    /// (`body`, not yet stored) sealed as it is stored by `store`. A body kept in the row that
+    /// fits one chunk with the request is sealed with it (version 3); any other apart
+    /// (version 2).
     package func seal(
         _ entry: inout NewEntry, body: RequestBody?, inlineLimit: Int, store: any QueueEnqueueStorage
     ) async throws(QueueError) -> StoredBody? {
         guard let keyring else { throw .keyUnavailable("sealing is \(mode), but no keyring was given") }
-        let cipher = EntryCipher(sealingWith: keyring, queueID: queueID, idempotencyKey: entry.idempotencyKey)
         let (origin, target) = Self.split(entry.url)
-        entry.seal = StoredSeal(keyID: cipher.entrySeal.keyID.rawValue, blob: Self.blob(cipher: cipher, target: target, headers: entry.headers))
+        let inline = try await body?.inlined(limit: inlineLimit)
+        var request = Self.request(target: target, headers: entry.headers, room: inline?.count ?? 0)
         entry.url = origin
         entry.headers = []
-        guard let body else { return nil }
-        if let data = try await body.inlined(limit: inlineLimit) {
-            return .inline(cipher.seal(data, field: .body))
+        let requestSize = request.count
+        if let inline, requestSize + inline.count <= SealFormat.chunkSize {
+            let cipher = EntryCipher(
+                sealingWith: keyring, queueID: queueID, idempotencyKey: entry.idempotencyKey, version: SealFormat.joinedVersion)
+            // Into the room the request was made with: no second buffer.
+            request.append(inline)
+            var blob = Self.sealStart(cipher, capacity: SealFormat.sealedSize(plaintextSize: request.count))
+            let sealedBody = cipher.sealJoined(request, requestSize: requestSize, appendingTo: &blob)
+            entry.seal = StoredSeal(keyID: cipher.entrySeal.keyID.rawValue, blob: blob)
+            return .inline(sealedBody)
         }
+        let cipher = EntryCipher(sealingWith: keyring, queueID: queueID, idempotencyKey: entry.idempotencyKey)
+        var blob = Self.sealStart(cipher, capacity: SealFormat.sealedSize(plaintextSize: request.count))
+        cipher.seal(request, field: .request, appendingTo: &blob)
+        entry.seal = StoredSeal(keyID: cipher.entrySeal.keyID.rawValue, blob: blob)
+        guard let body else { return nil }
+        if let inline { return .inline(cipher.seal(inline, field: .body)) }
         return try await store.storeBody(ByteStream(TransformedChunks(base: body.makeStream()) { cipher.bodySealer() }))
     }
 
-    /// The seal of version 2: version, salt, and the request (target and header lines) sealed
-    /// as one value, written into one buffer.
-    private static func blob(cipher: EntryCipher, target: String, headers: [StoredHeader]) -> Data {
+    /// A request's plaintext: the target's length and the target, then the header lines, in
+    /// one buffer with `room` bytes more (for a body sealed with it).
+    private static func request(target: String, headers: [StoredHeader], room: Int) -> Data {
         var size = 4 + target.utf8.count
         for header in headers { size += header.name.utf8.count + 2 + header.value.utf8.count + 1 }
-        var request = Data(capacity: size)
+        var request = Data(capacity: size + room)
         request.appendLengthPrefixedUTF8(target)
         for header in headers {
             request.appendUTF8(header.name)
@@ -62,10 +81,14 @@ package struct EntrySealing: Sendable {
             request.appendUTF8(header.value)
             request.append(UInt8(ascii: "\n"))
         }
-        var blob = Data(capacity: 1 + SealFormat.saltSize + SealFormat.sealedSize(plaintextSize: size))
+        return request
+    }
+
+    /// A seal's clear start, version and salt, in a buffer with room for `capacity` bytes more.
+    private static func sealStart(_ cipher: EntryCipher, capacity: Int) -> Data {
+        var blob = Data(capacity: 1 + SealFormat.saltSize + capacity)
         blob.append(UInt8(cipher.entrySeal.version))
         blob.append(cipher.entrySeal.salt)
-        cipher.seal(request, field: .request, appendingTo: &blob)
         return blob
     }
 
@@ -133,16 +156,16 @@ package struct EntrySealing: Sendable {
         guard let seal = entry.seal else { return nil }
         do throws(QueueError) {
             let cipher = try cipher(for: entry, seal: seal)
-            let (url, headers) = try Self.fields(of: entry, seal: seal, cipher: cipher)
-            var body: Data?
-            if case .inline(let data) = entry.body {
+            let fields = try Self.fields(of: entry, seal: seal, cipher: cipher)
+            var body = fields.body
+            if body == nil, case .inline(let data) = entry.body {
                 do throws(SealError) {
                     body = try cipher.open(data, field: .body)
                 } catch {
                     throw .sealBroken(entry.id, reason: error.description)
                 }
             }
-            return .success(Opened(url: url, headers: headers, cipher: cipher, inlineBody: body))
+            return .success(Opened(url: fields.url, headers: fields.headers, cipher: cipher, inlineBody: body))
         } catch {
             return .failure(error)
         }
@@ -192,13 +215,27 @@ package struct EntrySealing: Sendable {
         }
     }
 
-    /// `entry`'s url and headers as enqueued, opened with `cipher`.
-    private static func fields(of entry: QueueEntry, seal: StoredSeal, cipher: EntryCipher) throws(QueueError) -> (url: String, headers: [StoredHeader]) {
-        if cipher.entrySeal.version == 1 { return try fieldsV1(of: entry, seal: seal, cipher: cipher) }
+    /// `entry`'s url and headers as enqueued, opened with `cipher`, and in version 3 its body.
+    private static func fields(
+        of entry: QueueEntry, seal: StoredSeal, cipher: EntryCipher
+    ) throws(QueueError) -> (url: String, headers: [StoredHeader], body: Data?) {
+        let version = cipher.entrySeal.version
+        if version == 1 {
+            let (url, headers) = try fieldsV1(of: entry, seal: seal, cipher: cipher)
+            return (url, headers, nil)
+        }
         let sealed = seal.blob.dropFirst(1 + SealFormat.saltSize)
         let request: Data
+        var body: Data?
         do throws(SealError) {
-            request = try cipher.open(sealed, field: .request)
+            if version == SealFormat.joinedVersion {
+                guard case .inline(let sealedBody) = entry.body else {
+                    throw .invalidSeal("format version 3 keeps the body in the row, and the row holds none")
+                }
+                (request, body) = try cipher.openJoined(request: sealed, body: sealedBody)
+            } else {
+                request = try cipher.open(sealed, field: .request)
+            }
         } catch {
             throw .sealBroken(entry.id, reason: error.description)
         }
@@ -210,7 +247,8 @@ package struct EntrySealing: Sendable {
         guard length <= request.count - 4 else { throw .sealBroken(entry.id, reason: "its sealed request is cut short") }
         let target = request[(start + 4)..<(start + 4 + length)]
         let headers = request[(start + 4 + length)...]
-        return (entry.url + String(decoding: target, as: UTF8.self), headers.isEmpty ? [] : LineCoding.decodeHeaders(String(decoding: headers, as: UTF8.self)))
+        let url = entry.url + String(decoding: target, as: UTF8.self)
+        return (url, headers.isEmpty ? [] : LineCoding.decodeHeaders(String(decoding: headers, as: UTF8.self)), body)
     }
 
     /// ``fields(of:seal:cipher:)`` of a version 1 entry: target and headers sealed apart.

@@ -6,7 +6,8 @@ import Glibc
 /// What an entry stores in clear so that it can be opened: the format version, the id of the
 /// key that sealed it, and its random salt. None of it is secret.
 public struct EntrySeal: Sendable, Hashable, CustomStringConvertible {
-    /// The format version, ``SealFormat/version`` for entries sealed by this module.
+    /// The format version: ``SealFormat/version``, or ``SealFormat/joinedVersion`` for an
+    /// entry whose request and row-kept body are sealed as one value.
     public let version: Int
     /// The keyring key the entry's field keys derive from.
     public let keyID: KeyID
@@ -21,9 +22,9 @@ public struct EntrySeal: Sendable, Hashable, CustomStringConvertible {
         self.salt = salt
     }
 
-    /// A fresh seal under `keyID`: the current version and a new random salt.
-    static func fresh(keyID: KeyID) -> EntrySeal {
-        EntrySeal(version: SealFormat.version, keyID: keyID, salt: randomSalt())
+    /// A fresh seal under `keyID`: the format `version` and a new random salt.
+    static func fresh(keyID: KeyID, version: Int = SealFormat.version) -> EntrySeal {
+        EntrySeal(version: version, keyID: keyID, salt: randomSalt())
     }
 
     /// ``SealFormat/saltSize`` bytes from the system's generator in one call: `arc4random_buf`

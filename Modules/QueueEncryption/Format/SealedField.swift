@@ -29,6 +29,9 @@ public struct SealedField: Sendable, Hashable, CustomStringConvertible {
     public static let headers = SealedField("headers")
     /// The request's body.
     public static let body = SealedField("body")
+    /// The request (as in ``request``) followed by its body, as one value (version 3): for an
+    /// entry whose body is kept in its row and fits one chunk with the request.
+    public static let entry = SealedField("entry")
 
     public var description: String { name }
 }

@@ -43,8 +43,11 @@ public struct EntryCipher: Sendable {
     /// - Parameters:
     ///   - queueID: the queue's own id, drawn once when the queue is made and stored in it.
     ///   - idempotencyKey: the entry's idempotency key, unique within the queue.
-    public init(sealingWith keyring: Keyring, queueID: UUID, idempotencyKey: String) {
-        self.init(key: keyring.primary, seal: .fresh(keyID: keyring.primary.id), queueID: queueID, idempotencyKey: idempotencyKey)
+    ///   - version: the format version to seal in: ``SealFormat/version`` (fields sealed apart),
+    ///     or ``SealFormat/joinedVersion`` for an entry sealed with ``sealJoined(_:requestSize:appendingTo:)``.
+    public init(sealingWith keyring: Keyring, queueID: UUID, idempotencyKey: String, version: Int = SealFormat.version) {
+        precondition(version >= 2 && SealFormat.readableVersions.contains(version), "version \(version) is not written")
+        self.init(key: keyring.primary, seal: .fresh(keyID: keyring.primary.id, version: version), queueID: queueID, idempotencyKey: idempotencyKey)
     }
 
     /// A cipher for an entry sealed with `seal`.
@@ -103,6 +106,42 @@ public struct EntryCipher: Sendable {
         var plaintext = try opener.update(sealed)
         plaintext.append(try opener.finish())
         return plaintext
+    }
+
+    // MARK: - Version 3: request and body as one value
+
+    /// Version 3's one value, field `entry`: `plaintext` is the request's plaintext
+    /// (`requestSize` bytes) followed by the body's, together at most one chunk
+    /// (``SealFormat/chunkSize``), sealed as one chunk. The sealed request (its ciphertext, as
+    /// long as its plaintext) is appended to `seal`, after the bytes it holds; what is returned
+    /// is the body's part: its ciphertext, then the value's tag, ``SealFormat/sealedSize(plaintextSize:)``
+    /// of the body. So the tag travels with the body, and neither part opens without the other.
+    package func sealJoined(_ plaintext: Data, requestSize: Int, appendingTo seal: inout Data) -> Data {
+        precondition(entrySeal.version == SealFormat.joinedVersion, "only a version 3 cipher seals an entry joined")
+        precondition(requestSize >= 0 && requestSize <= plaintext.count && plaintext.count <= SealFormat.chunkSize)
+        let start = seal.count
+        stream(.entry).seal(plaintext, chunk: 0, last: true, appendingTo: &seal)
+        let body = Data(seal[(start + requestSize)...])
+        seal.count = start + requestSize
+        return body
+    }
+
+    /// The request's and the body's plaintext of a version 3 entry, from its sealed request
+    /// (what ``sealJoined(_:requestSize:appendingTo:)`` appended to the seal) and its sealed
+    /// body (what it returned). Throws `authenticationFailed` for the field `entry` when either
+    /// part was changed, cut, swapped with another entry's or moved.
+    package func openJoined(request sealedRequest: Data, body sealedBody: Data) throws(SealError) -> (request: Data, body: Data) {
+        guard sealedBody.count >= SealFormat.tagSize, sealedRequest.count + sealedBody.count <= SealFormat.sealedChunkSize else {
+            throw .authenticationFailed(field: .entry, chunk: 0)
+        }
+        var joined = Data(capacity: sealedRequest.count + sealedBody.count)
+        joined.append(sealedRequest)
+        joined.append(sealedBody)
+        guard let plaintext = stream(.entry).open(joined, chunk: 0, last: true) else {
+            throw .authenticationFailed(field: .entry, chunk: 0)
+        }
+        let split = plaintext.startIndex + sealedRequest.count
+        return (plaintext[..<split], plaintext[split...])
     }
 
     /// A sealer for the entry's body, fed in pieces.
