@@ -6,7 +6,7 @@ public struct SealedField: Sendable, Hashable, CustomStringConvertible {
     /// The name bound into the format, such as `body`: ASCII, fixed for the format's life.
     public let name: String
     /// The name's bytes and HKDF's block counter 0x01: what ends the input of the HMAC that
-    /// expands the field's key in version 2.
+    /// expands the field's key in versions 2 and 3.
     let expandSuffix: Data
     /// The name's part of the associated data (``AssociatedData``): its byte count, 32 bits
     /// big-endian, then the name.

@@ -33,16 +33,16 @@ struct ChunkStream: Sendable {
 
     /// HKDF's extract for an entry sealed with `seal` under `key`, keyed as the HMAC that
     /// expands its field keys (``expand(_:field:seal:)``): in version 1 the entry's own
-    /// extract (its salt is HKDF's salt), in version 2 the key's, made when the key was.
+    /// extract (its salt is HKDF's salt), in versions 2 and 3 the key's, made when the key was.
     static func expander(for seal: EntrySeal, key: QueueKey) -> KeyedHMAC {
         guard seal.version == 1 else { return key.expander }
         return KeyedHMAC(key: SymmetricKey(data: HKDF<SHA256>.extract(inputKeyMaterial: key.key, salt: seal.salt)))
     }
 
     /// The field key for `field` of the entry with `seal`: the same key as ``derive(from:salt:field:)``
-    /// (version 1) or ``deriveV2(from:salt:field:)`` (version 2). HKDF's expand to 32 bytes,
+    /// (version 1) or ``deriveV2(from:salt:field:)`` (versions 2 and 3). HKDF's expand to 32 bytes,
     /// one SHA-256 block, is `HMAC(PRK, info || 0x01)` (RFC 5869, 2.3); here the HMAC keyed
-    /// once (per entry in version 1, per key in version 2) does it for each field, where
+    /// once (per entry in version 1, per key in versions 2 and 3) does it for each field, where
     /// `HKDF.expand` would key a new one per field and copy the output twice. The key is the
     /// digest itself, a value on the stack until it keys the field's ``FieldAEAD``.
     static func expand(_ expander: KeyedHMAC, field: SealedField, seal: EntrySeal) -> SHA256Digest {
