@@ -9,29 +9,36 @@ import Foundation
 /// queue; the key is unique within a queue and known before the store assigns a row id. The
 /// length prefixes keep the encoding unambiguous: no two different tuples encode alike.
 enum AssociatedData {
+    /// The encoding, written into one buffer of its exact size in one pass: built part by part
+    /// with `Data.append`, each append's exclusivity check and bookkeeping cost more than its
+    /// bytes (Docs/Benchmarks.md, *Sixth pass*).
     static func encode(version: Int, queueID: UUID, idempotencyKey: String, keyID: KeyID, field: SealedField) -> Data {
-        encode(prefix: prefix(version: version, queueID: queueID, idempotencyKey: idempotencyKey, keyID: keyID), field: field)
-    }
-
-    /// The encoding up to the field's part, which is the same for every field of an entry.
-    static func prefix(version: Int, queueID: UUID, idempotencyKey: String, keyID: KeyID) -> Data {
-        var data = Data(capacity: 1 + 4 + 16 + 4 + idempotencyKey.utf8.count + 4 + keyID.rawValue.utf8.count + 4 + 16)
-        data.append(UInt8(version))
-        withUnsafeBytes(of: queueID.uuid) { uuid in
-            withUnsafeBytes(of: UInt32(uuid.count).bigEndian) { data.append(contentsOf: $0) }
-            data.append(contentsOf: uuid)
+        var key = idempotencyKey, id = keyID.rawValue
+        let size = 1 + (4 + 16) + (4 + key.utf8.count) + (4 + id.utf8.count) + field.associatedPart.count
+        var data = Data(count: size)
+        data.withUnsafeMutableBytes { (output: UnsafeMutableRawBufferPointer) -> Void in
+            var offset = 0
+            func put(_ bytes: UnsafeRawBufferPointer) {
+                UnsafeMutableRawBufferPointer(rebasing: output[offset..<(offset + bytes.count)]).copyMemory(from: bytes)
+                offset += bytes.count
+            }
+            func putLength(_ count: Int) {
+                withUnsafeBytes(of: UInt32(count).bigEndian) { put($0) }
+            }
+            output[0] = UInt8(version)
+            offset = 1
+            putLength(16)
+            withUnsafeBytes(of: queueID.uuid) { put($0) }
+            key.withUTF8 { bytes in
+                putLength(bytes.count)
+                put(UnsafeRawBufferPointer(bytes))
+            }
+            id.withUTF8 { bytes in
+                putLength(bytes.count)
+                put(UnsafeRawBufferPointer(bytes))
+            }
+            field.associatedPart.withUnsafeBytes { put($0) }
         }
-        data.appendLengthPrefixedUTF8(idempotencyKey)
-        data.appendLengthPrefixedUTF8(keyID.rawValue)
-        return data
-    }
-
-    /// `prefix` (of ``prefix(version:queueID:idempotencyKey:keyID:)``) followed by `field`'s
-    /// part, made once per field (``SealedField/associatedPart``).
-    static func encode(prefix: Data, field: SealedField) -> Data {
-        var data = Data(capacity: prefix.count + field.associatedPart.count)
-        data.append(prefix)
-        data.append(field.associatedPart)
         return data
     }
 }

@@ -141,6 +141,20 @@ struct ChunkStream: Sendable {
         }
     }
 
+    /// Sealed chunk number `chunk`, the whole of `buffer`, opened where it lies: its plaintext
+    /// is then `buffer`'s first `buffer.count` - 16 bytes. Whether it authenticates; when it
+    /// does not, nothing of the plaintext is left (BoringSSL clears its output, which on
+    /// Linux is the buffer itself).
+    func openInPlace(_ buffer: UnsafeMutableRawBufferPointer, chunk: Int, last: Bool) -> Bool {
+        guard buffer.count >= SealFormat.tagSize else { return false }
+        let plaintext = UnsafeMutableRawBufferPointer(rebasing: buffer[..<(buffer.count - SealFormat.tagSize)])
+        return associatedData.withUnsafeBytes { associatedData in
+            Self.withNonce(chunk: chunk, last: last) { nonce in
+                aead.open(UnsafeRawBufferPointer(buffer), nonce: nonce, associatedData: associatedData, into: plaintext)
+            }
+        }
+    }
+
     /// `count` bytes that `write` fills, all of them, in a `Data` that owns them, or `nil` when
     /// `write` fails. Not zeroed first, as `Data(count:)` and a growing `count` are: for a body's
     /// chunks that was a `memset` of every byte before AES-GCM wrote it.

@@ -35,18 +35,25 @@ public struct EntryCipher: Sendable {
     /// HKDF's extract, as the HMAC that expands each field's key from it
     /// (``ChunkStream/expander(for:key:)``).
     private let expander: KeyedHMAC
-    /// The associated data up to the field's name: the same for every field of the entry.
-    private let associatedPrefix: Data
+    /// What the associated data binds besides the version, key id and field: the queue's id
+    /// and the entry's idempotency key.
+    private let queueID: UUID
+    private let idempotencyKey: String
 
     /// A cipher for a new entry: the keyring's primary key and a new random salt.
     ///
     /// - Parameters:
     ///   - queueID: the queue's own id, drawn once when the queue is made and stored in it.
     ///   - idempotencyKey: the entry's idempotency key, unique within the queue.
-    ///   - version: the format version to seal in: ``SealFormat/version`` (fields sealed apart),
-    ///     or ``SealFormat/joinedVersion`` for an entry sealed with ``sealJoined(_:requestSize:appendingTo:)``.
-    public init(sealingWith keyring: Keyring, queueID: UUID, idempotencyKey: String, version: Int = SealFormat.version) {
-        precondition(version >= 2 && SealFormat.readableVersions.contains(version), "version \(version) is not written")
+    public init(sealingWith keyring: Keyring, queueID: UUID, idempotencyKey: String) {
+        self.init(key: keyring.primary, seal: .fresh(keyID: keyring.primary.id), queueID: queueID, idempotencyKey: idempotencyKey)
+    }
+
+    /// A cipher for a new entry of format `version`: ``SealFormat/version`` (its fields sealed
+    /// apart) or ``SealFormat/joinedVersion`` (its request and body sealed with
+    /// ``sealJoined(_:requestSize:appendingTo:)``).
+    package init(sealingWith keyring: Keyring, queueID: UUID, idempotencyKey: String, version: Int) {
+        precondition(version == SealFormat.version || version == SealFormat.joinedVersion, "format version \(version) is not written")
         self.init(key: keyring.primary, seal: .fresh(keyID: keyring.primary.id, version: version), queueID: queueID, idempotencyKey: idempotencyKey)
     }
 
@@ -68,7 +75,8 @@ public struct EntryCipher: Sendable {
     init(key: QueueKey, seal: EntrySeal, queueID: UUID, idempotencyKey: String) {
         entrySeal = seal
         expander = ChunkStream.expander(for: seal, key: key)
-        associatedPrefix = AssociatedData.prefix(version: seal.version, queueID: queueID, idempotencyKey: idempotencyKey, keyID: seal.keyID)
+        self.queueID = queueID
+        self.idempotencyKey = idempotencyKey
     }
 
     /// `plaintext` sealed as `field`: ``SealFormat/sealedSize(plaintextSize:)`` bytes.
@@ -134,14 +142,19 @@ public struct EntryCipher: Sendable {
         guard sealedBody.count >= SealFormat.tagSize, sealedRequest.count + sealedBody.count <= SealFormat.sealedChunkSize else {
             throw .authenticationFailed(field: .entry, chunk: 0)
         }
-        var joined = Data(capacity: sealedRequest.count + sealedBody.count)
-        joined.append(sealedRequest)
-        joined.append(sealedBody)
-        guard let plaintext = stream(.entry).open(joined, chunk: 0, last: true) else {
+        // The two parts copied side by side into one buffer and opened there, which the
+        // plaintext then owns: one buffer, where joining them and opening into another took two.
+        let size = sealedRequest.count + sealedBody.count
+        guard let bytes = malloc(size) else { fatalError("out of memory: \(size) bytes") }
+        let buffer = UnsafeMutableRawBufferPointer(start: bytes, count: size)
+        sealedRequest.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        sealedBody.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[sealedRequest.count...]).copyMemory(from: $0) }
+        guard stream(.entry).openInPlace(buffer, chunk: 0, last: true) else {
+            free(bytes)
             throw .authenticationFailed(field: .entry, chunk: 0)
         }
-        let split = plaintext.startIndex + sealedRequest.count
-        return (plaintext[..<split], plaintext[split...])
+        let plaintext = Data(bytesNoCopy: bytes, count: size - SealFormat.tagSize, deallocator: .free)
+        return (plaintext.prefix(sealedRequest.count), plaintext.dropFirst(sealedRequest.count))
     }
 
     /// A sealer for the entry's body, fed in pieces.
@@ -210,7 +223,8 @@ public struct EntryCipher: Sendable {
     private func stream(_ field: SealedField) -> ChunkStream {
         ChunkStream(
             aead: ChunkStream.expand(expander, field: field, seal: entrySeal).withUnsafeBytes { FieldAEAD(key: $0) },
-            associatedData: AssociatedData.encode(prefix: associatedPrefix, field: field),
+            associatedData: AssociatedData.encode(
+                version: entrySeal.version, queueID: queueID, idempotencyKey: idempotencyKey, keyID: entrySeal.keyID, field: field),
             field: field)
     }
 }
