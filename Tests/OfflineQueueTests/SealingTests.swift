@@ -288,73 +288,62 @@ struct SealingTests {
 
     @Test("an entry sealed in format version 2 with its body apart in the row (before version 3) still opens and is delivered as enqueued", arguments: StoreKind.shared)
     func version2EntriesStillOpen(_ kind: StoreKind) async throws {
-        let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let keyring = Keyring.generate()
-        let queue = try await queue(store, server, keyring: keyring)
-        let url = server.url("/echo/v2/orders?id=8").absoluteString
-        let body = Data("{\"v\":2}".utf8)
-        let ticket = try await queue.enqueue(
-            method: "POST", url: url, headers: [("X-Private", "two")], body: .data(body), options: EnqueueOptions(idempotencyKey: "v2-entry")
-        )
-        let queueID = try await queue.sealStatus().queueID
-        await queue.close()
-        // Rewrite the row as version 2 wrote it: 0x02, salt, the sealed request; the body
-        // sealed as a field of its own.
-        let salt = Data((0..<16).map { UInt8($0 * 5 + 3) })
-        let v2 = try EntryCipher(
-            opening: EntrySeal(version: 2, keyID: keyring.primary.id, salt: salt), with: keyring, queueID: queueID, idempotencyKey: "v2-entry"
-        )
-        let target = Data("/echo/v2/orders?id=8".utf8)
-        var blob = Data([2]) + salt
-        blob.append(v2.seal(withUnsafeBytes(of: UInt32(target.count).bigEndian) { Data($0) } + target + Data("X-Private: two\n".utf8), field: .request))
-        let rows = RowEditor(store: store)
-        try await rows.setSeal(ticket.id, blob)
-        try await rows.setInlineBody(ticket.id, v2.seal(body, field: .body))
-        let reopened = try await self.queue(store, server, keyring: keyring)
-        #expect(try await reopened.drain().delivered == 1)
-        let received = try #require(server.requests.first)
-        #expect(received.target == "/echo/v2/orders?id=8")
-        #expect(received.values(of: "X-Private") == ["two"])
-        #expect(received.bodySize == body.count && received.bodyCRC32 == CRC32.checksum(body))
-        await reopened.close()
-        await server.shutdown()
+        // As version 2 wrote it: 0x02, salt, the sealed request; the body sealed as a field
+        // of its own.
+        try await rewrittenEntryIsDelivered(kind, version: 2, path: "/echo/v2/orders?id=8", header: "two") { cipher, salt, target, headers, body in
+            var blob = Data([2]) + salt
+            blob.append(cipher.seal(withUnsafeBytes(of: UInt32(target.count).bigEndian) { Data($0) } + target + headers, field: .request))
+            return (blob, cipher.seal(body, field: .body))
+        }
     }
 
     @Test("an entry sealed in format version 1 (before version 2) still opens and is delivered as enqueued", arguments: StoreKind.shared)
     func version1EntriesStillOpen(_ kind: StoreKind) async throws {
+        // As version 1 wrote it: 0x01, salt, len(sealed target), sealed target, sealed
+        // headers; the body sealed under version 1's key for the field.
+        try await rewrittenEntryIsDelivered(kind, version: 1, path: "/echo/v1/orders?id=7", header: "one") { cipher, salt, target, headers, body in
+            let sealedTarget = cipher.seal(target, field: .target)
+            var blob = Data([1]) + salt
+            withUnsafeBytes(of: UInt32(sealedTarget.count).bigEndian) { blob.append(contentsOf: $0) }
+            blob.append(sealedTarget)
+            blob.append(cipher.seal(headers, field: .headers))
+            return (blob, cipher.seal(body, field: .body))
+        }
+    }
+
+    /// An entry enqueued, its row rewritten by `rewrite` (given the cipher of `version` under
+    /// a fixed salt, the salt, the target, the header lines and the body; returning the seal
+    /// and the sealed body) as an older Courier wrote it, then drained: it arrives as enqueued.
+    private func rewrittenEntryIsDelivered(
+        _ kind: StoreKind, version: Int, path: String, header: String,
+        rewrite: (EntryCipher, Data, Data, Data, Data) -> (seal: Data, body: Data)
+    ) async throws {
         let store = try TestStore(kind)
         defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         let keyring = Keyring.generate()
         let queue = try await queue(store, server, keyring: keyring)
-        let url = server.url("/echo/v1/orders?id=7").absoluteString
-        let body = Data("{\"v\":1}".utf8)
+        let body = Data("{\"v\":\(version)}".utf8)
+        let key = "v\(version)-entry"
         let ticket = try await queue.enqueue(
-            method: "POST", url: url, headers: [("X-Private", "one")], body: .data(body), options: EnqueueOptions(idempotencyKey: "v1-entry")
+            method: "POST", url: server.url(path).absoluteString, headers: [("X-Private", header)], body: .data(body),
+            options: EnqueueOptions(idempotencyKey: key)
         )
         let queueID = try await queue.sealStatus().queueID
         await queue.close()
-        // Rewrite the row as version 1 wrote it: 0x01, salt, len(sealed target), sealed target,
-        // sealed headers; the body sealed under version 1's key for the field.
-        let salt = Data((0..<16).map { UInt8($0 * 7 + 1) })
-        let v1 = try EntryCipher(
-            opening: EntrySeal(version: 1, keyID: keyring.primary.id, salt: salt), with: keyring, queueID: queueID, idempotencyKey: "v1-entry"
+        let salt = Data((0..<16).map { UInt8($0 * (4 + version) + 1) })
+        let cipher = try EntryCipher(
+            opening: EntrySeal(version: version, keyID: keyring.primary.id, salt: salt), with: keyring, queueID: queueID, idempotencyKey: key
         )
-        let sealedTarget = v1.seal(Data("/echo/v1/orders?id=7".utf8), field: .target)
-        var blob = Data([1]) + salt
-        withUnsafeBytes(of: UInt32(sealedTarget.count).bigEndian) { blob.append(contentsOf: $0) }
-        blob.append(sealedTarget)
-        blob.append(v1.seal(Data("X-Private: one\n".utf8), field: .headers))
+        let (seal, sealedBody) = rewrite(cipher, salt, Data(path.utf8), Data("X-Private: \(header)\n".utf8), body)
         let rows = RowEditor(store: store)
-        try await rows.setSeal(ticket.id, blob)
-        try await rows.setInlineBody(ticket.id, v1.seal(body, field: .body))
+        try await rows.setSeal(ticket.id, seal)
+        try await rows.setInlineBody(ticket.id, sealedBody)
         let reopened = try await self.queue(store, server, keyring: keyring)
         #expect(try await reopened.drain().delivered == 1)
         let received = try #require(server.requests.first)
-        #expect(received.target == "/echo/v1/orders?id=7")
-        #expect(received.values(of: "X-Private") == ["one"])
+        #expect(received.target == path)
+        #expect(received.values(of: "X-Private") == [header])
         #expect(received.bodySize == body.count && received.bodyCRC32 == CRC32.checksum(body))
         await reopened.close()
         await server.shutdown()
