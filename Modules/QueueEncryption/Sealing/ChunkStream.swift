@@ -158,7 +158,7 @@ struct ChunkStream: Sendable {
     /// `count` bytes that `write` fills, all of them, in a `Data` that owns them, or `nil` when
     /// `write` fails. Not zeroed first, as `Data(count:)` and a growing `count` are: for a body's
     /// chunks that was a `memset` of every byte before AES-GCM wrote it.
-    private static func uninitializedData(count: Int, _ write: (UnsafeMutableRawBufferPointer) -> Bool) -> Data? {
+    static func uninitializedData(count: Int, _ write: (UnsafeMutableRawBufferPointer) -> Bool) -> Data? {
         guard count > 0 else { return write(UnsafeMutableRawBufferPointer(start: nil, count: 0)) ? Data() : nil }
         guard let bytes = malloc(count) else { fatalError("out of memory: \(count) bytes") }
         guard write(UnsafeMutableRawBufferPointer(start: bytes, count: count)) else {

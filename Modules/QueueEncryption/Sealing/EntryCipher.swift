@@ -144,16 +144,15 @@ public struct EntryCipher: Sendable {
         }
         // The two parts copied side by side into one buffer and opened there, which the
         // plaintext then owns: one buffer, where joining them and opening into another took two.
-        let size = sealedRequest.count + sealedBody.count
-        guard let bytes = malloc(size) else { fatalError("out of memory: \(size) bytes") }
-        let buffer = UnsafeMutableRawBufferPointer(start: bytes, count: size)
-        sealedRequest.withUnsafeBytes { buffer.copyMemory(from: $0) }
-        sealedBody.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[sealedRequest.count...]).copyMemory(from: $0) }
-        guard stream(.entry).openInPlace(buffer, chunk: 0, last: true) else {
-            free(bytes)
-            throw .authenticationFailed(field: .entry, chunk: 0)
+        let stream = stream(.entry)
+        let opened = ChunkStream.uninitializedData(count: sealedRequest.count + sealedBody.count) { buffer in
+            sealedRequest.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            sealedBody.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[sealedRequest.count...]).copyMemory(from: $0) }
+            return stream.openInPlace(buffer, chunk: 0, last: true)
         }
-        let plaintext = Data(bytesNoCopy: bytes, count: size - SealFormat.tagSize, deallocator: .free)
+        guard let opened else { throw .authenticationFailed(field: .entry, chunk: 0) }
+        // The buffer's last 16 bytes held the tag; the plaintext is what comes before.
+        let plaintext = opened.dropLast(SealFormat.tagSize)
         return (plaintext.prefix(sealedRequest.count), plaintext.dropFirst(sealedRequest.count))
     }
 
