@@ -212,7 +212,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "CourierTesting", "HTTPCore",
+                "CourierTesting", "HTTPCore", httpTypes,
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -228,7 +228,7 @@ let package = Package(
         tests("HTTPCoreTests", ["HTTPCore", "CourierTesting", "TestSupport", httpTypes]),
         tests("CourierTestingTests", ["CourierTesting", "HTTPCore", "OfflineQueue", "AsyncHTTPClientTransport", httpTypes]),
         tests("AsyncHTTPClientTransportTests", [
-            "AsyncHTTPClientTransport", "HTTPCore", "CourierTesting", httpTypes,
+            "AsyncHTTPClientTransport", "HTTPCore", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

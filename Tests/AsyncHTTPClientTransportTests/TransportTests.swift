@@ -7,6 +7,7 @@ import HTTPTypes
 import NIOCore
 import NIOSSL
 import Testing
+import TestSupport
 
 @Suite("AsyncHTTPClientTransport")
 struct TransportTests {
@@ -64,7 +65,7 @@ struct TransportTests {
         let head = { (path: String) in HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: path) }
 
         // The client's own configuration is in force: it does not follow the redirect.
-        let moved = try await transport.send(head("/moved"), body: nil, timeout: .seconds(10))
+        let moved = try await transport.send(head("/moved"), body: nil, timeout: .hangGuard)
         await moved.body.discard()
         #expect(moved.head.status.code == 302)
         #expect(moved.head.headerFields[.location] == "/target")
@@ -72,7 +73,7 @@ struct TransportTests {
 
         // Shutting the transport down leaves a client it does not own running...
         try await transport.shutdown()
-        let after = try await transport.send(head("/target"), body: nil, timeout: .seconds(10))
+        let after = try await transport.send(head("/target"), body: nil, timeout: .hangGuard)
         await after.body.discard()
         #expect(after.head.status.code == 200)
         #expect(stub.recordedRequests.count == 2)
@@ -80,7 +81,7 @@ struct TransportTests {
         // ...and once its owner shuts it down, the transport can no longer send: it had no other.
         try await client.shutdown()
         await #expect(throws: NetworkError.self) {
-            _ = try await transport.send(head("/target"), body: nil, timeout: .seconds(10))
+            _ = try await transport.send(head("/target"), body: nil, timeout: .hangGuard)
         }
         #expect(stub.recordedRequests.count == 2)
         await server.shutdown()
@@ -110,11 +111,8 @@ struct TransportTests {
             let transport = AsyncHTTPClientTransport()
             client = transport.client
         }
-        // The client stays alive while it shuts down, then goes away (bounded wait: 10 s).
-        for _ in 0..<1000 where client != nil {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(client == nil, "the HTTPClient was never shut down and released")
+        // The client stays alive while it shuts down, then goes away.
+        #expect(await eventually { client == nil }, "the HTTPClient was never shut down and released")
     }
 }
 
@@ -147,7 +145,7 @@ struct StaleConnectionTests {
             HTTPRequest(method: method, scheme: "http", authority: "127.0.0.1:\(server.port)", path: path)
         }
         for (method, path) in [(HTTPRequest.Method.get, "/first"), (.get, "/second")] {
-            let response = try await transport.send(head(method, path), body: nil, timeout: .seconds(10))
+            let response = try await transport.send(head(method, path), body: nil, timeout: .hangGuard)
             #expect(try await response.body.collect(upTo: 1024) == Data("ok".utf8))
             #expect(response.head.status == .ok)
         }
@@ -158,7 +156,7 @@ struct StaleConnectionTests {
         let putServer = try await LoopbackServer.start(answering: put)
         let putHead = HTTPRequest(method: .put, scheme: "http", authority: "127.0.0.1:\(putServer.port)", path: "/item")
         for _ in 0..<2 {
-            let response = try await transport.send(putHead, body: .data(Data("v".utf8)), timeout: .seconds(10))
+            let response = try await transport.send(putHead, body: .data(Data("v".utf8)), timeout: .hangGuard)
             await response.body.discard()
             #expect(response.head.status == .ok)
         }
@@ -174,10 +172,10 @@ struct StaleConnectionTests {
         let server = try await LoopbackServer.start(answering: responder)
         let transport = AsyncHTTPClientTransport()
         let head = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/events")
-        let first = try await transport.send(head, body: .data(Data("1".utf8)), timeout: .seconds(10))
+        let first = try await transport.send(head, body: .data(Data("1".utf8)), timeout: .hangGuard)
         await first.body.discard()
         await expectConnectionLost {
-            _ = try await transport.send(head, body: .data(Data("2".utf8)), timeout: .seconds(10))
+            _ = try await transport.send(head, body: .data(Data("2".utf8)), timeout: .hangGuard)
         }
         #expect(responder.seen.current == ["POST /events", "POST /events"])
         try await transport.shutdown()
@@ -190,10 +188,10 @@ struct StaleConnectionTests {
         let server = try await LoopbackServer.start(answering: responder)
         let transport = AsyncHTTPClientTransport()
         let head = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/page")
-        let first = try await transport.send(head, body: nil, timeout: .seconds(10))
+        let first = try await transport.send(head, body: nil, timeout: .hangGuard)
         await first.body.discard()
         await expectConnectionLost {
-            _ = try await transport.send(head, body: nil, timeout: .seconds(10))
+            _ = try await transport.send(head, body: nil, timeout: .hangGuard)
         }
         #expect(responder.seen.current.count == 3)
         try await transport.shutdown()

@@ -48,7 +48,7 @@ struct Greeting: Codable, Sendable, Equatable {
 extension HTTPBinServer {
     /// A client for this server over `transport`.
     func client(_ transport: NamedTransport, configure: (inout ClientConfiguration) -> Void = { _ in }) -> APIClient {
-        var configuration = ClientConfiguration(baseURL: baseURL, timeout: .seconds(60))
+        var configuration = ClientConfiguration(baseURL: baseURL, timeout: .hangGuard)
         configure(&configuration)
         return APIClient(configuration: configuration, transport: transport.make())
     }

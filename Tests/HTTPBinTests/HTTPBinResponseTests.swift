@@ -30,7 +30,7 @@ struct HTTPBinResponseTests {
     func streamBytes(_ transport: NamedTransport) async throws {
         let bin = try await HTTPBinServer.shared()
         let response = try await transport.make().send(
-            HTTPRequest(method: .get, url: bin.url("/stream-bytes/90000?chunk_size=1000&seed=3")), body: nil, timeout: .seconds(60)
+            HTTPRequest(method: .get, url: bin.url("/stream-bytes/90000?chunk_size=1000&seed=3")), body: nil, timeout: .hangGuard
         )
         var total = 0
         for try await chunk in response.body { total += chunk.count }
@@ -52,7 +52,9 @@ struct HTTPBinResponseTests {
     @Test("/delay/N past a shorter timeout fails as timedOut", arguments: Transports.all)
     func delayTimeout(_ transport: NamedTransport) async throws {
         let bin = try await HTTPBinServer.shared()
-        var request = Request<Data>.get("/delay/5")
+        // An answer two minutes away (httpbin's /delay stops at 10 s): no load makes the
+        // timeout come later than that.
+        var request = Request<Data>.get("/drip?delay=120&numbytes=1")
         request.timeout = .milliseconds(700)
         await #expect {
             try await bin.client(transport).send(request)
@@ -66,7 +68,7 @@ struct HTTPBinResponseTests {
     func delayWithinTimeout(_ transport: NamedTransport) async throws {
         let bin = try await HTTPBinServer.shared()
         var request = Request<Data>.get("/delay/1")
-        request.timeout = .seconds(60)
+        request.timeout = .hangGuard
         let response = try await bin.client(transport).send(request)
         #expect(response.status == .ok)
     }
@@ -76,7 +78,8 @@ struct HTTPBinResponseTests {
         let bin = try await HTTPBinServer.shared()
         let client = bin.client(transport)
         let started = ContinuousClock.now
-        let call = Task { try await client.send(Request<Data>.get("/delay/10")) }
+        // An answer two minutes away: the cancellation comes first however slow the machine.
+        let call = Task { try await client.send(Request<Data>.get("/drip?delay=120&numbytes=1")) }
         try await Task.sleep(for: .milliseconds(300))
         let cancelledAt = ContinuousClock.now - started
         call.cancel()

@@ -64,7 +64,7 @@ struct HTTPBinStatusTests {
     func transportDoesNotFollow(_ transport: NamedTransport) async throws {
         let bin = try await HTTPBinServer.shared()
         let response = try await transport.make().send(
-            HTTPRequest(method: .get, url: bin.url("/redirect/2")), body: nil, timeout: .seconds(60)
+            HTTPRequest(method: .get, url: bin.url("/redirect/2")), body: nil, timeout: .hangGuard
         )
         _ = try await response.body.collect(upTo: 1 << 20)
         #expect(response.head.status.code == 302)

@@ -28,7 +28,7 @@ struct TransportEdgeTests {
     func largeDownload(_ transport: NamedTransport) async throws {
         let server = try await ScriptedServer.plain()
         let response = try await transport.make().send(
-            HTTPRequest(method: .get, url: server.url("/bulk/\(Self.tenMiB)")), body: nil, timeout: .seconds(60)
+            HTTPRequest(method: .get, url: server.url("/bulk/\(Self.tenMiB)")), body: nil, timeout: .hangGuard
         )
         var total = 0, chunks = 0, wrong = 0
         for try await chunk in response.body {
@@ -46,7 +46,7 @@ struct TransportEdgeTests {
         let server = try await ScriptedServer.plain()
         let body = RequestBody.stream(length: nil) { Self.patternStream(count: Self.tenMiB) }
         let response = try await transport.make().send(
-            HTTPRequest(method: .put, url: server.url("/verify")), body: body, timeout: .seconds(60)
+            HTTPRequest(method: .put, url: server.url("/verify")), body: body, timeout: .hangGuard
         )
         let verdict = try JSONDecoder().decode(Verdict.self, from: try await response.body.collect(upTo: 1 << 16))
         #expect(verdict.count == Self.tenMiB)
@@ -71,7 +71,7 @@ struct TransportEdgeTests {
         try Data().write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         for body in [RequestBody.stream(length: nil) { ByteStream(data: Data()) }, try RequestBody.file(file)] {
-            let response = try await transport.make().send(HTTPRequest(method: .put, url: server.url("/verify")), body: body, timeout: .seconds(60))
+            let response = try await transport.make().send(HTTPRequest(method: .put, url: server.url("/verify")), body: body, timeout: .hangGuard)
             let verdict = try JSONDecoder().decode(Verdict.self, from: try await response.body.collect(upTo: 1 << 16))
             #expect(verdict.count == 0)
         }
@@ -89,7 +89,7 @@ struct TransportEdgeTests {
     func refused(_ transport: NamedTransport) async throws {
         let port = try closedLoopbackPort()
         await expectTransportFailure(.cannotConnect) {
-            _ = try await transport.make().send(HTTPRequest(method: .get, url: URL(string: "http://127.0.0.1:\(port)/")!), body: nil, timeout: .seconds(60))
+            _ = try await transport.make().send(HTTPRequest(method: .get, url: URL(string: "http://127.0.0.1:\(port)/")!), body: nil, timeout: .hangGuard)
         }
     }
 
@@ -97,7 +97,7 @@ struct TransportEdgeTests {
     func selfSignedTLS(_ transport: NamedTransport) async throws {
         let server = try await ScriptedServer.selfSignedTLS()
         await expectTransportFailure(.tls) {
-            _ = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/")), body: nil, timeout: .seconds(60))
+            _ = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/")), body: nil, timeout: .hangGuard)
         }
     }
 
@@ -105,7 +105,7 @@ struct TransportEdgeTests {
     func truncatedBody(_ transport: NamedTransport) async throws {
         let server = try await ScriptedServer.plain()
         await expectTransportFailure(.connectionLost) {
-            let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/cut")), body: nil, timeout: .seconds(60))
+            let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/cut")), body: nil, timeout: .hangGuard)
             _ = try await response.body.collect(upTo: 1 << 20)
         }
     }
@@ -114,7 +114,7 @@ struct TransportEdgeTests {
     func garbage(_ transport: NamedTransport) async throws {
         let server = try await ScriptedServer.plain()
         await expectTransportFailure(.invalidResponse) {
-            let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/garbage")), body: nil, timeout: .seconds(60))
+            let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/garbage")), body: nil, timeout: .hangGuard)
             _ = try await response.body.collect(upTo: 1 << 20)
         }
     }
@@ -122,7 +122,7 @@ struct TransportEdgeTests {
     @Test("a 3xx without Location still comes back as a response", arguments: Transports.all)
     func redirectWithoutLocation(_ transport: NamedTransport) async throws {
         let server = try await ScriptedServer.plain()
-        let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/moved-nowhere")), body: nil, timeout: .seconds(60))
+        let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/moved-nowhere")), body: nil, timeout: .hangGuard)
         _ = try await response.body.collect(upTo: 1 << 20)
         #expect(response.head.status.code == 301)
     }
@@ -132,18 +132,18 @@ struct TransportEdgeTests {
         let server = try await ScriptedServer.plain()
         let shared = transport.make()
         do {
-            let response = try await shared.send(HTTPRequest(method: .get, url: server.url("/bulk/\(Self.tenMiB)")), body: nil, timeout: .seconds(60))
+            let response = try await shared.send(HTTPRequest(method: .get, url: server.url("/bulk/\(Self.tenMiB)")), body: nil, timeout: .hangGuard)
             var iterator = response.body.makeAsyncIterator()
             _ = try await iterator.next()
         }
-        let next = try await shared.send(HTTPRequest(method: .get, url: server.url("/hello")), body: nil, timeout: .seconds(60))
+        let next = try await shared.send(HTTPRequest(method: .get, url: server.url("/hello")), body: nil, timeout: .hangGuard)
         #expect(try await next.body.collect(upTo: 1 << 16).count > 0)
     }
 
     @Test("cancelling while the body streams ends the read with NetworkError.cancelled", arguments: Transports.all)
     func cancelDuringBody(_ transport: NamedTransport) async throws {
         let server = try await ScriptedServer.plain()
-        let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/bulk/\(Self.tenMiB)")), body: nil, timeout: .seconds(60))
+        let response = try await transport.make().send(HTTPRequest(method: .get, url: server.url("/bulk/\(Self.tenMiB)")), body: nil, timeout: .hangGuard)
         let reader = Task {
             var total = 0
             for try await chunk in response.body {

@@ -5,6 +5,7 @@ import FoundationNetworking
 @testable import HTTPCore
 import HTTPTypes
 import Testing
+import TestSupport
 
 /// The state machine between URLSession's delegate and a body reader, without I/O: events are
 /// fed by hand, in the orders the delegate queue can produce them.
@@ -221,7 +222,7 @@ struct URLSessionExchangeTests {
             let exchange = URLSessionExchange(maxBufferedBytes: 1024)
             let fails = round.isMultiple(of: 2)
             let waiters = (0..<(round % 7 + 2)).map { _ in Task { try await exchange.head().status } }
-            while exchange.parked.heads < waiters.count { await Task.yield() }
+            #expect(await eventually { exchange.parked.heads >= waiters.count }, "round \(round): every waiter parked")
             if fails { exchange.fail(.cancelled) } else { exchange.receive(head: head) }
             for waiter in waiters {
                 if fails {
@@ -239,7 +240,7 @@ struct URLSessionExchangeTests {
         let exchange = URLSessionExchange(maxBufferedBytes: 1024)
         exchange.receive(head: head)
         let first = Task { try await exchange.nextChunk() }
-        while !exchange.parked.body { await Task.yield() }
+        #expect(await eventually { exchange.parked.body }, "the first reader parked")
         await #expect(throws: NetworkError.self) { try await exchange.nextChunk() }
         exchange.receive(Data("a".utf8))
         #expect(try await first.value == Data("a".utf8))

@@ -3,6 +3,7 @@ import Foundation
 import HTTPCore
 import HTTPTypes
 import Testing
+import TestSupport
 
 @Suite struct ClientBehaviourTests {
     @Test func urlIsBuiltFromPartsLikeLeash() async throws {
@@ -80,10 +81,10 @@ import Testing
 
     @Test func cancellingTheTaskCancelsTheCall() async throws {
         let stub = StubTransport()
-        stub.on(.get, "/slow", respond: StubTransport.Stub(delay: .seconds(30)))
+        stub.on(.get, "/slow", respond: StubTransport.Stub(delay: .hangGuard))
         let client = makeClient(stub)
         let task = Task { try await client.send(Request<Void>.get("/slow")) }
-        while stub.recordedRequests.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await eventually { !stub.recordedRequests.isEmpty }, "the request reached the stub")
         task.cancel()
         await #expect {
             try await task.value

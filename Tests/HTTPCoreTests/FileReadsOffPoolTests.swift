@@ -34,15 +34,16 @@ struct FileReadsOffPoolTests {
         // until the bodies were written.
         let ran = DispatchSemaphore(value: 0)
         let probe = Task.detached { ran.signal() }
-        // On a thread of its own: after 300 ms (the readers blocked by then), wait for the probe
-        // up to 10 s, then write each body. A reader that has not opened its path yet (queued
+        // On a thread of its own: after 300 ms (the readers blocked by then, on a machine that is
+        // not loaded), wait for the probe (at most a hang guard: reads that held the pool keep it
+        // from running until the bodies are written, however long that is), then write each body. A reader that has not opened its path yet (queued
         // behind others) must not find a FIFO without a writer, where its open would wait for
         // ever: a regular file with the same body is renamed over the FIFO before the writer
         // closes it, so a reader finds one or the other, both with the body.
         let fds = writers
         let ranWhileBlocked = await onOwnThread { () -> Bool in
             Thread.sleep(forTimeInterval: 0.3)
-            let ranInTime = ran.wait(timeout: .now() + 10) == .success
+            let ranInTime = ran.wait(timeout: .now() + Duration.hangGuard.seconds) == .success
             for (index, (fd, payload)) in zip(fds, payloads).enumerated() {
                 _ = payload.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) }
                 let file = paths[index] + ".file"

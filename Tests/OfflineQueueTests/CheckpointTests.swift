@@ -31,24 +31,14 @@ struct CheckpointTests {
             let queue = try makeQueue(path: folder.databasePath, server: server)
             let checkpointer = try Self.checkpointer(of: queue)
             try await Self.fill(queue, batches: 40)
-            // The checkpointer runs on its own thread: wait for it, a bounded while.
-            var waited = 0
-            while checkpointer.counts.completed == 0 && waited < 200 {
-                try await Task.sleep(for: .milliseconds(50))
-                waited += 1
-            }
-            #expect(checkpointer.counts.completed >= 1)
+            // The checkpointer runs on its own thread: wait for it.
+            #expect(await eventually { checkpointer.counts.completed >= 1 }, "a checkpoint ran")
             #expect(checkpointer.counts.failed == 0)
             #expect(try await queue.counts().pending == 4_000)
             await queue.close()
         }
         // Closed: the file alone holds every entry (read it without the log).
-        var waited = 0
-        while FileManager.default.fileExists(atPath: folder.databasePath + "-wal") && waited < 200 {
-            try await Task.sleep(for: .milliseconds(50))
-            waited += 1
-        }
-        #expect(!FileManager.default.fileExists(atPath: folder.databasePath + "-wal"), "the last connection removed the log")
+        #expect(await eventually { !FileManager.default.fileExists(atPath: folder.databasePath + "-wal") }, "the last connection removed the log")
         var configuration = Configuration()
         configuration.readonly = true
         let reader = try DatabaseQueue(path: folder.databasePath, configuration: configuration)

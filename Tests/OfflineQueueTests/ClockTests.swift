@@ -70,7 +70,7 @@ struct ClockTests {
         let second = try queue(folder, server, clock, policy: policy)
         let tickets = try await (0..<4).asyncMap { _ in try await first.enqueue(method: "POST", url: server.url("/hold").absoluteString) }
         let drain = Task { try await first.drain() }
-        #expect(await eventually(.seconds(30)) { arrived.current == 4 })
+        #expect(await eventually { arrived.current == 4 })
         clock.stepWall(by: .seconds(3 * 86400))
         let other = try await second.drain()
         #expect(other.delivered == 0)

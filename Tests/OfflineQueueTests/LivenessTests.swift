@@ -1,6 +1,7 @@
 import HTTPCore
 @testable import OfflineQueue
 import Testing
+import TestSupport
 
 /// The watchdog's verdict, judged at chosen moments: what counts as stuck, and what does not.
 @Suite("Liveness: what a watchdog calls stuck")
@@ -64,7 +65,7 @@ struct CountsCacheTests {
         }
         try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<50 { group.addTask { try await cache.counts(maxAge: .seconds(60), read: read).pending } }
-            while reads.current == 0 { await Task.yield() }
+            #expect(await eventually { reads.current > 0 }, "the first reader is reading")
             gate.fire()
             for try await pending in group { #expect(pending == 7) }
         }

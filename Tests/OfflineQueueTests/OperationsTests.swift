@@ -88,7 +88,7 @@ struct OperationsTests {
         let arrived = LockedBox(false)
         server.route("/hold") { _, writer in
             arrived.withLock { $0 = true }
-            for _ in 0..<3000 where !release.current { try await Task.sleep(for: .milliseconds(10)) }
+            _ = await eventually { release.current }
             try await writer.respond(status: 200)
         }
         let queue = try await makeQueue(on: store, server: server)

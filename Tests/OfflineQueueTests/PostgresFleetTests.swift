@@ -93,7 +93,7 @@ struct PostgresFleetTests {
         let second = try await makeQueue(on: store, server: server, policy: policy, concurrency: 4)
         let tickets = try await (0..<4).asyncMap { try await first.enqueue(method: "POST", url: server.url("/held?n=\($0)").absoluteString) }
         let draining = Task { try await first.drain() }
-        #expect(await eventually(.seconds(30)) { arrived.current == 4 }, "the first drainer holds all four")
+        #expect(await eventually { arrived.current == 4 }, "the first drainer holds all four")
         #expect(try await second.drain().delivered == 0, "a live drainer's entries are not taken")
         let schema = try #require(store.schema)
         let terminated = try await withPostgres(store.path) { connection in
@@ -105,7 +105,7 @@ struct PostgresFleetTests {
         }
         #expect(terminated == 1, "the first drainer's own connection, which holds its lock")
         let retaking = Task { try await second.drain() }
-        #expect(await eventually(.seconds(30)) { arrived.current == 8 }, "the second drainer took them back at once, with no lease to wait for, and sends them")
+        #expect(await eventually { arrived.current == 8 }, "the second drainer took them back at once, with no lease to wait for, and sends them")
         release.withLock { $0 = true }
         let late = try await draining.value
         let taken = try await retaking.value
@@ -158,7 +158,7 @@ struct PostgresFleetTests {
             policy: DeliveryPolicy(backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(200))), concurrency: 8
         )
         configuration.deliveredRetention = nil
-        let client = APIClient(configuration: ClientConfiguration(baseURL: server.baseURL, timeout: .seconds(10)), transport: sharedTransport)
+        let client = APIClient(configuration: ClientConfiguration(baseURL: server.baseURL, timeout: .hangGuard), transport: sharedTransport)
         var logger = Logger(label: "courier.queue.postgres")
         logger.logLevel = ProcessInfo.processInfo.environment["COURIER_TEST_PG_TRACE"] == nil ? .info : .trace
         let queue = try await OfflineQueue.open(configuration: configuration, client: client, logger: logger)
@@ -166,20 +166,20 @@ struct PostgresFleetTests {
         let tickets = try await ProcessTests.fill(queue, count: total) { server.url("/steady?n=\($0)").absoluteString }
         let service = queue.service(pollInterval: .milliseconds(200), logger: Logger(label: "test"))
         let running = Task { try await service.run() }
-        #expect(await eventually(.seconds(30)) { keys.current.count >= 50 }, "the drain is under way")
+        #expect(await eventually { keys.current.count >= 50 }, "the drain is under way")
         _ = try await pgCluster("stop", folder.path)
         let before = keys.current.count
         try await Task.sleep(for: .seconds(1))
         _ = try await pgCluster("start", folder.path)
         print("restarted the server after \(before) of \(total) deliveries")
-        #expect(await eventually(.seconds(90)) { (try? await queue.counts())?.delivered == total }, "everything delivered after the restart")
+        #expect(await eventually { (try? await queue.counts())?.delivered == total }, "everything delivered after the restart")
         service.shutDown()
         let stopped = LockedBox(false)
         let waiting = Task {
             try await running.value
             stopped.withLock { $0 = true }
         }
-        #expect(await eventually(.seconds(30)) { stopped.current }, "the service stops")
+        #expect(await eventually { stopped.current }, "the service stops")
         guard stopped.current else {
             waiting.cancel()
             return

@@ -13,12 +13,39 @@ import Glibc
 @Suite("Other processes: SIGKILL and concurrent drainers", .serialized)
 struct ProcessTests {
     static func startAgent(_ path: String, leaseMilliseconds: Int, concurrency: Int = 16) throws -> ChildProcess {
-        let process = ChildProcess()
-        process.executableURL = try builtProduct(named: "queue-agent")
-        process.arguments = [path, "--concurrency", String(concurrency), "--lease-ms", String(leaseMilliseconds), "--limit-seconds", "60"]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        return process
+        try Agent.start(path, leaseMilliseconds: leaseMilliseconds, concurrency: concurrency).process
+    }
+
+    /// A queue-agent whose output is kept, for the failure message of a test that needs it to
+    /// end well.
+    struct Agent {
+        let process: ChildProcess
+        private let stdout: Task<Data, Never>
+        private let stderr: Task<Data, Never>
+
+        /// Starts `queue-agent path`. Its time limit is a hang guard: it exits as soon as
+        /// nothing is open.
+        static func start(_ path: String, leaseMilliseconds: Int, concurrency: Int = 16) throws -> Agent {
+            let process = ChildProcess()
+            process.executableURL = try builtProduct(named: "queue-agent")
+            process.arguments = [
+                path, "--concurrency", String(concurrency), "--lease-ms", String(leaseMilliseconds),
+                "--limit-seconds", String(Duration.hangGuard.components.seconds),
+            ]
+            let out = Pipe()
+            let err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+            return Agent(process: process, stdout: readToEnd(out.fileHandleForReading), stderr: readToEnd(err.fileHandleForReading))
+        }
+
+        /// Waits for the agent to end; its exit status and what it printed.
+        func ended() async -> (status: Int32, output: String) {
+            await process.exited()
+            let text = String(decoding: await stdout.value, as: UTF8.self) + String(decoding: await stderr.value, as: UTF8.self)
+            return (process.terminationStatus, text)
+        }
     }
 
     /// A route that holds each request for `hold` and counts keys.
@@ -65,10 +92,11 @@ struct ProcessTests {
             var counts = try await queue.counts()
             // PostgreSQL frees a dead client's advisory lock when the client's backend sees its
             // socket close: a moment after the kill (longer on a loaded machine), not at it.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while kind == .postgres, counts.inflightOrphaned != counts.inflight, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-                counts = try await queue.counts()
+            if kind == .postgres {
+                _ = try await eventually {
+                    counts = try await queue.counts()
+                    return counts.inflightOrphaned == counts.inflight
+                }
             }
             #expect(counts.inflightOrphaned == counts.inflight, "whatever the killed agent held is known to be orphaned")
             progress.append(counts.delivered)
@@ -138,10 +166,10 @@ struct ProcessTests {
         let queue = try await makeQueue(on: store, server: server)
         let total = 1500
         let tickets = try await Self.fill(queue, count: total) { server.url("/shared?n=\($0)").absoluteString }
-        let agents = try (0..<4).map { _ in try Self.startAgent(store.path, leaseMilliseconds: 60_000, concurrency: 8) }
-        for agent in agents {
-            await agent.exited()
-            #expect(agent.terminationStatus == 0)
+        let agents = try (0..<4).map { _ in try Agent.start(store.path, leaseMilliseconds: 60_000, concurrency: 8) }
+        for (index, agent) in agents.enumerated() {
+            let (status, output) = await agent.ended()
+            #expect(status == 0, "agent \(index) exited \(status): \(output)")
         }
         let seen = keys.current
         #expect(seen.count == total)

@@ -2,7 +2,7 @@ import Foundation
 import HTTPCore
 import HTTPTypes
 import Logging
-import OfflineQueue
+@testable import OfflineQueue
 import OfflineQueuePostgres
 import Reachability
 import Testing
@@ -30,7 +30,8 @@ struct ReachabilityDrainTests {
         // An hour-long poll interval: only the monitor's change can wake the service.
         let service = queue.service(pollInterval: .seconds(3600), logger: Logger(label: "test"))
         let running = Task { try await service.run() }
-        try await Task.sleep(for: .milliseconds(100))
+        // Parked in its wait (offline, it drained nothing): only the monitor can wake it.
+        #expect(await eventually { queue.enqueued.waiting >= 1 }, "the service parked")
         let events = queue.events()
         let flipped = ContinuousClock.now
         monitor.status = .online(interface: "eth0", family: .ipv4)
@@ -42,7 +43,7 @@ struct ReachabilityDrainTests {
                 }
             }
         }
-        #expect(try await eventually(.seconds(30)) { try await queue.counts().delivered == 20 })
+        #expect(try await eventually { try await queue.counts().delivered == 20 })
         print("online → first delivery: \(firstDelivery.current ?? .zero), all 20: \(ContinuousClock.now - flipped)")
         watcher.cancel()
         #expect(server.requests.count == 20)
@@ -89,7 +90,7 @@ struct ReachabilityDrainTests {
         let running = Task { try await service.run() }
         gone.withLock { $0 = false }
         monitor.status = .online(interface: "eth0", family: .ipv4)
-        #expect(await eventually(.seconds(30)) { (try? await queue.entry(ticket.id))?.state == .delivered }, "the hour-long wait was cut short")
+        #expect(await eventually { (try? await queue.entry(ticket.id))?.state == .delivered }, "the hour-long wait was cut short")
         #expect(try await queue.entry(ticket.id)?.attempts == 1)
         service.shutDown()
         try await running.value
@@ -122,7 +123,7 @@ struct ReachabilityDrainTests {
         let up = ContinuousClock.now
         try await lab.inInner("link", "set", lab.innerLink, "up")
         try await lab.inInner("route", "replace", "default", "via", NetworkLab.outerAddress)
-        #expect(try await eventually(.seconds(30)) { try await queue.counts().delivered == 10 })
+        #expect(try await eventually { try await queue.counts().delivered == 10 })
         print("netlink link up → 10 delivered: \(ContinuousClock.now - up)")
         #expect(Set(idempotencyKeys(server)) == Set(tickets.map(\.idempotencyKey)))
         service.shutDown()

@@ -18,7 +18,7 @@ struct SealingTests {
     /// A queue sealing with `keyring` (or with `mode` and no keyring).
     func queue(
         _ store: TestStore, _ server: TestHTTPServer, keyring: Keyring?, mode: QueueSealing.Mode = .on,
-        inlineLimit: Int = 64 * 1024, timeout: Duration = .seconds(30)
+        inlineLimit: Int = 64 * 1024, timeout: Duration = .hangGuard
     ) async throws -> OfflineQueue {
         try await makeQueue(on: store, server: server, timeout: timeout) {
             $0.sealing = QueueSealing(mode: mode, keyring: keyring)

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPCore
 import Logging
-import OfflineQueue
+@testable import OfflineQueue
 import ServiceLifecycle
 import Testing
 import TestSupport
@@ -15,7 +15,7 @@ struct ServiceTests {
         defer { Task { await store.remove() } }
         let server = try await TestHTTPServer.start()
         server.route("/hang") { _, writer in
-            try await Task.sleep(for: .seconds(30))
+            try await Task.sleep(for: .hangGuard)
             try await writer.respond(status: 200)
         }
         let queue = try await makeQueue(on: store, server: server)
@@ -25,7 +25,7 @@ struct ServiceTests {
         let service = queue.service(pollInterval: .seconds(3600), shutdownGrace: .milliseconds(200), logger: Logger(label: "test"))
         let group = ServiceGroup(services: [service], logger: Logger(label: "test"))
         let running = Task { try await group.run() }
-        #expect(try await eventually(.seconds(30)) { try await queue.counts().inflight == 4 })
+        #expect(try await eventually { try await queue.counts().inflight == 4 })
         await group.triggerGracefulShutdown()
         try await running.value
         let counts = try await queue.counts()
@@ -43,9 +43,10 @@ struct ServiceTests {
         let queue = try await makeQueue(on: store, server: server)
         let service = queue.service(pollInterval: .seconds(3600), logger: Logger(label: "test"))
         let running = Task { try await service.run() }
-        try await Task.sleep(for: .milliseconds(50))
+        // Parked in its wait (its first drain found nothing): only the enqueue can wake it.
+        #expect(await eventually { queue.enqueued.waiting >= 1 }, "the service parked")
         let ticket = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
-        #expect(await eventually(.seconds(30)) { (try? await queue.entry(ticket.id))?.state == .delivered })
+        #expect(await eventually { (try? await queue.entry(ticket.id))?.state == .delivered })
         service.shutDown()
         try await running.value
         await server.shutdown()

@@ -157,7 +157,7 @@ struct StoreConformanceTests {
         // Its process ends: the hold dies with it (the lease, an hour long, has not lapsed).
         await gone?.close()
         gone = nil
-        #expect(await eventually(.seconds(30)) { (try? await contract.storage.counts(now: contract.now).inflightOrphaned) == 2 })
+        #expect(await eventually { (try? await contract.storage.counts(now: contract.now).inflightOrphaned) == 2 })
         let taken = try await contract.claim(reclaim: true)
         #expect(taken.reclaimed == 2)
         #expect(taken.claimed.map(\.id) == ids)
@@ -517,7 +517,7 @@ struct StoreConformanceTests {
         func wakes(_ change: () async throws -> Void) async throws -> Bool {
             let mark = rings.current
             try await change()
-            return await eventually(.seconds(30)) { rings.current > mark }
+            return await eventually { rings.current > mark }
         }
         var ids: [EntryID] = []
         #expect(try await wakes { ids = try await contract.insert([Spec(), Spec()]) }, "an insert")

@@ -34,7 +34,7 @@ func makeQueue(
     monitor: (any NetworkMonitor)? = nil,
     policy: DeliveryPolicy = DeliveryPolicy(backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(100))),
     concurrency: Int = 8,
-    timeout: Duration = .seconds(30),
+    timeout: Duration = .hangGuard,
     plugins: [any Plugin] = [],
     tweak: (inout QueueConfiguration) -> Void = { _ in }
 ) throws -> OfflineQueue {
@@ -236,22 +236,23 @@ func withPostgres<T: Sendable>(_ url: String, _ body: (PostgresConnection) async
 }
 
 /// A queue on `store` whose client points at `server`; the same settings as
-/// ``makeQueue(path:server:monitor:policy:concurrency:timeout:plugins:tweak:)``.
+/// ``makeQueue(path:server:monitor:policy:concurrency:timeout:plugins:tweak:)``, over `transport`.
 func makeQueue(
     on store: TestStore,
     server: TestHTTPServer,
     monitor: (any NetworkMonitor)? = nil,
     policy: DeliveryPolicy = DeliveryPolicy(backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(100))),
     concurrency: Int = 8,
-    timeout: Duration = .seconds(30),
+    timeout: Duration = .hangGuard,
     plugins: [any Plugin] = [],
+    transport: any Transport = sharedTransport,
     tweak: (inout QueueConfiguration) -> Void = { _ in }
 ) async throws -> OfflineQueue {
     var configuration = QueueConfiguration(path: store.path, durability: .normal, policy: policy, concurrency: concurrency)
     tweak(&configuration)
     var clientConfiguration = ClientConfiguration(baseURL: server.baseURL, timeout: timeout)
     clientConfiguration.plugins = plugins
-    let client = APIClient(configuration: clientConfiguration, transport: sharedTransport)
+    let client = APIClient(configuration: clientConfiguration, transport: transport)
     return try await store.open(configuration, client: client, monitor: monitor)
 }
 

@@ -33,14 +33,14 @@ struct SystemdServiceTests {
         )
         let running = Task { try await group.run() }
 
-        let ready = await socket.receive(containing: "READY=1", limit: .seconds(30))
+        let ready = await socket.receive(containing: "READY=1", limit: .hangGuard)
         #expect(ready.last?.contains("STATUS=") == true, "READY=1 comes with the queue's status: \(ready)")
-        #expect(await socket.receive(containing: "WATCHDOG=1", limit: .seconds(30)).last?.contains("WATCHDOG=1") == true)
-        let delivered = await socket.receive(containing: "pending 0 (due 0), in flight 0", limit: .seconds(30))
+        #expect(await socket.receive(containing: "WATCHDOG=1", limit: .hangGuard).last?.contains("WATCHDOG=1") == true)
+        let delivered = await socket.receive(containing: "pending 0 (due 0), in flight 0", limit: .hangGuard)
         #expect(delivered.last?.contains("here: 3 delivered in the last minute") == true, "\(delivered)")
 
         await group.triggerGracefulShutdown()
-        #expect(await socket.receive(containing: "STOPPING=1", limit: .seconds(30)).last?.contains("STOPPING=1") == true)
+        #expect(await socket.receive(containing: "STOPPING=1", limit: .hangGuard).last?.contains("STOPPING=1") == true)
         try await running.value
         #expect(try await queue.counts().delivered == 3)
         await server.shutdown()

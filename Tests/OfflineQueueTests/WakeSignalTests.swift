@@ -8,19 +8,21 @@ import TestSupport
 
 /// Wake-ups for any number of waiters: the signal itself, and the two places that share one
 /// (two drains under one `DrainControl`, two services on one queue). Each runs many rounds; a
-/// waiter lost or resumed twice shows as a round that never ends (or a crash), which
-/// ``finishes(within:_:)`` turns into a failure instead of a hung suite.
+/// waiter lost or resumed twice shows as a round that never ends (or a crash), which a
+/// ``ProgressGuard`` turns into a failure instead of a hung suite. The guard judges progress,
+/// not time: beside a busy loop and the whole suite, a round of 50 waiters took over 20 s, and
+/// was only slow; a lost wake-up stops the rounds for good.
 @Suite("Wake-ups: many waiters, shared controls, two services")
 struct WakeSignalTests {
     @Test("2 and 50 concurrent waiters, with fires, timeouts and cancellations mixed, 200 rounds: each ends its own wait, none is lost", arguments: [2, 50])
     func manyWaiters(_ count: Int) async throws {
-        for round in 0..<200 {
-            let finished = await finishes(within: .seconds(20)) {
+        let (ended, watch) = await ProgressGuard.run { watch in
+            for round in 0..<200 {
+                watch.progressed("round \(round)")
                 await Self.round(round, waiters: count)
             }
-            #expect(finished, "round \(round) with \(count) waiters ended")
-            if !finished { return }
         }
+        #expect(ended, "\(watch.step) with \(count) waiters never ended")
     }
 
     /// Waiters of three kinds: woken only by the fire, ended by a timeout of their own, ended by
@@ -50,7 +52,7 @@ struct WakeSignalTests {
         for task in cancelled { task.cancel() }
         for task in cancelled { await task.value }
         // What is left parked is the firers', and none of them woke.
-        for _ in 0..<10_000 where signal.waiting < firers.count { await Task.yield() }
+        #expect(await eventually { signal.waiting >= firers.count }, "every firer parked")
         #expect(signal.waiting == firers.count)
         #expect(woken.current == 0, "a timeout or a cancellation woke another waiter")
         signal.fire()
@@ -67,7 +69,7 @@ struct WakeSignalTests {
         await signal.wait(after: mark)   // returns at once
         let later = signal.mark
         let waiter = Task { await signal.wait(after: later) }
-        for _ in 0..<10_000 where signal.waiting < 1 { await Task.yield() }
+        #expect(await eventually { signal.waiting >= 1 })
         #expect(signal.waiting == 1)
         signal.fire()
         await waiter.value
@@ -85,24 +87,29 @@ struct WakeSignalTests {
         }
         let queue = try makeQueue(path: folder.databasePath, server: server, concurrency: 1)
         let url = server.url("/held").absoluteString
-        for round in 0..<200 {
-            _ = try await queue.enqueue((0..<4).map { _ in QueuedRequest(method: "POST", url: url) })
-            gate.close()
-            let control = DrainControl()
-            let arrived = server.requests.count
-            let finished = await finishes(within: .seconds(30)) {
+        let (ended, watch) = await ProgressGuard.run { watch in
+            for round in 0..<200 {
+                watch.progressed("round \(round): enqueueing")
+                do { _ = try await queue.enqueue((0..<4).map { _ in QueuedRequest(method: "POST", url: url) }) } catch {
+                    Issue.record(error, "round \(round): enqueue")
+                    return
+                }
+                gate.close()
+                let control = DrainControl()
+                let arrived = server.requests.count
                 async let first = try? queue.drain(.untilIdle, concurrency: 1, control: control)
                 async let second = try? queue.drain(.untilIdle, concurrency: 1, control: control)
                 // Both are sending (each holds one send at the gate) before the stop.
-                _ = await eventually(.seconds(10)) { server.requests.count >= arrived + 2 }
+                watch.progressed("round \(round): both drains sending")
+                #expect(await eventually { server.requests.count >= arrived + 2 }, "round \(round): both drains send")
                 control.stop()
                 gate.open()
+                watch.progressed("round \(round): both drains stopping")
                 let summaries = await [first, second]
                 #expect(summaries.allSatisfy { $0 != nil })
             }
-            #expect(finished, "round \(round): both drains stopped")
-            if !finished { break }
         }
+        #expect(ended, "\(watch.step) never ended")
         // Whatever a stop left pending is still there, never lost.
         let counts = try await queue.counts()
         #expect(counts.pending + counts.delivered == 800 && counts.inflight == 0)
@@ -118,52 +125,30 @@ struct WakeSignalTests {
         let queue = try await makeQueue(on: store, server: server)
         let url = server.url("/echo").absoluteString
         let rounds = kind == .postgres ? 20 : 200
-        for round in 0..<rounds {
-            let logger = Logger(label: "test")
-            // Polls of an hour: only wake-ups can make either service drain or stop.
-            let services = [queue.service(pollInterval: .seconds(3600), logger: logger), queue.service(pollInterval: .seconds(3600), logger: logger)]
-            let step = LockedBox("starting")
-            // A limit for a hang, not for speed: a loaded machine may take seconds per step.
-            let finished = await finishes(within: .seconds(120)) {
+        let (ended, watch) = await ProgressGuard.run { watch in
+            for round in 0..<rounds {
+                let logger = Logger(label: "test")
+                // Polls of an hour: only wake-ups can make either service drain or stop.
+                let services = [queue.service(pollInterval: .seconds(3600), logger: logger), queue.service(pollInterval: .seconds(3600), logger: logger)]
                 await withTaskGroup(of: Void.self) { group in
                     for service in services { group.addTask { try? await service.run() } }
                     // Both idle in their wait, then one enqueue wakes both.
-                    step.withLock { $0 = "both services parked in their wait" }
-                    #expect(await eventually(.seconds(60)) { queue.enqueued.waiting >= 2 })
-                    step.withLock { $0 = "delivering" }
+                    watch.progressed("round \(round): both services parked in their wait")
+                    #expect(await eventually { queue.enqueued.waiting >= 2 })
+                    watch.progressed("round \(round): delivering")
                     let tickets = (try? await queue.enqueue([QueuedRequest(method: "POST", url: url), QueuedRequest(method: "POST", url: url)])) ?? []
                     #expect(tickets.count == 2)
-                    #expect(await eventually(.seconds(60)) { (try? await queue.counts().open) == 0 })
-                    step.withLock { $0 = "stopping" }
+                    #expect(await eventually { (try? await queue.counts().open) == 0 })
+                    watch.progressed("round \(round): stopping")
                     for service in services { service.shutDown() }
                 }
             }
-            #expect(finished, "round \(round): both services delivered and stopped (stuck: \(step.current))")
-            if !finished { break }
         }
+        #expect(ended, "\(watch.step) never ended")
         let counts = try await queue.counts()
         #expect(counts.delivered == 2 * rounds && counts.open == 0)
         await queue.close()
         await server.shutdown()
-    }
-}
-
-/// Whether `body` ends within `limit`. A body that never ends is left behind (its task leaks),
-/// so one lost wake-up fails one test instead of hanging the whole run.
-func finishes(within limit: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool {
-    let outcome = LockedBox<CheckedContinuation<Bool, Never>?>(nil)
-    return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-        outcome.withLock { $0 = continuation }
-        let finish = { @Sendable (ended: Bool) in outcome.withLock { current in defer { current = nil }; return current }?.resume(returning: ended) }
-        let work = Task {
-            await body()
-            finish(true)
-        }
-        Task {
-            await BootClock.sleep(for: limit)
-            finish(false)
-            work.cancel()
-        }
     }
 }
 

@@ -138,7 +138,7 @@ struct LoopbackTests {
             // 3 MiB in 16 KiB chunks from a server whose connection is tasks on the cooperative
             // pool, which the suites' start shares with ~700 tests: beside a busy loop the body
             // was still arriving at a 30 s deadline. A timeout is not what this test checks.
-            let api = makeAPIClient(wire, baseURL: server.serverURL) { $0.timeout = .seconds(120) }
+            let api = makeAPIClient(wire, baseURL: server.serverURL) { $0.timeout = .hangGuard }
             let client = makeClient(server.serverURL, transport: APIClientTransport(client: api))
             let size = 3 * 1024 * 1024 + 17
             let body = try await client.downloadContent(path: .init(noteId: 1), query: .init(size: size)).ok.body.binary
@@ -159,7 +159,7 @@ struct LoopbackTests {
         try await withNotesServer { server in
             let client = makeClient(server.serverURL, transport: APIClientTransport(client: makeAPIClient(wire, baseURL: server.serverURL)))
             let call = Task { try await client.waitForever() }
-            #expect(await eventually(.seconds(30)) { server.responder.received.contains { $0.head.path == "/api/slow" } })
+            #expect(await eventually { server.responder.received.contains { $0.head.path == "/api/slow" } })
             call.cancel()
             let result = await call.result
             guard case .failure(let error) = result, let clientError = error as? ClientError else {

@@ -30,7 +30,7 @@ struct OfflineQueueTests {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-openapi-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let plugin = RecordingPlugin(scope: "notes")
-            var configuration = ClientConfiguration(baseURL: server.serverURL, timeout: .seconds(30))
+            var configuration = ClientConfiguration(baseURL: server.serverURL, timeout: .hangGuard)
             configuration.plugins = [plugin]
             let api = APIClient(configuration: configuration, transport: transport ?? sharedAsyncHTTPClient)
             var queueConfiguration = QueueConfiguration(path: folder.appendingPathComponent("queue.db").path, durability: .normal)

@@ -57,7 +57,7 @@ final class RecordingPlugin: Plugin {
 
 /// An `APIClient` over `wire` with `configure` applied.
 func makeAPIClient(_ wire: Wire, baseURL: URL, configure: (inout ClientConfiguration) -> Void = { _ in }) -> APIClient {
-    var configuration = ClientConfiguration(baseURL: baseURL, timeout: .seconds(30))
+    var configuration = ClientConfiguration(baseURL: baseURL, timeout: .hangGuard)
     configure(&configuration)
     return APIClient(configuration: configuration, transport: wire.transport)
 }

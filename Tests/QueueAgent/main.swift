@@ -5,7 +5,8 @@
 //
 // Drains until no entry is open (pending or in flight), sleeping until the next due time
 // between drains, for at most `--limit-seconds` (default 60). Prints one summary line:
-// `delivered=N failed=N dead=N lost=N open=N`. Exit 0 when nothing is open, 75 otherwise.
+// `delivered=N failed=N dead=N lost=N open=N drains=N …` with the queue's last counts, and the
+// last failure of an attempt on standard error. Exit 0 when nothing is open, 75 otherwise.
 //
 //     queue-agent seal-roundtrip --db PATH --keyring FILE --url URL --size BYTES [--limit-seconds N] [--sealing on|off]
 //
@@ -40,27 +41,53 @@ var policy = DeliveryPolicy(backoff: Backoff(base: .milliseconds(20), cap: .mill
 policy.leaseDuration = .milliseconds(leaseMilliseconds)
 let configuration = QueueConfiguration(path: path, createIfMissing: false, durability: .normal, policy: policy, concurrency: concurrency)
 let transport = AsyncHTTPClientTransport()
-let client = APIClient(configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1")!, timeout: .seconds(10)), transport: transport)
+// A request's deadline guards against a hang only: a loaded test machine may take seconds.
+let client = APIClient(configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1")!, timeout: .seconds(300)), transport: transport)
 
 do {
+    let opened = ContinuousClock.now
     let queue = try await OfflineQueue.open(configuration: configuration, client: client)
+    let openTook = ContinuousClock.now - opened
+    // The last attempt that failed, for the summary: what a test prints when this agent fails.
+    let events = queue.events(bufferingPolicy: .bufferingNewest(64))
+    let lastFailure = Task { () -> String? in
+        var last: String?
+        for await event in events {
+            switch event {
+            case .willRetry(let id, _, let error): last = "entry \(id): \(error)"
+            case .deadLettered(let id, _, let error): last = "entry \(id) dead: \(error)"
+            default: continue
+            }
+        }
+        return last
+    }
     var total = DrainSummary()
     let deadline = ContinuousClock.now + limit
-    var open = 0
+    var counts = QueueCounts()
+    var drains = 0
     while ContinuousClock.now < deadline {
         let summary = try await queue.drain()
+        drains += 1
         total.delivered += summary.delivered
         total.failed += summary.failed
         total.dead += summary.dead
         total.leasesLost += summary.leasesLost
-        let counts = try await queue.counts()
-        open = counts.open
-        if open == 0 { break }
+        total.waitingForNetwork += summary.waitingForNetwork
+        counts = try await queue.counts()
+        if counts.open == 0 { break }
         // Entries in flight elsewhere, or backing off: wait for the next due time, briefly.
         let wait = max(0.01, min(0.2, (counts.nextAttemptAt ?? Date()).timeIntervalSinceNow))
         try await Task.sleep(for: .milliseconds(Int(wait * 1000)))
     }
-    print("delivered=\(total.delivered) failed=\(total.failed) dead=\(total.dead) lost=\(total.leasesLost) open=\(open)")
+    print(
+        "delivered=\(total.delivered) failed=\(total.failed) dead=\(total.dead) lost=\(total.leasesLost) open=\(counts.open)",
+        "drains=\(drains) waiting-network=\(total.waitingForNetwork) open-took=\(openTook)",
+        "pending=\(counts.pending) due=\(counts.due) inflight=\(counts.inflight) inflight-here=\(counts.inflightHere)",
+        "next-attempt=\(counts.nextAttemptAt.map { "\($0)" } ?? "none")"
+    )
+    lastFailure.cancel()
+    if let failure = await lastFailure.value { FileHandle.standardError.write(Data("queue-agent: last failed attempt: \(failure)\n".utf8)) }
+    let open = counts.open
     try? await transport.shutdown()
     exit(open == 0 ? 0 : 75)
 } catch {

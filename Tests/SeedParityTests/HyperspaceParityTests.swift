@@ -76,7 +76,7 @@ struct HyperspaceParityTests {
         let backend = PostsBackend(baseURL: server.baseURL, transport: transport)
         let viaDefault = try await backend.client.model(Request<Post>.get("/posts"), as: Post.self)   // the default decoder
         #expect(viaDefault.userId == 1)
-        var slow = Request<Data>.get("/delay/3000")
+        var slow = Request<Data>.get("/delay/120000")
         slow.timeout = .milliseconds(200)
         do {
             _ = try await backend.client.send(slow)

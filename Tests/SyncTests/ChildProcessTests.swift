@@ -23,7 +23,7 @@ struct ChildProcessTests {
         try process.run()
         let stdout = readToEnd(out.fileHandleForReading)
         let stderr = readToEnd(err.fileHandleForReading)
-        #expect(await process.exited(limit: .seconds(20)), "sh -c \(script) ends")
+        #expect(await process.exited(limit: .hangGuard), "sh -c \(script) ends")
         return (process, String(decoding: await stdout.value, as: UTF8.self), String(decoding: await stderr.value, as: UTF8.self))
     }
 
@@ -51,7 +51,7 @@ struct ChildProcessTests {
         #expect(sleeper.processIdentifier > 0)
         #expect(await sleeper.exited(limit: .milliseconds(100)) == false, "still sleeping")
         sleeper.terminate()
-        #expect(await sleeper.exited(limit: .seconds(10)))
+        #expect(await sleeper.exited(limit: .hangGuard))
         #expect(sleeper.terminationReason == .uncaughtSignal)
         #expect(sleeper.terminationStatus == SIGTERM)
         #expect(sleeper.signal(SIGKILL) == false, "no signal to a reaped pid")
@@ -82,7 +82,7 @@ struct ChildProcessTests {
         let read = readToEnd(unrelated.fileHandleForReading)
         let ended = await withTaskGroup(of: Bool.self) { group in
             group.addTask { _ = await read.value; return true }
-            group.addTask { try? await Task.sleep(for: .seconds(60)); return false }
+            group.addTask { try? await Task.sleep(for: .hangGuard); return false }
             let first = await group.next() ?? false
             group.cancelAll()
             return first
@@ -90,7 +90,7 @@ struct ChildProcessTests {
         #expect(ended, "the pipe reached its end while the child ran")
         #expect(sleeper.isRunning)
         sleeper.signal(SIGKILL)
-        #expect(await sleeper.exited(limit: .seconds(10)))
+        #expect(await sleeper.exited(limit: .hangGuard))
     }
 
     @Test("environment and working directory are passed; nil environment inherits this process's")

@@ -21,7 +21,7 @@ struct SyncConsoleTests {
             let (process, _, errors) = try sync.start(arguments)
             let log = SyncMetricsTests.Collected(errors.fileHandleForReading)
             var base: URL?
-            let announced = await eventually(.seconds(30)) {
+            let announced = await eventually {
                 let text = log.text.current
                 guard let line = text.split(separator: "\n").first(where: { $0.contains("msg=\"\(message)\"") }),
                       let range = line.range(of: #"url=http://[^ ]+"#, options: .regularExpression) else { return false }
@@ -38,7 +38,7 @@ struct SyncConsoleTests {
         /// SIGTERM, then its exit status.
         func stop() async throws -> Int32 {
             process.signal(SIGTERM)
-            try await SyncRunner.wait(for: process, limit: .seconds(30))
+            try await SyncRunner.wait(for: process, limit: .hangGuard)
             return process.terminationStatus
         }
 
@@ -188,13 +188,13 @@ struct SyncConsoleTests {
         #expect(try String(contentsOfFile: users, encoding: .utf8) == text)
         // Nor is such a file served from, by sync console or sync run --console, nor a link to a private one.
         for arguments in [["console", "--address", "127.0.0.1:0"], ["run", "--no-reachability", "--console", "127.0.0.1:0"]] {
-            let refused = try await sync.run(arguments + ["--credentials", users], limit: .seconds(30))
+            let refused = try await sync.run(arguments + ["--credentials", users], limit: .hangGuard)
             #expect(refused.status == 78 && refused.stderr.contains("its group may read or write it; chmod 600 it"), "\(arguments): \(refused.stderr)")
         }
         chmod(users, 0o600)
         let link = fixture.folder.appendingPathComponent("users-link").path
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: users)
-        let linked = try await sync.run(["console", "--address", "127.0.0.1:0", "--credentials", link], limit: .seconds(30))
+        let linked = try await sync.run(["console", "--address", "127.0.0.1:0", "--credentials", link], limit: .hangGuard)
         #expect(linked.status == 78 && linked.stderr.contains("symbolic link"), "\(linked.stderr)")
         await fixture.finish()
     }
@@ -205,7 +205,7 @@ struct SyncConsoleTests {
         let sync = fixture.sync
         #expect(try await sync("enqueue", "POST", fixture.url("/echo")).status == 0)
         for arguments in [["console", "--address", "0.0.0.0:0"], ["run", "--no-reachability", "--console", "0.0.0.0:0"]] {
-            let refused = try await sync.run(arguments, limit: .seconds(30))
+            let refused = try await sync.run(arguments, limit: .hangGuard)
             #expect(refused.status == 64, "\(arguments): \(refused.stderr)")
             #expect(refused.stderr.contains("without users"), "\(refused.stderr)")
         }
@@ -224,11 +224,11 @@ struct SyncConsoleTests {
         let sync = fixture.sync
         #expect(try await sync("enqueue", "POST", fixture.url("/echo"), "--name", "POST /echo").status == 0)
         let served = try await Served.start(sync, ["run", "--no-reachability", "--poll", "0.2", "--console", "127.0.0.1:0"])
-        #expect(await eventually(.seconds(10)) {
+        #expect(await eventually {
             served.log.text.current.contains("serving metrics\" url=\(served.base.absoluteString.dropLast())/metrics")
         }, "\(served.log.text.current)")
         var delivered = 0
-        #expect(try await eventually(.seconds(30)) {
+        #expect(try await eventually {
             let twin = try await served.get("/", json: true)
             let counts = (try JSONSerialization.jsonObject(with: twin.body) as? [String: Any])?["counts"] as? [String: Any]
             delivered = counts?["delivered"] as? Int ?? 0

@@ -111,7 +111,7 @@ struct SyncMetricsTests {
             }
         }
         process.signal(SIGTERM)
-        try await SyncRunner.wait(for: process, limit: .seconds(30))
+        try await SyncRunner.wait(for: process, limit: .hangGuard)
         #expect(process.terminationStatus == 0)
         await fixture.finish()
     }

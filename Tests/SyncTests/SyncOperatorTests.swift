@@ -136,7 +136,7 @@ struct SyncOperatorTests {
         #expect(try #require(try resumed.json() as? [String: Any])["changed"] as? Bool == true)
         #expect(await eventually { fixture.server.requests.count == 2 })
         process.signal(SIGTERM)
-        try await SyncRunner.wait(for: process, limit: .seconds(30))
+        try await SyncRunner.wait(for: process, limit: .hangGuard)
         _ = await log.value
         #expect(process.terminationStatus == 0)
         let final = try #require(try await sync("--json", "stats").json() as? [String: Any])

@@ -23,18 +23,19 @@ struct SyncPostgresTests {
         // The schema exists before the services start: an enqueue that creates it.
         #expect(try await sync("enqueue", "POST", server.url("/event?n=0").absoluteString).status == 0)
         let services = try (0..<2).map { _ in try sync.start(["run", "--no-reachability", "--poll", "3600", "--log-level", "debug"]) }
-        #expect(await eventually(.seconds(60)) { arrived.current.count == 1 }, "the first entry is drained at start")
+        let logs = services.map { SyncMetricsTests.Collected($0.2.fileHandleForReading) }
+        #expect(await eventually { arrived.current.count == 1 }, "the first entry is drained at start")
         // Both services have drained once and so listen; wait until both are idle.
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(await eventually { logs.allSatisfy { $0.text.current.contains("idle until woken") } }, "both services idle")
         let enqueued = ContinuousClock.now
         let result = try await sync("--json", "enqueue", "POST", server.url("/event?n=1").absoluteString)
         #expect(result.status == 0)
-        #expect(await eventually(.seconds(30)) { arrived.current.count == 2 }, "delivered though no service polls for an hour")
+        #expect(await eventually { arrived.current.count == 2 }, "delivered though no service polls for an hour")
         print("enqueue in a third process → delivered in \(ContinuousClock.now - enqueued)")
         #expect(Set(arrived.current).count == 2, "each entry sent once")
         for (process, _, _) in services { process.signal(SIGTERM) }
         for (process, _, _) in services {
-            #expect(await process.exited(limit: .seconds(30)))
+            #expect(await process.exited(limit: .hangGuard))
             #expect(process.terminationStatus == 0)
         }
         let stats = try #require(try await sync("--json", "stats").json() as? [String: Any])

@@ -12,13 +12,14 @@ import Glibc
 /// What `sync` leaves behind when it is killed, and what another drainer or a clock step does.
 @Suite("sync: killed drainers, live drainers and clock steps", .serialized)
 struct SyncRecoveryTests {
-    /// A folder, a loopback server whose `/slow` holds each request for `hold`, and the keys
-    /// it received.
+    /// A folder, a loopback server whose `/slow` holds each request for `hold` or until
+    /// ``release()``, and the keys it received.
     struct Lab {
         let folder: URL
         let server: TestHTTPServer
         let sync: SyncRunner
         let keys = LockedBox<[String]>([])
+        private let released = LockedBox(false)
 
         init(hold: Duration = .milliseconds(100)) async throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("sync-recovery-\(UUID().uuidString.prefix(8))")
@@ -26,14 +27,18 @@ struct SyncRecoveryTests {
             server = try await TestHTTPServer.start()
             sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
             let keys = self.keys
+            let released = self.released
             server.route("/slow") { request, writer in
-                try await Task.sleep(for: hold)
+                _ = await eventually(hold) { released.current }
                 if let key = request.values(of: "Idempotency-Key").first { keys.withLock { $0.append(key) } }
                 try await writer.respond(status: 200)
             }
         }
 
         var url: String { server.url("/slow").absoluteString }
+
+        /// Answers every request held now or later at once.
+        func release() { released.withLock { $0 = true } }
 
         /// Enqueues `count` POSTs through the library, in one transaction.
         func fill(_ count: Int) async throws -> [Ticket] {
@@ -63,7 +68,7 @@ struct SyncRecoveryTests {
                 ? ["drain", "--no-reachability", "--concurrency", "8"]
                 : ["run", "--no-reachability", "--concurrency", "8"]
             let (process, _, _) = try lab.sync.start(command)
-            _ = await eventually(.seconds(20)) { lab.keys.current.count >= before + 4 || !process.isRunning }
+            _ = await eventually { lab.keys.current.count >= before + 4 || !process.isRunning }
             process.signal(SIGKILL)
             await process.exited()
             let stats = try await lab.stats()
@@ -73,7 +78,7 @@ struct SyncRecoveryTests {
         }
         #expect(orphanedSeen > 0, "kills landed while sends were in flight")
         // Leases are five minutes long: only owner liveness can make this drain finish now.
-        let drain = try await lab.sync("drain", "--no-reachability", "--concurrency", "8", limit: .seconds(120))
+        let drain = try await lab.sync("drain", "--no-reachability", "--concurrency", "8")
         #expect(drain.status == 0, "\(drain.stdout)\(drain.stderr)")
         let stats = try await lab.stats()
         #expect(stats["pending"] as? Int == 0)
@@ -87,15 +92,17 @@ struct SyncRecoveryTests {
 
     @Test("sync drain while a live sync run holds entries exits 75 and names the process")
     func liveDrainerElsewhere() async throws {
-        let lab = try await Lab(hold: .seconds(3))
+        // Held until the drain below has run, however slowly it starts.
+        let lab = try await Lab(hold: .hangGuard)
         _ = try await lab.fill(4)
         let (service, _, _) = try lab.sync.start(["run", "--no-reachability", "--concurrency", "4"])
-        #expect(await eventually(.seconds(20)) { (try? await lab.stats()["inflight"] as? Int) == 4 })
+        #expect(await eventually { (try? await lab.stats()["inflight"] as? Int) == 4 })
         let drain = try await lab.sync("drain", "--no-reachability")
         #expect(drain.status == 75)
         #expect(drain.stdout.contains("4 entries are in flight under another drainer (process \(service.processIdentifier)"), "\(drain.stdout)")
         let stats = try await lab.stats()
         #expect(stats["inflight_orphaned"] as? Int == 0)
+        lab.release()
         service.signal(SIGTERM)
         await service.exited()
         await lab.finish()
@@ -131,7 +138,7 @@ struct SyncRecoveryTests {
         drainer.environment = ["FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_TIMESTAMP_FILE": stepFile, "FAKETIME_CACHE_DURATION": "1"]
         let (process, out, _) = try drainer.start(["drain", "--no-reachability", "--concurrency", "4"])
         let output = readToEnd(out.fileHandleForReading)
-        #expect(await eventually(.seconds(20)) { lab.keys.current.count >= 2 })
+        #expect(await eventually { lab.keys.current.count >= 2 })
         try "+3d\n".write(toFile: stepFile, atomically: true, encoding: .utf8)
         await process.exited()
         let text = String(decoding: await output.value, as: UTF8.self)

@@ -17,7 +17,7 @@ struct SyncRunTests {
         let arrived = LockedBox(0)
         server.route("/hold") { _, writer in
             arrived.withLock { $0 += 1 }
-            try await Task.sleep(for: .seconds(30))
+            try await Task.sleep(for: .hangGuard)
             try await writer.respond(status: 200)
         }
         let sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
@@ -30,7 +30,7 @@ struct SyncRunTests {
         #expect(await eventually { arrived.current >= 4 }, "four sends in flight")
         let signalled = ContinuousClock.now
         process.signal(SIGTERM)
-        try await SyncRunner.wait(for: process, limit: .seconds(60))
+        try await SyncRunner.wait(for: process, limit: .hangGuard)
         print("sync run: SIGTERM → exit in \(ContinuousClock.now - signalled)")
         #expect(process.terminationStatus == 0)
         let text = String(decoding: await log.value, as: UTF8.self)
@@ -40,7 +40,7 @@ struct SyncRunTests {
         let pending = stats["pending"] as? Int ?? -1
         let delivered = stats["delivered"] as? Int ?? -1
         #expect(pending + delivered == 7, "nothing lost")
-        // The server holds each /hold for 30 s: none was delivered, so the grace period (5 s)
+        // The server holds each /hold for minutes: none was delivered, so the grace period (5 s)
         // cut the sends short instead of waiting for them.
         #expect(pending >= 6, "the held sends were cancelled, not awaited")
         let listed = try #require(try await sync("--json", "list", "--state", "pending").json() as? [[String: Any]])
@@ -67,7 +67,7 @@ struct SyncRunTests {
         process.signal(SIGTERM)
         let stopping = await socket.receive(containing: "STOPPING=1")
         #expect(stopping.last == "STOPPING=1")
-        try await SyncRunner.wait(for: process, limit: .seconds(20))
+        try await SyncRunner.wait(for: process, limit: .hangGuard)
         #expect(process.terminationStatus == 0)
     }
 
@@ -79,7 +79,7 @@ struct SyncRunTests {
         let held = LockedBox(false)
         server.route("/hold") { _, writer in
             held.withLock { $0 = true }
-            try await Task.sleep(for: .seconds(30))
+            try await Task.sleep(for: .hangGuard)
             try await writer.respond(status: 200)
         }
         let socket = try NotifySocket()
@@ -112,7 +112,7 @@ struct SyncRunTests {
         let message = try #require(stopping.last)
         #expect(message.contains("EXTEND_TIMEOUT_USEC=10000000"), "the 5 s grace plus 5 s to wind down: \(message)")
         #expect(!seen.contains { $0.contains("WATCHDOG=1") }, "no WATCHDOG_USEC, no pings")
-        try await SyncRunner.wait(for: process, limit: .seconds(20))
+        try await SyncRunner.wait(for: process, limit: .hangGuard)
         #expect(process.terminationStatus == 0)
         await server.shutdown()
     }
@@ -124,7 +124,7 @@ struct SyncRunTests {
         let held = LockedBox(0)
         server.route("/hold") { _, writer in
             held.withLock { $0 += 1 }
-            try await Task.sleep(for: .seconds(60))
+            try await Task.sleep(for: .hangGuard)
             try await writer.respond(status: 200)
         }
         let sockets = [try NotifySocket(), try NotifySocket()]
@@ -138,14 +138,14 @@ struct SyncRunTests {
             runner.environment = ["NOTIFY_SOCKET": socket.path]
             let (process, _, _) = try runner.start(["run", "--no-reachability", "--log-format", "json"])
             processes.append(process)
-            #expect(await eventually(.seconds(20)) { held.current == index + 1 }, "service \(index) holds its entry")
+            #expect(await eventually { held.current == index + 1 }, "service \(index) holds its entry")
         }
         for socket in sockets {
-            let seen = await socket.receive(containing: "in flight 2 (1 here)", limit: .seconds(30))
+            let seen = await socket.receive(containing: "in flight 2 (1 here)", limit: .hangGuard)
             #expect(seen.last?.contains("STATUS=pending 0 (due 0), in flight 2 (1 here)") == true, "\(seen)")
         }
         for process in processes { process.signal(SIGTERM) }
-        for process in processes { try await SyncRunner.wait(for: process, limit: .seconds(30)) }
+        for process in processes { try await SyncRunner.wait(for: process, limit: .hangGuard) }
         await server.shutdown()
     }
 }

@@ -65,11 +65,11 @@ struct SyncRunner {
 
     /// Runs `sync --db DATABASE arguments…` to its end (at most `limit`, then SIGKILL).
     @discardableResult
-    func callAsFunction(_ arguments: String..., limit: Duration = .seconds(60)) async throws -> Result {
+    func callAsFunction(_ arguments: String..., limit: Duration = .hangGuard) async throws -> Result {
         try await run(arguments, limit: limit)
     }
 
-    func run(_ arguments: [String], input: String? = nil, limit: Duration = .seconds(60)) async throws -> Result {
+    func run(_ arguments: [String], input: String? = nil, limit: Duration = .hangGuard) async throws -> Result {
         let (process, out, err) = try start(arguments, input: input)
         // Read both pipes while the process runs, so a full pipe never blocks it.
         let stdout = readToEnd(out.fileHandleForReading)

@@ -21,6 +21,8 @@ struct SyncSealingTests {
         let folder: URL
         let queueFolder: URL
         let stub = StubTransport(fallback: .status(200))
+        /// The server's answers: the stub's, held for the paths a test holds.
+        let answers: HeldAnswers
         let server: LoopbackServer
         var sync: SyncRunner
 
@@ -29,7 +31,8 @@ struct SyncSealingTests {
             queueFolder = folder.appendingPathComponent("queue")
             try FileManager.default.createDirectory(at: queueFolder, withIntermediateDirectories: false)
             try FileManager.default.createDirectory(at: folder.appendingPathComponent("keys"), withIntermediateDirectories: false)
-            server = try await LoopbackServer.start(answering: stub)
+            answers = HeldAnswers(stub)
+            server = try await LoopbackServer.start(answering: answers)
             sync = SyncRunner(database: queueFolder.appendingPathComponent("queue.db").path)
             sync.environment["CREDENTIALS_DIRECTORY"] = ""
             sync.environment["SYNC_SEALING"] = ""
@@ -234,7 +237,7 @@ struct SyncSealingTests {
             #expect(refused.stderr.split(separator: "\n").count == 1, "one line")
         }
         // The service stops too, rather than logging the refusal at every poll.
-        let run = try await sync.run(["run", "--no-reachability", "--keyring", wrong], limit: .seconds(30))
+        let run = try await sync.run(["run", "--no-reachability", "--keyring", wrong], limit: .hangGuard)
         #expect(run.status == 78, "\(run.stderr)")
         #expect(run.stderr.contains("key-check value differs"), "\(run.stderr)")
         #expect(try await fixture.snapshot() == before)
@@ -413,7 +416,7 @@ struct SyncSealingTests {
         #expect(status["clear"] as? Int == 0)
         #expect(try await fixture.count() == 2000)
 
-        let drained = try await sync("drain", "--no-reachability", "--concurrency", "16", "--keyring", keyring, limit: .seconds(120))
+        let drained = try await sync("drain", "--no-reachability", "--concurrency", "16", "--keyring", keyring)
         #expect(drained.status == 0, "\(drained.stdout)\(drained.stderr)")
         let requests = fixture.stub.recordedRequests
         let received = requests.compactMap { $0.head.headerFields[HTTPField.Name("Idempotency-Key")!] }
@@ -439,17 +442,18 @@ struct SyncSealingTests {
     func rotateWhileInFlight() async throws {
         let fixture = try await Fixture()
         let sync = fixture.sync
-        // Answers long after the rotation below has run, however slowly processes start here
-        // (3 s ran out at load 4: the entries were delivered, then re-sealed).
-        fixture.stub.on(.post, "/slow", respond: StubTransport.Stub(status: .ok, delay: .seconds(20)))
+        // Answered once the rotation below has run, however slowly processes start here (a
+        // fixed delay of 3 s ran out at load 4: the entries were delivered, then re-sealed).
+        fixture.answers.hold("/slow")
         let (keyring, first) = try await fixture.newKeyring()
         for n in 1...3 {
             #expect(try await sync("enqueue", "POST", fixture.url("/slow?n=\(n)"), "--data", "\(n)", "--keyring", keyring).status == 0)
         }
         #expect(try await sync("keys", "add", "--keyring", keyring).status == 0)
         let newest = try Self.primary(keyring)
-        let (service, _, _) = try sync.start(["run", "--no-reachability", "--concurrency", "4", "--keyring", keyring])
-        #expect(await eventually(.seconds(20)) { (try? await sync("--json", "stats").json() as? [String: Any])?["inflight"] as? Int == 3 })
+        // A request timeout that the held answers cannot run out, however long this takes.
+        let (service, _, _) = try sync.start(["run", "--no-reachability", "--concurrency", "4", "--timeout", "3600", "--keyring", keyring])
+        #expect(await eventually { (try? await sync("--json", "stats").json() as? [String: Any])?["inflight"] as? Int == 3 })
 
         let early = try await sync("--json", "keys", "rotate", "--keyring", keyring)
         #expect(early.status == 75, "\(early.stderr)")
@@ -459,7 +463,8 @@ struct SyncSealingTests {
         #expect(summary["remaining"] as? Int == 3)
         #expect(try await fixture.status()["sealed"] as? [String: Int] == [first: 3])
 
-        #expect(await eventually(.seconds(90)) { (try? await sync("--json", "stats").json() as? [String: Any])?["delivered"] as? Int == 3 })
+        fixture.answers.release()
+        #expect(await eventually { (try? await sync("--json", "stats").json() as? [String: Any])?["delivered"] as? Int == 3 })
         service.signal(SIGTERM)
         await service.exited()
         let again = try await sync("keys", "rotate", "--keyring", keyring)

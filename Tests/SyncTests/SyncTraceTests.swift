@@ -112,14 +112,10 @@ struct SyncTraceTests {
         let (process, _, errors) = try sync.start(["run", "--no-reachability", "--log-level", "debug"])
         let log = readToEnd(errors.fileHandleForReading)
         #expect(await fixture.server.waitForRequest(path: "/echo") != nil)
-        let end = ContinuousClock.now + .seconds(60)
-        while fixture.server.requests.filter({ $0.path == "/echo" }).count < 2, ContinuousClock.now < end {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        // Both sent; their spans wait in the batch processor (5 s by default) until the stop.
-        try await Task.sleep(for: .milliseconds(200))
+        // Both delivered: their spans wait in the batch processor (5 s by default) until the stop.
+        #expect(await eventually { (try? await sync("--json", "stats").json() as? [String: Any])?["delivered"] as? Int == 2 }, "both delivered")
         process.signal(SIGTERM)
-        try await SyncRunner.wait(for: process, limit: .seconds(30))
+        try await SyncRunner.wait(for: process, limit: .hangGuard)
         #expect(process.terminationStatus == 0)
         try checkExport(fixture: fixture, receiver: receiver, log: String(decoding: await log.value, as: UTF8.self))
         await receiver.shutdown()

@@ -30,22 +30,24 @@ struct SyncWatchdogTests {
         defer { process.signal(SIGKILL) }
         let log = readToEnd(errors.fileHandleForReading)
         #expect(await socket.receive(containing: "READY=1").last?.contains("READY=1") == true)
-        #expect(await eventually(.seconds(20)) { arrivals.current >= 1 }, "the send reached the server")
-        // Six seconds of a send that hangs: longer than WatchdogSec, and than either timeout.
+        #expect(await eventually { arrivals.current >= 1 }, "the send reached the server")
+        // At least six seconds of a send that hangs (longer than WatchdogSec, and than either
+        // timeout) and six pings: the pings go on through the hung send and its timeout. How
+        // many pings fit in six seconds is the machine's load, not the behaviour.
         var messages: [String] = []
-        let until = ContinuousClock.now + .seconds(6)
-        while ContinuousClock.now < until, let message = await socket.receive(limit: until - ContinuousClock.now) {
+        let since = ContinuousClock.now
+        while ContinuousClock.now - since < .seconds(6) || messages.filter({ $0 == "WATCHDOG=1" }).count < 6,
+              let message = await socket.receive() {
             messages.append(message)
         }
-        let pings = messages.filter { $0 == "WATCHDOG=1" }.count
-        #expect(pings >= 6, "pinged every half second or so while the send waited: \(messages)")
+        #expect(messages.filter { $0 == "WATCHDOG=1" }.count >= 6, "pinged while the send waited: \(messages)")
         #expect(!messages.contains { $0.contains("stuck") }, "\(messages)")
         // The send ended by its timeout and the entry waits for its next attempt.
         process.signal(SIGTERM)
-        let exited = await process.exited(limit: .seconds(60))
+        let exited = await process.exited(limit: .hangGuard)
         if !exited { process.signal(SIGKILL) }
         let text = String(decoding: await log.value, as: UTF8.self)
-        #expect(exited, "sync run stopped within a minute of SIGTERM: \(text)")
+        #expect(exited, "sync run stopped after SIGTERM: \(text)")
         let listed = try #require(try await sync("--json", "list").json() as? [[String: Any]])
         let attempts = listed.first?["attempts"] as? Int ?? 0
         #expect(attempts >= 1, "the hung send timed out and counted: \(listed)")
@@ -67,7 +69,7 @@ struct SyncWatchdogTests {
         // Nothing reads the socket for three seconds (the scenario, not a synchronisation).
         try await Task.sleep(for: .seconds(3))
         process.signal(SIGTERM)
-        let exited = await process.exited(limit: .seconds(30))
+        let exited = await process.exited(limit: .hangGuard)
         if !exited { process.signal(SIGKILL) }
         let text = String(decoding: await log.value, as: UTF8.self)
         #expect(exited, "sync run stopped at SIGTERM although its notify socket was full: \(text)")
@@ -94,8 +96,8 @@ struct SyncWatchdogTests {
 
         let holder = try LockHolder(database: sync.database, in: folder)
         defer { holder.stop() }
-        #expect(await eventually(.seconds(20)) { holder.isLocked })
-        let stuck = await socket.receive(containing: "STATUS=stuck:", limit: .seconds(30))
+        #expect(await eventually { holder.isLocked })
+        let stuck = await socket.receive(containing: "STATUS=stuck:", limit: .hangGuard)
         let status = try #require(stuck.last)
         #expect(status.contains("STATUS=stuck: a store call"), "\(stuck)")
         // While the lock is held, not one ping; after the release, pings again.
@@ -106,10 +108,10 @@ struct SyncWatchdogTests {
         }
         #expect(!whileLocked.contains("WATCHDOG=1"), "no ping while a call hangs: \(whileLocked)")
         holder.release()
-        let resumed = await socket.receive(containing: "WATCHDOG=1", limit: .seconds(40))
+        let resumed = await socket.receive(containing: "WATCHDOG=1", limit: .hangGuard)
         #expect(resumed.last == "WATCHDOG=1", "pings resume once the call returns: \(resumed)")
         process.signal(SIGTERM)
-        try await SyncRunner.wait(for: process, limit: .seconds(30))
+        try await SyncRunner.wait(for: process, limit: .hangGuard)
         #expect(process.terminationStatus == 0)
     }
 }

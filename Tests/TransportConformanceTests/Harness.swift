@@ -18,7 +18,7 @@ struct Harness {
     ) async throws {
         let server = try await TestHTTPServer.start()
         let transport = factory.make(setup)
-        var configuration = ClientConfiguration(baseURL: server.baseURL, timeout: .seconds(120))
+        var configuration = ClientConfiguration(baseURL: server.baseURL, timeout: .hangGuard)
         configure(&configuration)
         let harness = Harness(server: server, transport: transport, client: APIClient(configuration: configuration, transport: transport))
         do {

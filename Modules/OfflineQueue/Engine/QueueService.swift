@@ -215,6 +215,7 @@ public struct QueueService: Service {
                 let until = now.uptime + wait.seconds
                 deadline = { await clock.sleep(until) }
             }
+            logger.debug("idle until woken", metadata: ["next_due": "\(nextDue.map { "\($0.remaining(at: clock.now()))" } ?? "none")"])
             await wake.wait(after: mark, timeout: pollInterval, deadline: deadline)
             turned()
         }

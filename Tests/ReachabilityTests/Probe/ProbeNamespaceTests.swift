@@ -15,7 +15,8 @@ import Testing
 struct ProbeNamespaceTests {
     private func probe(_ path: String, lab: NetworkLab, upstream: (any NetworkMonitor)? = nil) -> ProbeMonitor {
         let url = URL(string: "http://\(NetworkLab.outerAddress):\(ProbeServer.port)\(path)")!
-        let configuration = ProbeConfiguration(url: url, timeout: .seconds(2), interval: .seconds(300), backoff: Backoff(base: .seconds(60), jitter: false))
+        // A probe's timeout the server in the namespace meets however loaded the machine is.
+        let configuration = ProbeConfiguration(url: url, timeout: .seconds(60), interval: .seconds(300), backoff: Backoff(base: .seconds(60), jitter: false))
         return ProbeMonitor(configuration: configuration, transport: NamespaceTransport(namespacePath: lab.innerPath), upstream: upstream)
     }
 

@@ -50,7 +50,7 @@ final class ProbeServer: Sendable {
         let handle = output.fileHandleForReading
         let ready = await withTaskGroup(of: Bool.self) { group in
             group.addTask { await onOwnThread { !handle.availableData.isEmpty } }
-            group.addTask { try? await Task.sleep(for: .seconds(5)); return false }
+            group.addTask { try? await Task.sleep(for: .hangGuard); return false }
             let first = await group.next() ?? false
             group.cancelAll()
             return first

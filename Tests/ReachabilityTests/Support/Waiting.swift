@@ -1,9 +1,10 @@
 import Reachability
+import TestSupport
 
-/// Waits up to `seconds` for `monitor` to report a status matching `predicate` (the current one
-/// counts), and returns it; `nil` when the time ran out or the stream ended.
+/// Waits up to `limit` (a hang guard) for `monitor` to report a status matching `predicate`
+/// (the current one counts), and returns it; `nil` when the time ran out or the stream ended.
 func waitForStatus(
-    _ monitor: any NetworkMonitor, seconds: Double = 20, where predicate: @escaping @Sendable (NetworkStatus) -> Bool
+    _ monitor: any NetworkMonitor, limit: Duration = .hangGuard, where predicate: @escaping @Sendable (NetworkStatus) -> Bool
 ) async -> NetworkStatus? {
     await withTaskGroup(of: NetworkStatus?.self) { group in
         group.addTask {
@@ -11,7 +12,7 @@ func waitForStatus(
             return nil
         }
         group.addTask {
-            try? await Task.sleep(for: .seconds(seconds))
+            try? await Task.sleep(for: limit)
             return nil
         }
         let first = await group.next() ?? nil
@@ -20,9 +21,9 @@ func waitForStatus(
     }
 }
 
-/// Waits up to `seconds` for `monitor` to report exactly `expected`.
-func waitForStatus(_ monitor: any NetworkMonitor, _ expected: NetworkStatus, seconds: Double = 20) async -> Bool {
-    await waitForStatus(monitor, seconds: seconds) { $0 == expected } != nil
+/// Waits up to `limit` (a hang guard) for `monitor` to report exactly `expected`.
+func waitForStatus(_ monitor: any NetworkMonitor, _ expected: NetworkStatus, limit: Duration = .hangGuard) async -> Bool {
+    await waitForStatus(monitor, limit: limit) { $0 == expected } != nil
 }
 
 /// Records every status a monitor emits, for checks on the whole sequence.
@@ -41,11 +42,11 @@ final class StatusRecorder: Sendable {
     /// Everything emitted until the monitor stopped.
     func finish() async -> [NetworkStatus] { await task.value }
 
-    /// Whether the stream ends within `seconds`.
-    func ends(within seconds: Double = 5) async -> Bool {
+    /// Whether the stream ends within `limit` (a hang guard).
+    func ends(within limit: Duration = .hangGuard) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask { _ = await self.finish(); return true }
-            group.addTask { try? await Task.sleep(for: .seconds(seconds)); return false }
+            group.addTask { try? await Task.sleep(for: limit); return false }
             let first = await group.next() ?? false
             group.cancelAll()
             return first

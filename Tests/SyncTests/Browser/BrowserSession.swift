@@ -151,7 +151,7 @@ final class BrowserSession: Sendable {
             }
         }
         let session = BrowserSession(process: process, input: input.fileHandleForWriting, lines: lines, errors: SyncMetricsTests.Collected(errors.fileHandleForReading))
-        let ready = try await session.next(limit: .seconds(120))
+        let ready = try await session.next(limit: .hangGuard)
         guard ready.ok else {
             await session.close()
             throw TestServerError("the browser did not start: \(ready.error ?? "?"); \(session.errors.text.current.suffix(2000))")
@@ -163,11 +163,11 @@ final class BrowserSession: Sendable {
     /// for it; kills it after a minute.
     func close() async {
         if process.isRunning {
-            _ = try? await send(["op": "quit"], limit: .seconds(30))
+            _ = try? await send(["op": "quit"], limit: .hangGuard)
         }
         let input = self.input
         await onOwnThread { try? input.close() }
-        if !(await process.exited(limit: .seconds(60))) {
+        if !(await process.exited(limit: .hangGuard)) {
             process.signal(SIGKILL)
             await process.exited()
         }

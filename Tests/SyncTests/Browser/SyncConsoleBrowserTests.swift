@@ -268,7 +268,7 @@ struct SyncConsoleBrowserTests {
 
             // The running drainer takes it: reload the page until it says so.
             var state = ""
-            let delivered = try await eventually(.seconds(90)) {
+            let delivered = try await eventually {
                 _ = try await browser.open(scene.url("/entries/\(id)", as: Self.admin))
                 state = try await browser.texts("dl.entry dd").first ?? ""
                 if state == "delivered" { return true }

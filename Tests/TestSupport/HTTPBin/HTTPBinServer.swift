@@ -31,9 +31,9 @@ public struct HTTPBinServer: Sendable {
         return server
     }
 
-    /// Polls `/get` until it answers 200, for at most 60 seconds.
+    /// Polls `/get` until it answers 200, for at most ``Swift/Duration/hangGuard``.
     private func waitUntilAnswering() async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + .hangGuard
         var lastError = "no answer"
         while ContinuousClock.now < deadline {
             var request = URLRequest(url: baseURL.appendingPathComponent("get"))
@@ -47,7 +47,7 @@ public struct HTTPBinServer: Sendable {
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw LoopbackPython.LaunchError("httpbin at \(baseURL) did not answer /get within 60 s (\(lastError)); log: \(LoopbackPython.logTail(name: "httpbin"))")
+        throw LoopbackPython.LaunchError("httpbin at \(baseURL) did not answer /get within \(Duration.hangGuard) (\(lastError)); log: \(LoopbackPython.logTail(name: "httpbin"))")
     }
 
     /// The supervisor: binds 127.0.0.1:0, starts gunicorn on that socket, prints the port,
@@ -127,7 +127,7 @@ public enum LoopbackPython {
     }
 
     /// Runs `script` with the log path (and `arguments`) as its arguments, and returns the port
-    /// it prints on its first line; waits at most 30 seconds.
+    /// it prints on its first line; waits at most ``Swift/Duration/hangGuard``.
     public static func start(python: URL, script: String, name: String, arguments: [String] = []) async throws -> Int {
         let process = ChildProcess()
         process.executableURL = python
@@ -146,7 +146,7 @@ public enum LoopbackPython {
         let line = try await withThrowingTaskGroup(of: String?.self) { group in
             group.addTask { await readLine(reader) }
             group.addTask {
-                try await Task.sleep(for: .seconds(30))
+                try await Task.sleep(for: .hangGuard)
                 return nil
             }
             let first = try await group.next() ?? nil
@@ -154,7 +154,7 @@ public enum LoopbackPython {
             return first
         }
         guard let line, let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw LaunchError("\(name) did not report its port within 30 s (got \(line.map { "'\($0)'" } ?? "nothing")); log: \(logTail(name: name))")
+            throw LaunchError("\(name) did not report its port within \(Duration.hangGuard) (got \(line.map { "'\($0)'" } ?? "nothing")); log: \(logTail(name: name))")
         }
         return port
     }

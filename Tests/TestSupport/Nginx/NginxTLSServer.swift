@@ -57,7 +57,7 @@ public final class NginxTLSServer: Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let server = NginxTLSServer(port: port, directory: directory, process: process)
-        let end = ContinuousClock.now + .seconds(60)
+        let end = ContinuousClock.now + .hangGuard
         while ContinuousClock.now < end {
             if !process.isRunning {
                 let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
@@ -68,7 +68,7 @@ public final class NginxTLSServer: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         server.stop()
-        throw TestServerError("nginx did not accept connections on port \(port) within 60 s")
+        throw TestServerError("nginx did not accept connections on port \(port) within \(Duration.hangGuard)")
     }
 
     /// Ends nginx (SIGKILL; its reaper thread reaps it) and removes the temporary directory.

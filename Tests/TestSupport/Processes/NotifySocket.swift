@@ -27,8 +27,8 @@ public final class NotifySocket {
         unlink(path)
     }
 
-    /// The next datagram, waiting up to `limit`.
-    public func receive(limit: Duration = .seconds(60)) async -> String? {
+    /// The next datagram, waiting up to `limit` (a hang guard).
+    public func receive(limit: Duration = .hangGuard) async -> String? {
         let deadline = ContinuousClock.now + limit
         var buffer = [UInt8](repeating: 0, count: 4096)
         while ContinuousClock.now < deadline {
@@ -40,7 +40,7 @@ public final class NotifySocket {
     }
 
     /// Datagrams until one contains `text`, waiting up to `limit` overall.
-    public func receive(containing text: String, limit: Duration = .seconds(60)) async -> [String] {
+    public func receive(containing text: String, limit: Duration = .hangGuard) async -> [String] {
         let deadline = ContinuousClock.now + limit
         var seen: [String] = []
         while ContinuousClock.now < deadline, let message = await receive(limit: deadline - ContinuousClock.now) {

@@ -43,11 +43,11 @@ extension Routes {
         try await writer.finish()
     }
 
-    /// Promises `2 * count` bytes, sends `count`, then waits (at most a minute) without sending.
+    /// Promises `2 * count` bytes, sends `count`, then waits (a hang guard's while) without sending.
     static func stall(_ count: Int, writer: ResponseWriter) async throws {
         try await writer.writeHead(status: 200, headers: [HeaderField(name: "Content-Length", value: String(2 * count))])
         try await writer.writeBody(ByteBuffer(bytes: TestPayload.bytes(offset: 0, count: count)))
-        try await Task.sleep(for: .seconds(60))
+        try await Task.sleep(for: .hangGuard)
         writer.closeConnection()
     }
 

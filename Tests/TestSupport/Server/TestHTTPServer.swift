@@ -69,7 +69,7 @@ public final class TestHTTPServer: Sendable {
 
     /// Waits until connection `id` is closed, polling every 10 ms for at most `limit`;
     /// returns whether it closed.
-    public func waitUntilConnectionClosed(_ id: Int, limit: Duration = .seconds(60)) async -> Bool {
+    public func waitUntilConnectionClosed(_ id: Int, limit: Duration = .hangGuard) async -> Bool {
         let end = ContinuousClock.now + limit
         while ContinuousClock.now < end {
             if isConnectionClosed(id) { return true }
@@ -80,7 +80,7 @@ public final class TestHTTPServer: Sendable {
 
     /// Waits until a request whose path is `path` has arrived (polling every 10 ms, at most
     /// `limit`) and returns it.
-    public func waitForRequest(path: String, limit: Duration = .seconds(60)) async -> ServerRequest? {
+    public func waitForRequest(path: String, limit: Duration = .hangGuard) async -> ServerRequest? {
         let end = ContinuousClock.now + limit
         while ContinuousClock.now < end {
             if let request = requests.last(where: { $0.path == path }) { return request }

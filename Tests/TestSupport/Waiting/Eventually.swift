@@ -1,6 +1,7 @@
 /// Waits until `condition` holds, checking every 10 ms, for at most `limit`: a guard against
-/// hangs, never a timing check. Returns whether it held.
-public func eventually(_ limit: Duration = .seconds(60), _ condition: () async throws -> Bool) async rethrows -> Bool {
+/// hangs (``Swift/Duration/hangGuard`` unless told), never a timing check. Returns whether it
+/// held; the caller's expectation names the step that did not happen.
+public func eventually(_ limit: Duration = .hangGuard, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + limit
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
