@@ -87,13 +87,9 @@ struct NetlinkSocketTests {
         #expect(monitor.routingState.links.values.contains { $0.name == lab.innerLink && !$0.isUp })
     }
 
-    /// Polls the monitor's published state until it holds `bytes` as an address (60 s guard).
+    /// Polls the monitor's published state until it holds `bytes` as an address (a hang guard).
     private func waitForAddress(_ bytes: [UInt8], in monitor: NetlinkMonitor) async -> Bool {
-        for _ in 0..<6000 {
-            if monitor.routingState.addresses.keys.contains(where: { $0.bytes == bytes }) { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
+        await eventually { monitor.routingState.addresses.keys.contains(where: { $0.bytes == bytes }) }
     }
 }
 

@@ -26,13 +26,9 @@ final class ScriptedSleep: Sendable {
         }
     }
 
-    /// Waits (up to 5 s) until at least `count` delays were requested.
+    /// Waits (a hang guard) until at least `count` delays were requested.
     func waitForDelays(_ count: Int) async -> Bool {
-        for _ in 0..<500 {
-            if delays.count >= count { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
+        await eventually { delays.count >= count }
     }
 }
 
