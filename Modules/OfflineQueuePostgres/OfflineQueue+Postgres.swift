@@ -56,35 +56,31 @@ extension OfflineQueue {
     /// ```
     ///
     /// The connection must be one of the same database as the queue, in an open transaction
-    /// (`BEGIN` done, not yet committed). The tickets are valid once it commits. Large bodies
-    /// are written in chunks on the same connection, so they roll back too. No `enqueued` event
-    /// is published: the entries exist only if the caller commits.
+    /// (`BEGIN` done, not yet committed). The tickets are valid once it commits. The requests
+    /// are admitted as every enqueue's are (validated, their trace context kept, sealed when
+    /// the queue seals, counted); large bodies are written in chunks on the same connection, so
+    /// they roll back too. No `enqueued` event is published and no drainer of this process is
+    /// woken here: the entries exist only if the caller commits, and the commit's `NOTIFY`
+    /// wakes every drainer.
     ///
     /// - Throws: ``QueueError/invalidRequest(_:)`` for a request that cannot be stored or for a
-    ///   queue that is not on PostgreSQL; what the server refused as ``QueueError/io(path:reason:)``.
+    ///   queue that is not on PostgreSQL; ``QueueError/Kind/keyUnavailable`` when the queue must
+    ///   seal and cannot; what the server refused as ``QueueError/io(path:reason:)``.
     public func enqueue(_ requests: [QueuedRequest], on connection: PostgresConnection) async throws(QueueError) -> [Ticket] {
         guard let store = store as? PostgresQueueStore else {
             throw .invalidRequest("the transactional outbox needs a PostgreSQL queue; this one is \(store.location)")
         }
-        var entries: [NewEntry] = []
-        for request in requests {
-            var entry = try validate(request)
-            if let body = request.body {
-                if let data = try await inlined(body) {
-                    entry.body = .inline(data)
-                } else {
-                    let reference = RandomUUID.lowercased()
-                    do {
-                        let length = try await store.writeBody(body.makeStream(), reference: reference, on: connection)
-                        entry.body = .file(name: reference, length: length)
-                    } catch {
-                        throw PostgresErrors.map(error, location: store.location)
-                    }
-                }
-            }
-            entries.append(entry)
-        }
-        let now = configuration.clock.now()
+        return try await admit(requests, into: PostgresOutbox(store: store, connection: connection), announcing: false)
+    }
+}
+
+/// The outbox's destination: the store's inserts and body chunks, written in the caller's
+/// transaction on `connection`.
+struct PostgresOutbox: QueueEnqueueStorage {
+    let store: PostgresQueueStore
+    let connection: PostgresConnection
+
+    func insert(_ entries: [NewEntry], now: QueueTime) async throws(QueueError) -> [Ticket] {
         let fleet = try await store.fleetTime(now)
         do {
             return try await store.insert(entries, fleet: fleet, wall: now.wall, on: connection)
@@ -92,4 +88,18 @@ extension OfflineQueue {
             throw PostgresErrors.map(error, location: store.location)
         }
     }
+
+    func storeBody(_ stream: ByteStream) async throws(QueueError) -> StoredBody {
+        let reference = RandomUUID.lowercased()
+        do {
+            let length = try await store.writeBody(stream, reference: reference, on: connection)
+            return .file(name: reference, length: length)
+        } catch {
+            throw PostgresErrors.map(error, location: store.location)
+        }
+    }
+
+    /// Chunks written in the caller's transaction go with it: a rollback removes them, and a
+    /// commit keeps those no entry took (a deduplicated request's) until the orphan sweep.
+    func discardBodies(_ bodies: [StoredBody]) async {}
 }

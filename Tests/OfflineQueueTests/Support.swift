@@ -136,7 +136,7 @@ func expectRefused(
 /// A fresh place for one test's queue: a file in a temporary folder, or a schema of its own
 /// in the test cluster that `Tools/test` starts (`COURIER_TEST_POSTGRES_URL`, with the
 /// password in `PGPASSWORD`).
-struct TestStore: Sendable {
+struct TestStore: RemovableTestResource {
     let kind: StoreKind
     let folder: TempFolder
     /// The file's path, or the database URL naming the schema.

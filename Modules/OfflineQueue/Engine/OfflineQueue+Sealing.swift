@@ -116,7 +116,7 @@ extension OfflineQueue {
             idempotencyKey: entry.idempotencyKey, method: entry.method, url: opened.url, headers: opened.headers, body: nil,
             scopes: entry.scopes, name: entry.name, group: entry.group, priority: entry.priority, timeout: entry.timeout, notBefore: nil
         )
-        let stored = try await sealing.seal(&new, body: body, inlineLimit: configuration.inlineBodyLimit, store: enqueueStore)
+        let stored = try await storeBody(of: &new, body, sealing: sealing, into: enqueueStore)
         return ResealUpdate(id: entry.id, expectedKeyID: entry.seal?.keyID, url: new.url, headers: new.headers, body: stored, seal: new.seal)
     }
 }

@@ -23,7 +23,7 @@ extension OfflineQueue {
     }
 
     /// `request` checked and turned into what the store inserts (its body not yet stored).
-    package func validate(_ request: QueuedRequest) throws(QueueError) -> NewEntry {
+    func validate(_ request: QueuedRequest) throws(QueueError) -> NewEntry {
         // A prepared request is typed already: it is stored as it is, not parsed again.
         let (method, target, fields): (String, EnqueueTarget, [HTTPField])
         if let prepared = request.prepared {

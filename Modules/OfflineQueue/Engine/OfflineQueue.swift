@@ -239,45 +239,12 @@ public final class OfflineQueue: Sendable {
 
     /// Stores several requests in one transaction: all or none.
     public func enqueue(_ requests: [QueuedRequest]) async throws(QueueError) -> [Ticket] {
-        var entries: [NewEntry] = []
-        entries.reserveCapacity(requests.count)
-        var files: [StoredBody] = []
-        do {
-            let sealing = try await sealGate.sealing(of: self, forDrain: false)
-            for request in requests {
-                var entry = try validate(request)
-                if sealing.sealsNewEntries {
-                    entry.body = try await sealing.seal(&entry, body: request.body, inlineLimit: configuration.inlineBodyLimit, store: enqueueStore)
-                    if let stored = entry.body, case .file = stored { files.append(stored) }
-                } else if let body = request.body {
-                    let stored = try await store(body)
-                    entry.body = stored
-                    if case .file = stored { files.append(stored) }
-                }
-                entries.append(entry)
-            }
-            let tickets = try await enqueueStore.insert(entries, now: configuration.clock.now())
-            // A deduplicated entry's new body is not referenced by any entry.
-            let unused = zip(tickets, entries).compactMap { ticket, entry in ticket.deduplicated ? entry.body : nil }
-            if !unused.isEmpty { await enqueueStore.discardBodies(unused.filter { if case .file = $0 { true } else { false } }) }
-            for ticket in tickets where !ticket.deduplicated { broadcast.publish(.enqueued(ticket)) }
-            metrics.enqueued(zip(tickets, entries).lazy.filter { !$0.0.deduplicated }.map(\.1.name))
-            enqueued.fire()
-            return tickets
-        } catch {
-            await enqueueStore.discardBodies(files)
-            throw error
-        }
-    }
-
-    private func store(_ body: RequestBody) async throws(QueueError) -> StoredBody {
-        if let data = try await inlined(body) { return .inline(data) }
-        return try await enqueueStore.storeBody(body.makeStream())
+        try await admit(requests, into: enqueueStore, announcing: true)
     }
 
     /// `body`'s bytes when it fits in a row (``QueueConfiguration/inlineBodyLimit``); `nil` when
     /// it is kept apart.
-    package func inlined(_ body: RequestBody) async throws(QueueError) -> Data? {
+    func inlined(_ body: RequestBody) async throws(QueueError) -> Data? {
         try await body.inlined(limit: configuration.inlineBodyLimit)
     }
 
