@@ -127,7 +127,7 @@ extension PostgresQueueStore {
 
     func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
         var binds = PostgresBinds()
-        var clauses = Self.stateClauses(filter.states, &binds) + Self.matchClauses(filter, alias: nil, &binds)
+        var clauses = Self.stateClauses(filter.states, &binds) + Self.clauses(filter.conditions, alias: nil, &binds)
         if let after = filter.after { clauses.append("id > \(binds.add(after))") }
         let condition = (clauses.isEmpty ? "true" : clauses.joined(separator: " AND ")) + " ORDER BY id LIMIT \(binds.add(Int64(max(0, filter.limit))))"
         return try await entries(at: now, where: condition, binds.values)
@@ -153,7 +153,7 @@ extension PostgresQueueStore {
             try await connection.query(fixedEnd, logger: self.logger).decodeAll(Int64.self).first
         }
         var binds = windowBinds
-        var clauses = window + Self.matchClauses(filter, alias: nil, &binds)
+        var clauses = window + Self.clauses(filter.conditions, alias: nil, &binds)
         if let windowEnd { clauses.append("id <= \(binds.add(windowEnd))") }
         let found = try await entries(
             at: now, where: (clauses.isEmpty ? "true" : clauses.joined(separator: " AND ")) + " ORDER BY id LIMIT \(binds.add(Int64(max(0, filter.limit))))", binds.values
@@ -184,15 +184,27 @@ extension PostgresQueueStore {
     }
 
     /// The conditions on `entry` (aliased `alias`) for a filter's group, name and origin.
-    static func matchClauses(_ filter: EntryFilter, alias: String?, _ binds: inout PostgresBinds) -> [String] {
-        let prefix = alias.map { $0 + "." } ?? ""
+    /// `conditions` in PostgreSQL's SQL, on rows aliased `alias`, their values added to
+    /// `binds`; `fleet` is the fleet clock's reading an age is measured from.
+    static func clauses(_ conditions: [EntryCondition], alias: String?, fleet: Double = 0, _ binds: inout PostgresBinds) -> [String] {
+        let column = { (name: String) in alias.map { "\($0).\(name)" } ?? name }
         var clauses: [String] = []
-        if let group = filter.group { clauses.append("\(prefix)group_key = \(binds.add(group))") }
-        if let name = filter.name { clauses.append("\(prefix)name = \(binds.add(name))") }
-        if let origin = filter.origin {
-            // ``EntryFilter/matches(origin:url:)``: the origin, then nothing, a path or a query.
-            let bound = binds.add(origin)
-            clauses.append("(\(prefix)url = \(bound)::text OR starts_with(\(prefix)url, \(bound)::text || '/') OR starts_with(\(prefix)url, \(bound)::text || '?'))")
+        for condition in conditions {
+            switch condition {
+            case .group(let group): clauses.append("\(column("group_key")) = \(binds.add(group))")
+            case .name(let name): clauses.append("\(column("name")) = \(binds.add(name))")
+            case .origin(let origin):
+                // ``EntryFilter/matches(origin:url:)``: the origin, then nothing, a path or a query.
+                let (url, bound) = (column("url"), binds.add(origin))
+                clauses.append("(\(url) = \(bound)::text OR starts_with(\(url), \(bound)::text || '/') OR starts_with(\(url), \(bound)::text || '?'))")
+            case .lastStatus(let range):
+                let (low, high) = (binds.add(Int32(clamping: range.lowerBound)), binds.add(Int32(clamping: range.upperBound)))
+                clauses.append("\(column("last_status")) BETWEEN \(low) AND \(high)")
+            case .olderThan(let age): clauses.append("COALESCE(\(column("finished_at")), \(column("created_at"))) <= \(binds.add(fleet - age.seconds))")
+            case .urlPrefix(let prefix): clauses.append("starts_with(\(column("url")), \(binds.add(prefix)))")
+            case .idAbove(let id): clauses.append("\(column("id")) > \(binds.add(id))")
+            case .idAtMost(let id): clauses.append("\(column("id")) <= \(binds.add(id))")
+            }
         }
         return clauses
     }

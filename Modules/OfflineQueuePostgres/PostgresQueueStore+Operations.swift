@@ -44,29 +44,13 @@ extension PostgresQueueStore {
     /// The condition (on `entry` aliased `e`, binds from `$3` on after the lock name and the
     /// states) and its values for `selection`.
     private func matching(_ selection: EntrySelection, fleet: Double) -> (String, [(any PostgresThrowingDynamicTypeEncodable & Sendable)?]) {
-        var clauses = ["e.state = ANY($2)"]
-        var values: [(any PostgresThrowingDynamicTypeEncodable & Sendable)?] = []
-        func bind(_ value: any PostgresThrowingDynamicTypeEncodable & Sendable) -> String {
-            values.append(value)
-            return "$\(values.count + 2)"
-        }
-        if let group = selection.group { clauses.append("e.group_key = \(bind(group))") }
-        if let status = selection.status {
-            clauses.append("e.last_status BETWEEN \(bind(Int32(clamping: status.lowerBound))) AND \(bind(Int32(clamping: status.upperBound)))")
-        }
-        if let olderThan = selection.olderThan {
-            clauses.append("COALESCE(e.finished_at, e.created_at) <= \(bind(fleet - olderThan.seconds))")
-        }
-        if let prefix = selection.urlPrefix { clauses.append("starts_with(e.url, \(bind(prefix)))") }
-        var binds = PostgresBinds(offset: 2, values: values)
-        clauses += Self.matchClauses(EntryFilter(name: selection.name, origin: selection.origin), alias: "e", &binds)
-        if let after = selection.after { clauses.append("e.id > \(binds.add(after))") }
-        if let through = selection.through { clauses.append("e.id <= \(binds.add(through))") }
+        var binds = PostgresBinds(offset: 2, values: [])
+        let clauses = ["e.state = ANY($2)"] + Self.clauses(selection.conditions, alias: "e", fleet: fleet, &binds)
         return (clauses.joined(separator: " AND "), binds.values)
     }
 
     func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount {
-        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
+        let states = selection.matchedStates
         let fleet = try await fleetTime(now)
         let (condition, values) = matching(selection, fleet: fleet)
         // `$1` is the lock name in the other queries of a selection; unused here, so bound to nothing.
@@ -88,10 +72,11 @@ extension PostgresQueueStore {
         }
     }
 
-    /// What `selection` matches among `states`: id, state, whether its drainer lives, body.
+    /// What `selection` matches among `states`, oldest first, at most its limit, locked for the
+    /// transaction; whether the drainer of one in flight lives is its advisory lock's answer.
     private func matches(
         _ selection: EntrySelection, states: Set<EntryState>, fleet: Double, on connection: PostgresConnection
-    ) async throws -> [(id: Int64, state: EntryState, held: Bool, body: String?)] {
+    ) async throws -> [BulkMatch] {
         let (condition, values) = matching(selection, fleet: fleet)
         let limit = selection.limit.map { " LIMIT \(max(0, $0))" } ?? ""
         var query = PostgresQuery(unsafeSQL: sql("""
@@ -101,9 +86,9 @@ extension PostgresQueueStore {
         try query.binds.bind(lockName)
         try query.binds.bind(states.map(\.rawValue).sorted())
         for value in values { try query.binds.bind(value) }
-        var found: [(id: Int64, state: EntryState, held: Bool, body: String?)] = []
-        for try await (id, state, held, body) in try await connection.query(query, logger: logger).decode((Int64, String, Bool, String?).self) {
-            found.append((id, try UnknownStoredValue.state(state, id: id), held, body))
+        var found: [BulkMatch] = []
+        for try await (id, state, lives, body) in try await connection.query(query, logger: logger).decode((Int64, String, Bool, String?).self) {
+            found.append(BulkMatch(id: id, state: try UnknownStoredValue.state(state, id: id), drainerLives: lives, bodyReference: body))
         }
         return found
     }
@@ -118,45 +103,31 @@ extension PostgresQueueStore {
         return entries
     }
 
-    func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
-        let states = (selection.states.isEmpty ? [.pending, .dead] : selection.states).subtracting([.delivered])
-        guard !states.isEmpty else { return BulkChange(dryRun: dryRun) }
+    /// `operation` on the rows `selection` matches, in one transaction (a dry run's too: its
+    /// row locks end with it; it writes nothing); which of them change is the operation's rule.
+    func change(_ operation: BulkOperation, matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
+        let states = operation.states(of: selection)
         let fleet = try await fleetTime(now)
-        let work: @Sendable (PostgresConnection) async throws -> BulkChange = { connection in
-            let found = try await self.matches(selection, states: states, fleet: fleet, on: connection)
-            let ids = found.filter { $0.state != .inflight }.map(\.id)
-            var change = BulkChange(ids: ids, skipped: found.filter { $0.state == .inflight }.map(\.id), dryRun: dryRun)
+        return try await transaction { connection in
+            let (changed, skipped) = operation.plan(try await self.matches(selection, states: states, fleet: fleet, on: connection))
+            let ids = changed.map(\.id)
+            var change = BulkChange(ids: ids, skipped: skipped, dryRun: dryRun)
             if dryRun {
                 change.entries = try await self.preview(ids, fleet: fleet, at: now, on: connection)
-            } else if !ids.isEmpty {
+                return change
+            }
+            guard !ids.isEmpty else { return change }
+            switch operation {
+            case .retry:
                 try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                     UPDATE §.entry SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = $1, next_attempt_at = $1, waiting_network = false,
                         finished_at = NULL
                     WHERE id = ANY($2) AND state IN ('pending', 'dead')
                     """)).with(fleet, ids), logger: self.logger)
                 try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger)
-            }
-            return change
-        }
-        // A dry run reads in a transaction too (its row locks end with it); it writes nothing.
-        return try await transaction(work)
-    }
-
-    func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
-        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
-        let fleet = try await fleetTime(now)
-        return try await transaction { connection in
-            let found = try await self.matches(selection, states: states, fleet: fleet, on: connection)
-            let chosen = found.filter { !$0.held }
-            let ids = chosen.map(\.id)
-            var change = BulkChange(ids: ids, skipped: found.filter(\.held).map(\.id), dryRun: dryRun)
-            if dryRun {
-                change.entries = try await self.preview(ids, fleet: fleet, at: now, on: connection)
-                return change
-            }
-            if !ids.isEmpty {
+            case .purge:
                 try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.entry WHERE id = ANY($1)")).with(ids), logger: self.logger)
-                let bodies = chosen.compactMap(\.body)
+                let bodies = changed.compactMap(\.bodyReference)
                 if !bodies.isEmpty {
                     try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.body WHERE ref = ANY($1)")).with(bodies), logger: self.logger)
                 }

@@ -145,8 +145,7 @@ final class MemoryQueueSession: QueueStorage {
     func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount {
         var all = selection
         all.limit = nil
-        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
-        let found = store.state.withLock { $0.matching(all, states: states, now: now) }
+        let found = store.state.withLock { $0.matching(all, states: selection.matchedStates, now: now) }
         return SelectionCount(count: found.count, newest: found.last?.entry.id)
     }
 
@@ -177,14 +176,10 @@ final class MemoryQueueSession: QueueStorage {
         }.get()
     }
 
-    func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
-        let change = store.state.withLock { $0.retry(matching: selection, now: now, dryRun: dryRun) }
-        if !dryRun && !change.ids.isEmpty { store.ring() }
+    func change(_ operation: BulkOperation, matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
+        let change = store.state.withLock { $0.change(operation, matching: selection, now: now, dryRun: dryRun) }
+        if operation == .retry && !dryRun && !change.ids.isEmpty { store.ring() }
         return change
-    }
-
-    func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
-        store.state.withLock { $0.purge(matching: selection, now: now, dryRun: dryRun) }
     }
 
     func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool {

@@ -15,7 +15,7 @@ extension MemoryQueueState {
         rows.values
             .filter { row in
                 (filter.states.isEmpty || filter.states.contains(row.entry.state))
-                    && Self.matches(filter, row.entry) && (filter.after.map { row.entry.id > $0 } ?? true)
+                    && Self.matches(filter, row.entry, now: now.wall) && (filter.after.map { row.entry.id > $0 } ?? true)
             }
             .sorted { $0.entry.id < $1.entry.id }
             .prefix(max(0, filter.limit))
@@ -23,10 +23,8 @@ extension MemoryQueueState {
     }
 
     /// Whether `entry` has the filter's group, name and origin.
-    static func matches(_ filter: EntryFilter, _ entry: QueueEntry) -> Bool {
-        (filter.group == nil || entry.group == filter.group)
-            && (filter.name == nil || entry.name == filter.name)
-            && (filter.origin.map { EntryFilter.matches(origin: $0, url: entry.url) } ?? true)
+    static func matches(_ filter: EntryFilter, _ entry: QueueEntry, now: Date) -> Bool {
+        filter.conditions.allSatisfy { $0.holds(for: entry, now: now) }
     }
 
     /// The entries of `filter` among the first `scanLimit` rows of its states past its cursor.
@@ -36,7 +34,7 @@ extension MemoryQueueState {
             .sorted { $0.entry.id < $1.entry.id }
         let scan = max(scanLimit, filter.limit, 1)
         let examined = window.prefix(scan)
-        let found = Array(examined.filter { Self.matches(filter, $0.entry) }.prefix(max(0, filter.limit)))
+        let found = Array(examined.filter { Self.matches(filter, $0.entry, now: now.wall) }.prefix(max(0, filter.limit)))
         if filter.limit > 0, found.count == filter.limit, let last = found.last {
             return EntryPage(entries: found.map { entry($0, now: now) }, next: window.last!.entry.id > last.entry.id ? last.entry.id : nil)
         }

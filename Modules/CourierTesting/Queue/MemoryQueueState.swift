@@ -259,47 +259,29 @@ struct MemoryQueueState {
 
     /// The rows `selection` matches among `states`, oldest first.
     func matching(_ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) -> [Row] {
-        rows.values.filter { row in
-            let entry = row.entry
-            guard states.contains(entry.state) else { return false }
-            if let group = selection.group, entry.group != group { return false }
-            if let status = selection.status, !(entry.lastStatus.map(status.contains) ?? false) { return false }
-            if let olderThan = selection.olderThan,
-               (entry.finishedAt ?? entry.createdAt) > now.wall.addingTimeInterval(-olderThan.seconds) { return false }
-            if let prefix = selection.urlPrefix, !entry.url.utf8.starts(with: prefix.utf8) { return false }
-            if !Self.matches(EntryFilter(name: selection.name, origin: selection.origin), entry) { return false }
-            if let after = selection.after, entry.id <= after { return false }
-            if let through = selection.through, entry.id > through { return false }
-            return true
+        let conditions = selection.conditions
+        return rows.values.filter { row in
+            states.contains(row.entry.state) && conditions.allSatisfy { $0.holds(for: row.entry, now: now.wall) }
         }
         .sorted { $0.entry.id < $1.entry.id }
         .prefix(selection.limit.map { max(0, $0) } ?? .max)
         .map { $0 }
     }
 
-    mutating func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) -> BulkChange {
-        let states = (selection.states.isEmpty ? [.pending, .dead] : selection.states).subtracting([.delivered])
-        guard !states.isEmpty else { return BulkChange(dryRun: dryRun) }
-        let found = matching(selection, states: states, now: now)
-        let chosen = found.filter { $0.entry.state != .inflight }
-        var change = BulkChange(ids: chosen.map(\.entry.id), skipped: found.filter { $0.entry.state == .inflight }.map(\.entry.id), dryRun: dryRun)
+    /// `operation` on the rows `selection` matches; which of them change is the operation's rule.
+    mutating func change(_ operation: BulkOperation, matching selection: EntrySelection, now: QueueTime, dryRun: Bool) -> BulkChange {
+        let found = matching(selection, states: operation.states(of: selection), now: now)
+        let (changed, skipped) = operation.plan(found.map { row in
+            BulkMatch(id: row.entry.id, state: row.entry.state, drainerLives: held(row), bodyReference: nil)
+        })
+        var change = BulkChange(ids: changed.map(\.id), skipped: skipped, dryRun: dryRun)
         if dryRun {
-            change.entries = chosen.map { entry($0, now: now) }
+            change.entries = change.ids.compactMap { id in rows[id].map { entry($0, now: now) } }
         } else {
-            for id in change.ids { restart(id, now: now) }
-        }
-        return change
-    }
-
-    mutating func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) -> BulkChange {
-        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
-        let found = matching(selection, states: states, now: now)
-        let chosen = found.filter { !held($0) }
-        var change = BulkChange(ids: chosen.map(\.entry.id), skipped: found.filter(held).map(\.entry.id), dryRun: dryRun)
-        if dryRun {
-            change.entries = chosen.map { entry($0, now: now) }
-        } else {
-            _ = delete(change.ids)
+            switch operation {
+            case .retry: for id in change.ids { restart(id, now: now) }
+            case .purge: _ = delete(change.ids)
+            }
         }
         return change
     }

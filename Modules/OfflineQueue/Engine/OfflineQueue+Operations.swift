@@ -18,7 +18,7 @@ extension OfflineQueue {
     ///   ``BulkChange/entries``, those entries as they are).
     @discardableResult
     public func retry(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
-        let change = try await operatorStore.retry(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
+        let change = try await change(.retry, matching: selection, dryRun: dryRun)
         if !dryRun && !change.ids.isEmpty {
             forgetRecentReads()
             enqueued.fire()
@@ -39,9 +39,15 @@ extension OfflineQueue {
     /// - Parameter dryRun: change nothing; the answer lists what would change.
     @discardableResult
     public func purge(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
-        let change = try await operatorStore.purge(matching: selection, now: configuration.clock.now(), dryRun: dryRun)
+        let change = try await change(.purge, matching: selection, dryRun: dryRun)
         if !dryRun && !change.ids.isEmpty { forgetRecentReads() }
         return change
+    }
+
+    /// `operation` on what `selection` matches; nothing at all when it matches no state.
+    private func change(_ operation: BulkOperation, matching selection: EntrySelection, dryRun: Bool) async throws(QueueError) -> BulkChange {
+        guard !operation.states(of: selection).isEmpty else { return BulkChange(dryRun: dryRun) }
+        return try await operatorStore.change(operation, matching: selection, now: configuration.clock.now(), dryRun: dryRun)
     }
 
     /// Pauses `group`, or the whole queue when `group` is `nil`: from the next claim on, no

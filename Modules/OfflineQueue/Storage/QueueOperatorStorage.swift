@@ -5,8 +5,8 @@
 ///
 /// ```swift
 /// let dead = try await store.entries(EntryFilter(states: [.dead]), now: clock.now())
-/// let change = try await store.retry(matching: EntrySelection(states: [.dead], status: 500...599),
-///                                    now: clock.now(), dryRun: false)
+/// let change = try await store.change(.retry, matching: EntrySelection(states: [.dead], status: 500...599),
+///                                     now: clock.now(), dryRun: false)
 /// _ = try await store.pause(group: "user-42", now: clock.now())
 /// ```
 package protocol QueueOperatorStorage: Sendable {
@@ -46,12 +46,12 @@ package protocol QueueOperatorStorage: Sendable {
     /// Deletes the selected entries with their bodies; returns how many. An entry in flight
     /// under a drainer that lives is refused with ``QueueError/entryInFlight(_:)``.
     func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int
-    /// Makes the pending and dead entries `selection` matches due now with a fresh budget, in
-    /// one transaction; entries in flight are skipped. With `dryRun`, changes nothing.
-    func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange
-    /// Deletes the entries `selection` matches with their bodies, in one transaction; an entry
-    /// in flight under a drainer that lives is skipped. With `dryRun`, changes nothing.
-    func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange
+    /// In one transaction: the rows `selection` matches among `operation`'s states for it
+    /// (``BulkOperation/states(of:)``, oldest first, at most its limit), then `operation` applied
+    /// to those ``BulkOperation/plan(_:)`` picks (a retry makes them due now with a fresh
+    /// budget; a purge deletes them and their bodies). With `dryRun`, changes nothing and
+    /// previews the entries it would change. The store decides nothing of which entries change.
+    func change(_ operation: BulkOperation, matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange
     /// Pauses `group`, or the whole queue for `nil`: no drainer of any process claims what a
     /// pause holds. Returns whether it was not paused yet.
     func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool

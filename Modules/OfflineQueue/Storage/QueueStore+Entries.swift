@@ -165,7 +165,7 @@ extension QueueStore {
     func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
         try await read { db in
             let (states, stateArguments) = self.stateClauses(filter.states)
-            let (others, otherArguments) = Self.matchClauses(filter)
+            let (others, otherArguments) = Self.clauses(filter.conditions, now: now)
             var clauses = states + others
             var arguments = stateArguments + otherArguments
             if let after = filter.after {
@@ -203,7 +203,7 @@ extension QueueStore {
             // The last row of the window, when the window is full: where a short page's next one starts.
             let windowEnd = try EntryID.fetchOne(db, sql: "SELECT id FROM \(self.entrySource) \(windowWhere) ORDER BY id LIMIT 1 OFFSET ?",
                                                  arguments: windowArguments + [scan - 1])
-            let (others, otherArguments) = Self.matchClauses(filter)
+            let (others, otherArguments) = Self.clauses(filter.conditions, now: now)
             var clauses = window + others
             var arguments = windowArguments + otherArguments
             if let windowEnd {
@@ -255,22 +255,31 @@ extension QueueStore {
     }
 
     /// The conditions on ``entrySource`` (aliased `alias`) for a filter's group, name and origin.
-    static func matchClauses(_ filter: EntryFilter, alias: String? = nil) -> ([String], StatementArguments) {
-        let prefix = alias.map { $0 + "." } ?? ""
+    /// `conditions` in SQLite's SQL, on rows aliased `alias`; an age is measured from `now`'s
+    /// wall clock, as the stored times were written.
+    static func clauses(_ conditions: [EntryCondition], alias: String? = nil, now: QueueTime) -> ([String], StatementArguments) {
+        let column = { (name: String) in alias.map { "\($0).\(name)" } ?? name }
         var clauses: [String] = []
         var arguments = StatementArguments()
-        if let group = filter.group {
-            clauses.append("\(prefix)group_key = ?")
-            _ = arguments.append(contentsOf: [group])
+        func add(_ clause: String, _ values: [any DatabaseValueConvertible]) {
+            clauses.append(clause)
+            _ = arguments.append(contentsOf: StatementArguments(values))
         }
-        if let name = filter.name {
-            clauses.append("\(prefix)name = ?")
-            _ = arguments.append(contentsOf: [name])
-        }
-        if let origin = filter.origin {
-            // ``EntryFilter/matches(origin:url:)``: the origin, then nothing, a path or a query.
-            clauses.append("(\(prefix)url = ? OR substr(\(prefix)url, 1, length(?) + 1) IN (? || '/', ? || '?'))")
-            _ = arguments.append(contentsOf: [origin, origin, origin, origin])
+        for condition in conditions {
+            switch condition {
+            case .group(let group): add("\(column("group_key")) = ?", [group])
+            case .name(let name): add("\(column("name")) = ?", [name])
+            case .origin(let origin):
+                // ``EntryFilter/matches(origin:url:)``: the origin, then nothing, a path or a query.
+                let url = column("url")
+                add("(\(url) = ? OR substr(\(url), 1, length(?) + 1) IN (? || '/', ? || '?'))", [origin, origin, origin, origin])
+            case .lastStatus(let range): add("\(column("last_status")) BETWEEN ? AND ?", [range.lowerBound, range.upperBound])
+            case .olderThan(let age):
+                add("COALESCE(\(column("finished_at")), \(column("created_at"))) <= ?", [now.wall.timeIntervalSince1970 - age.seconds])
+            case .urlPrefix(let prefix): add("substr(\(column("url")), 1, length(?)) = ?", [prefix, prefix])
+            case .idAbove(let id): add("\(column("id")) > ?", [id])
+            case .idAtMost(let id): add("\(column("id")) <= ?", [id])
+            }
         }
         return (clauses, arguments)
     }

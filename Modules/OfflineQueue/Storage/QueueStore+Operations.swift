@@ -78,41 +78,12 @@ extension QueueStore {
     /// The `WHERE` clause (on ``entrySource`` aliased `e`) and arguments for `selection` among `states`.
     func matching(_ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) -> (String, StatementArguments) {
         let (condition, stateArguments) = stateCondition(states, alias: "e")
-        var clauses = [condition]
-        var arguments = stateArguments
-        if let group = selection.group {
-            clauses.append("e.group_key = ?")
-            _ = arguments.append(contentsOf: [group])
-        }
-        if let status = selection.status {
-            clauses.append("e.last_status BETWEEN ? AND ?")
-            _ = arguments.append(contentsOf: [status.lowerBound, status.upperBound])
-        }
-        if let olderThan = selection.olderThan {
-            clauses.append("COALESCE(e.finished_at, e.created_at) <= ?")
-            _ = arguments.append(contentsOf: [now.wall.timeIntervalSince1970 - olderThan.seconds])
-        }
-        if let prefix = selection.urlPrefix {
-            clauses.append("substr(e.url, 1, length(?)) = ?")
-            _ = arguments.append(contentsOf: [prefix, prefix])
-        }
-        let (others, otherArguments) = Self.matchClauses(EntryFilter(name: selection.name, origin: selection.origin), alias: "e")
-        clauses += others
-        arguments += otherArguments
-        if let after = selection.after {
-            clauses.append("e.id > ?")
-            _ = arguments.append(contentsOf: [after])
-        }
-        if let through = selection.through {
-            clauses.append("e.id <= ?")
-            _ = arguments.append(contentsOf: [through])
-        }
-        return (clauses.joined(separator: " AND "), arguments)
+        let (others, otherArguments) = Self.clauses(selection.conditions, alias: "e", now: now)
+        return (([condition] + others).joined(separator: " AND "), stateArguments + otherArguments)
     }
 
     func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount {
-        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
-        let (filter, arguments) = matching(selection, states: states, now: now)
+        let (filter, arguments) = matching(selection, states: selection.matchedStates, now: now)
         return try await read { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT count(*), max(e.id) FROM \(self.entrySource) AS e WHERE \(filter)", arguments: arguments) else {
                 return SelectionCount()
@@ -121,26 +92,26 @@ extension QueueStore {
         }
     }
 
-    /// One matched row: enough to decide what to do with it.
-    private struct Match {
-        var id: EntryID
-        var state: EntryState
-        var owner: String?
-        var bodyFile: String?
-    }
-
-    private func matches(_ db: Database, _ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) throws -> [Match] {
+    /// The rows `selection` matches among `states`, oldest first, at most its limit; whether the
+    /// drainer of one in flight lives is its owner lock's answer.
+    private func matches(_ db: Database, _ selection: EntrySelection, states: Set<EntryState>, now: QueueTime) throws -> [BulkMatch] {
         var (filter, arguments) = matching(selection, states: states, now: now)
         let limit = selection.limit.map { max(0, $0) } ?? -1
         _ = arguments.append(contentsOf: [limit])
         return try Row.fetchAll(db, sql: "SELECT e.id, e.state, e.lease_owner, e.body_file FROM \(entrySource) AS e WHERE \(filter) ORDER BY e.id LIMIT ?", arguments: arguments)
             .map { row in
                 let id: EntryID = row[0]
+                let state: EntryState
                 do throws(UnknownStoredValue) {
-                    return Match(id: id, state: try UnknownStoredValue.state(row[1], id: id), owner: row[2], bodyFile: row[3])
+                    state = try UnknownStoredValue.state(row[1], id: id)
                 } catch {
                     throw error.corruptDatabase(path)
                 }
+                let owner: String? = row[2]
+                let lives = state == .inflight && owner.map {
+                    OwnerLock.liveness(of: $0, databasePath: path, boot: now.boot, takeOver: false) != .gone
+                } ?? false
+                return BulkMatch(id: id, state: state, drainerLives: lives, bodyReference: row[3])
             }
     }
 
@@ -150,19 +121,21 @@ extension QueueStore {
             .map { row in try QueueEntry(row: row, path: self.path) }
     }
 
-    /// Makes the pending and dead entries `selection` matches due now with a fresh budget, in
-    /// one transaction; entries in flight it matches are skipped, delivered ones never matched.
-    /// With `dryRun`, changes nothing and says what it would do.
-    func retry(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
-        let states = (selection.states.isEmpty ? [.pending, .dead] : selection.states).subtracting([.delivered])
-        guard !states.isEmpty else { return BulkChange(dryRun: dryRun) }
-        let work: @Sendable (Database) throws -> BulkChange = { [self] db in
-            let found = try matches(db, selection, states: states, now: now)
-            let ids = found.filter { $0.state != .inflight }.map(\.id)
-            var change = BulkChange(ids: ids, skipped: found.filter { $0.state == .inflight }.map(\.id), dryRun: dryRun)
+    /// `operation` on the rows `selection` matches, in one transaction (a dry run reads only);
+    /// which of them change is the operation's rule. A purge's body files go after the commit.
+    func change(_ operation: BulkOperation, matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
+        let states = operation.states(of: selection)
+        let work: @Sendable (Database) throws -> (BulkChange, [String]) = { [self] db in
+            let (changed, skipped) = operation.plan(try matches(db, selection, states: states, now: now))
+            let ids = changed.map(\.id)
+            var change = BulkChange(ids: ids, skipped: skipped, dryRun: dryRun)
             if dryRun {
                 change.entries = try entries(db, ids: ids)
-            } else if !ids.isEmpty {
+                return (change, [])
+            }
+            guard !ids.isEmpty else { return (change, []) }
+            switch operation {
+            case .retry:
                 try Self.markBoot(db, now.boot)
                 try db.execute(sql: """
                     UPDATE entry SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
@@ -170,48 +143,17 @@ extension QueueStore {
                     WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'dead')
                         AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)
                     """, arguments: ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime, "ids": Self.list(ids)])
-            }
-            return change
-        }
-        if dryRun { return try await read(work) }
-        let change = try await write(work)
-        if !change.ids.isEmpty { ringWake() }
-        return change
-    }
-
-    /// Deletes the entries `selection` matches (any state when it names none), in one
-    /// transaction, then their body files; an entry in flight under a drainer that lives is
-    /// skipped. With `dryRun`, changes nothing and says what it would do.
-    func purge(matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
-        let states = selection.states.isEmpty ? Set(EntryState.allCases) : selection.states
-        let path = self.path
-        let work: @Sendable (Database) throws -> (BulkChange, [String]) = { [self] db in
-            let found = try matches(db, selection, states: states, now: now)
-            var chosen: [Match] = []
-            var skipped: [EntryID] = []
-            for match in found {
-                if match.state == .inflight, let owner = match.owner,
-                   OwnerLock.liveness(of: owner, databasePath: path, boot: now.boot, takeOver: false) != .gone {
-                    skipped.append(match.id)
-                } else {
-                    chosen.append(match)
-                }
-            }
-            let ids = chosen.map(\.id)
-            var change = BulkChange(ids: ids, skipped: skipped, dryRun: dryRun)
-            if dryRun {
-                change.entries = try entries(db, ids: ids)
                 return (change, [])
-            }
-            if !ids.isEmpty {
+            case .purge:
                 try db.execute(sql: "DELETE FROM entry WHERE id IN (SELECT value FROM json_each(?))", arguments: [Self.list(ids)])
                 // The leases of drainers that are gone go with their entries.
                 try db.execute(sql: "DELETE FROM lease WHERE entry_id IN (SELECT value FROM json_each(?))", arguments: [Self.list(ids)])
+                return (change, changed.compactMap(\.bodyReference))
             }
-            return (change, chosen.compactMap(\.bodyFile))
         }
         let (change, files) = dryRun ? try await read(work) : try await write(work)
         bodies.remove(files)
+        if operation == .retry && !change.ids.isEmpty && !dryRun { ringWake() }
         return change
     }
 }
