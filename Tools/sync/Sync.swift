@@ -9,8 +9,9 @@ struct Sync: AsyncParsableCommand {
         commandName: "sync",
         abstract: "Drain and inspect Courier's offline request queue, or run background sync as a service.",
         discussion: """
-            The queue is one SQLite file. Requests stored in it are sent, with backoff, when the \
-            network is there; `sync run` does that continuously under systemd.
+            The queue is a SQLite file (--db PATH, the default) or a PostgreSQL database shared by \
+            a fleet (--db postgres://user@host/db?schema=name). Requests stored in it are sent, with \
+            backoff, when the network is there; `sync run` does that continuously under systemd.
 
             Examples:
               sync demo
@@ -33,7 +34,7 @@ struct Sync: AsyncParsableCommand {
             Exit codes (sysexits.h): 0 done, 64 bad usage (--sealing on or required without a \
             keyring, a console on a non-loopback address without users), 65 bad data (invalid URL or method, secret header, corrupt database, \
             malformed keyring, a sealed entry that does not authenticate, a malformed console credentials file), 66 no such database, \
-            keyring or file, 71 cannot listen on the --metrics-address, --console or --address, 73 cannot create the \
+            keyring or file, 69 the PostgreSQL server cannot be reached or refuses the login, 71 cannot listen on the --metrics-address, --console or --address, 73 cannot create the \
             database or keyring, 74 I/O error (disk full), 75 entries remain (try again later), \
             78 unsafe keyring (open to other users, a symbolic link), a keyring that does not \
             fit the queue (a key missing or with other bytes; entries in clear under required), \

@@ -30,6 +30,11 @@ public import ServiceLifecycle
 /// It applies the queue's retention (``OfflineQueue/applyRetention(now:)``) when it starts
 /// and then every `retentionInterval`, between drains, and beats its ``heartbeat`` as its loop
 /// goes round, for a supervisor's watchdog.
+///
+/// Every wait of the service (the poll, the next due time, retention's interval, the shutdown
+/// grace, the gauges' interval) is on the queue's clock (``QueueConfiguration/clock``), so a
+/// test that gives the queue a ``ManualQueueClock`` moves them all; ``liveness()`` alone reads
+/// the boot clock, as a watchdog outside the process would.
 public struct QueueService: Service {
     public let queue: OfflineQueue
     public let pollInterval: Duration
@@ -95,8 +100,8 @@ public struct QueueService: Service {
     }
 
     /// One drain, as children of a task group: the drain, and a watcher that on shutdown stops
-    /// its claiming and, `shutdownGrace` later, cancels it, so that its sends are cut short and
-    /// their entries given back. Neither outlives the call.
+    /// its claiming and, `shutdownGrace` later (on the queue's clock), cancels it, so that its
+    /// sends are cut short and their entries given back. Neither outlives the call.
     private func drainWithGrace() async throws -> DrainSummary {
         let drainControl = DrainControl()
         return try await withThrowingTaskGroup(of: DrainSummary?.self) { [queue, control, shutdownGrace] group in
@@ -104,7 +109,8 @@ public struct QueueService: Service {
             group.addTask {
                 await control.stopRequested()
                 drainControl.stop()
-                await BootClock.sleep(for: shutdownGrace)
+                let clock = queue.configuration.clock
+                await clock.sleep(clock.now().uptime + shutdownGrace.seconds)
                 return nil
             }
             defer { group.cancelAll() }
@@ -139,9 +145,10 @@ public struct QueueService: Service {
                 // The gauges between drains too: a long drain, or none while offline. Only when
                 // a backend is there when the service starts: otherwise the service stays quiet.
                 group.addTask { [queue] in
+                    let clock = queue.configuration.clock
                     while !Task.isCancelled {
                         try? await queue.refreshGauges(maxAge: .seconds(1))
-                        await BootClock.sleep(for: queue.metrics.options.gaugeInterval)
+                        await clock.sleep(clock.now().uptime + queue.metrics.options.gaugeInterval.seconds)
                     }
                 }
             }
@@ -150,7 +157,8 @@ public struct QueueService: Service {
         }
     }
 
-    /// The loop: drain while there is work and the network is there, wait otherwise.
+    /// The loop: drain while there is work and the network is there, wait otherwise; what comes
+    /// next is the schedule's word (``ServiceSchedule``), every wait on the queue's clock.
     private func serve(wake: WakeSignal) async throws {
         logger.info("queue service started", metadata: ["db": "\(queue.store.location)"])
         queue.activity.progressed()
@@ -159,67 +167,59 @@ public struct QueueService: Service {
         } catch {
             logger.warning("could not sweep orphan body files", metadata: ["error": "\(error)"])
         }
-        await applyRetention()
-        // Measured on the monotonic clock: a wall clock stepped back must not stall retention.
-        var lastRetention = ContinuousClock.now
-
         let clock = queue.configuration.clock
+        var schedule = ServiceSchedule(pollInterval: pollInterval, retentionInterval: retentionInterval)
+        // Taken before each drain: a wake-up during it (an enqueue here or elsewhere, the
+        // network back) ends the wait after it at once.
+        var mark = wake.mark
         while !control.isStopped && !Task.isCancelled {
-            // Taken before the drain: a wake-up during it (an enqueue here or elsewhere, the
-            // network back) ends the wait below at once.
-            let mark = wake.mark
-            let online = queue.monitor?.status.isOnline ?? true
-            var didWork = false
-            var nextDue: DueTime?
-            if online {
-                do {
-                    // Events during the drain beat too: a drain that keeps a steady stream
-                    // of entries moving may not return for a long time, and is not stuck.
-                    let summary = try await heartbeat.beating(during: queue.events(bufferingPolicy: .bufferingNewest(1))) {
-                        try await drainWithGrace()
-                    }
-                    didWork = summary.delivered + summary.failed + summary.dead + summary.waitingForNetwork > 0
-                    nextDue = summary.nextDue
-                    if didWork {
-                        logger.info("drained", metadata: [
-                            "delivered": "\(summary.delivered)", "failed": "\(summary.failed)", "dead": "\(summary.dead)",
-                            "remaining": "\(summary.remaining)",
-                        ])
-                    }
-                } catch let error as QueueError where error.kind == .keyUnavailable || error.kind == .sealBroken {
-                    // Not passing: the keys do not fit the queue, or a row was changed. Nothing
-                    // was sent; the service stops, so that its manager reports the failure.
-                    logger.critical("drain refused", metadata: ["error": "\(error)"])
-                    throw error
-                } catch {
-                    logger.error("drain failed", metadata: ["error": "\(error)"])
-                }
-            }
-            if control.isStopped || Task.isCancelled { break }
-            // At most once per iteration, so never more often than the drains.
-            if ContinuousClock.now - lastRetention >= retentionInterval {
+            switch schedule.next(at: clock.now()) {
+            case .applyRetention:
                 await applyRetention()
-                lastRetention = ContinuousClock.now
+                schedule.retentionApplied(at: clock.now())
+            case .drain:
+                mark = wake.mark
+                let (didWork, nextDue) = try await drainOnce()
+                schedule.drained(didWork: didWork, nextDue: nextDue)
+                turned()
+            case .wait(let until):
+                if control.isStopped || Task.isCancelled { break }
+                logger.debug("idle until woken", metadata: ["until_uptime": "\(until)"])
+                await wake.wait(after: mark) { await clock.sleep(until) }
+                schedule.woke()
+                turned()
             }
-            // Until a wake-up, the next due time on the boot clock (after a drain that did
-            // nothing, not sooner than a moment from now, so a due entry no drain can take
-            // does not spin the loop), or the poll, whichever comes first.
-            var deadline: (@Sendable () async -> Void)?
-            if let nextDue {
-                let now = clock.now()
-                let wait = max(nextDue.remaining(at: now), didWork ? .zero : .milliseconds(100))
-                if wait == .zero {
-                    turned()
-                    continue
-                }
-                let until = now.uptime + wait.seconds
-                deadline = { await clock.sleep(until) }
-            }
-            logger.debug("idle until woken", metadata: ["next_due": "\(nextDue.map { "\($0.remaining(at: clock.now()))" } ?? "none")"])
-            await wake.wait(after: mark, timeout: pollInterval, deadline: deadline)
-            turned()
         }
         logger.info("queue service stopped")
+    }
+
+    /// One drain when the network is there: whether it did work, and when something is next
+    /// due. Throws only what must stop the service (keys that do not fit, a changed row).
+    private func drainOnce() async throws -> (didWork: Bool, nextDue: DueTime?) {
+        guard queue.monitor?.status.isOnline ?? true else { return (false, nil) }
+        do {
+            // Events during the drain beat too: a drain that keeps a steady stream of entries
+            // moving may not return for a long time, and is not stuck.
+            let summary = try await heartbeat.beating(during: queue.events(bufferingPolicy: .bufferingNewest(1))) {
+                try await drainWithGrace()
+            }
+            let didWork = summary.delivered + summary.failed + summary.dead + summary.waitingForNetwork > 0
+            if didWork {
+                logger.info("drained", metadata: [
+                    "delivered": "\(summary.delivered)", "failed": "\(summary.failed)", "dead": "\(summary.dead)",
+                    "remaining": "\(summary.remaining)",
+                ])
+            }
+            return (didWork, summary.nextDue)
+        } catch let error as QueueError where error.kind == .keyUnavailable || error.kind == .sealBroken {
+            // Not passing: the keys do not fit the queue, or a row was changed. Nothing was
+            // sent; the service stops, so that its manager reports the failure.
+            logger.critical("drain refused", metadata: ["error": "\(error)"])
+            throw error
+        } catch {
+            logger.error("drain failed", metadata: ["error": "\(error)"])
+            return (false, nil)
+        }
     }
 
     /// One retention pass, logged; a failure is logged and retried at the next pass.
