@@ -27,6 +27,10 @@
 ///   renewal, while it is held.
 /// - **The end.** Idle, with nothing left to record, after a claim found nothing more, or
 ///   while stopping.
+///
+/// Where the drain stands with claiming is one value, ``Phase`` (claiming, drained, stopped,
+/// failed with what may still be recorded); what it holds (claimed, running, to record, the
+/// commit under way, lease times) is bookkeeping beside it.
 struct DrainMachine {
     struct Settings: Sendable {
         /// Sends under way at most.
@@ -84,13 +88,38 @@ struct DrainMachine {
         case finish
     }
 
+    /// Where the drain stands with claiming: one value, so that no two of its states can hold
+    /// at once (a drain both drained and failed, say). Sends under way and outcomes to record
+    /// go on in every phase; only claiming and what may be recorded depend on it.
+    enum Phase: Equatable {
+        /// Claiming as sends need entries; `exhausted`: the last claim found fewer than it asked
+        /// for, so the next waits until nothing is held.
+        case claiming(exhausted: Bool)
+        /// A claim made while idle found nothing more: the drain ends as soon as it is idle with
+        /// nothing to record. Until then claims go on as while claiming (the commit that records
+        /// the last outcomes claims too: a group's next entry is claimable only once its head is
+        /// recorded).
+        case drained(exhausted: Bool)
+        /// Claiming is over: a stop was asked for, or a send found the network gone.
+        case stopped(StopReason)
+        /// A store call failed, or a claimed entry could not be opened: claiming is over, the
+        /// drain throws `error` at its end, and records only what `recording` allows.
+        case failed(QueueError, recording: Recording)
+    }
+
+    enum StopReason: Equatable {
+        /// ``DrainControl/stop()``, or the drain's task was cancelled.
+        case requested
+        /// A send found the network gone.
+        case networkGone
+    }
+
     let settings: Settings
     /// What the drain did so far: committed outcomes only.
     private(set) var summary = DrainSummary()
-    /// The first storage failure: the drain stops and throws it.
-    private(set) var failure: QueueError?
-    /// What may still be recorded after ``failure``.
-    private(set) var recording = Recording.all
+    private(set) var phase = Phase.claiming(exhausted: false)
+    /// Whether the monitor says the network is there: claiming pauses while it does not.
+    private var online: Bool
 
     /// Claimed, not started.
     private var ready: [QueueEntry] = []
@@ -100,17 +129,10 @@ struct DrainMachine {
     private var oldestUnsettled: Duration?
     /// The commit the driver is performing.
     private var committing: Commit?
-    /// Whether the last claim found fewer entries than it asked for.
-    private var exhausted = false
-    /// Whether a claim made while idle found nothing more.
-    private var drained = false
     /// When each held entry (ready or running) was claimed or last renewed.
     private var leasedAt: [EntryID: Duration] = [:]
     private var chores: ClaimChores
     private var lastReclaim: Duration = .zero
-    private var stopRequested = false
-    private var online: Bool
-    private var networkGone = false
 
     init(settings: Settings, online: Bool) {
         self.settings = settings
@@ -120,13 +142,46 @@ struct DrainMachine {
         chores = ClaimChores(carryOver: true, reclaimOrphans: true, maxDelay: settings.maxDelay)
     }
 
-    var isStopping: Bool { stopRequested || failure != nil || !online || networkGone }
+    /// The failure the drain ends with, if any.
+    var failure: QueueError? {
+        if case .failed(let error, _) = phase { return error }
+        return nil
+    }
+
+    /// What may still be recorded.
+    var recording: Recording {
+        if case .failed(_, let recording) = phase { return recording }
+        return .all
+    }
+
+    var isStopping: Bool {
+        switch phase {
+        case .claiming, .drained: !online
+        case .stopped, .failed: true
+        }
+    }
+
+    /// While claims may be made: whether the last one found fewer entries than it asked for.
+    private var claimsExhausted: Bool? {
+        switch phase {
+        case .claiming(let exhausted), .drained(let exhausted): exhausted
+        case .stopped, .failed: nil
+        }
+    }
+
+    private var isDrained: Bool {
+        if case .drained = phase { return true }
+        return false
+    }
+
     private var isIdle: Bool { running == 0 && ready.isEmpty }
 
     // MARK: - Events
 
     /// Stop claiming (``DrainControl/stop()``, or the drain's task was cancelled).
-    mutating func stop() { stopRequested = true }
+    mutating func stop() {
+        if !isFinal { phase = .stopped(.requested) }
+    }
 
     /// The monitor's status changed.
     mutating func network(online: Bool) { self.online = online }
@@ -137,7 +192,18 @@ struct DrainMachine {
         leasedAt[settlement.id] = nil
         unsettled.append(settlement)
         if oldestUnsettled == nil { oldestUnsettled = now }
-        if gone { networkGone = true }
+        if gone {
+            summary.offline = true
+            if !isFinal { phase = .stopped(.networkGone) }
+        }
+    }
+
+    /// Whether the phase is one no later event replaces but a failure: stopped or failed.
+    private var isFinal: Bool {
+        switch phase {
+        case .claiming, .drained: false
+        case .stopped, .failed: true
+        }
     }
 
     /// The commit last asked for is done.
@@ -152,10 +218,15 @@ struct DrainMachine {
         if commit.chores.reclaimOrphans { lastReclaim = now }
         chores.carryOver = false
         chores.reclaimOrphans = false
-        exhausted = result.claimed.count < commit.claimLimit
         ready += result.claimed
         for entry in result.claimed { leasedAt[entry.id] = now }
-        if exhausted && isIdle { drained = true }
+        // A drain stopped or failed meanwhile stays so; a drained one stays drained.
+        let exhausted = result.claimed.count < commit.claimLimit
+        switch phase {
+        case .claiming: phase = exhausted && isIdle ? .drained(exhausted: true) : .claiming(exhausted: exhausted)
+        case .drained: phase = .drained(exhausted: exhausted)
+        case .stopped, .failed: break
+        }
     }
 
     /// These leases were renewed.
@@ -171,8 +242,7 @@ struct DrainMachine {
         guard let commit = committing else { return }
         committing = nil
         if commit.onFullDisk {
-            failure = failure ?? error
-            recording = .nothing
+            phase = .failed(failure ?? error, recording: .nothing)
             return
         }
         storageFailed(error)
@@ -182,7 +252,8 @@ struct DrainMachine {
     /// A claimed entry could not be opened: the drain stops claiming and throws `error` once
     /// what it holds is recorded (the entry itself given back unsent).
     mutating func entryFailed(_ error: QueueError) {
-        failure = failure ?? error
+        if case .failed = phase { return }
+        phase = .failed(error, recording: .all)
     }
 
     /// A renewal failed: the drain stops claiming, as for a failed commit; a commit under way
@@ -191,10 +262,14 @@ struct DrainMachine {
         storageFailed(error)
     }
 
+    /// The first failure is the one thrown; each storage failure narrows what may be recorded:
+    /// a full disk to what was sent, any other failure to nothing.
     private mutating func storageFailed(_ error: QueueError) {
-        failure = failure ?? error
-        guard recording != .nothing else { return }
-        recording = error.kind == .diskFull ? .onFullDisk : .nothing
+        let narrowed: Recording = switch recording {
+        case .nothing: .nothing
+        case .all, .onFullDisk: error.kind == .diskFull ? .onFullDisk : .nothing
+        }
+        phase = .failed(failure ?? error, recording: narrowed)
     }
 
     /// `settlements` with the outcomes of sends before the entries given back: should the space
@@ -207,7 +282,7 @@ struct DrainMachine {
 
     /// What to do now.
     mutating func next(at now: Duration) -> Action {
-        if !online || networkGone { summary.offline = true }
+        if !online { summary.offline = true }
         let stopping = isStopping
         if stopping && !ready.isEmpty {
             // Claimed but never sent: give them back.
@@ -223,12 +298,12 @@ struct DrainMachine {
             return .start(batch)
         }
         let recordable = recording != .nothing
-        if isIdle && committing == nil && (unsettled.isEmpty || !recordable) && (stopping || drained) { return .finish }
+        if isIdle && committing == nil && (unsettled.isEmpty || !recordable) && (stopping || isDrained) { return .finish }
 
         // One commit at a time; sends go on starting and finishing while it runs.
         var claimLimit = 0
         let level = settings.limit + settings.reserve
-        if committing == nil && !stopping && running + ready.count <= level && (!exhausted || isIdle) {
+        if let exhausted = claimsExhausted, committing == nil, online, running + ready.count <= level, !exhausted || isIdle {
             claimLimit = level + settings.claimBatch - running - ready.count
         }
         let flushDue = committing == nil && recordable && !unsettled.isEmpty && (
