@@ -136,48 +136,49 @@ struct LeanInsertTests {
     @Test("the due count read from the indexes when every open row is on this boot matches a walk of every row: waits, retries, pauses, leases, another boot's rows before and after a drain carries them over")
     func dueFromIndexes() async throws {
         let contract = try await Contract(.sqlite)
-        defer { Task { await contract.remove() } }
-        let storage = contract.storage
-        func expectDueByRow(_ expected: Int, _ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-            let counted = try await storage.counts(now: contract.now).due
-            let byRow = try await dueByRow(contract.place.path, contract.now)
-            #expect(counted == byRow && counted == expected, comment, sourceLocation: sourceLocation)
+        try await removing(contract) {
+            let storage = contract.storage
+            func expectDueByRow(_ expected: Int, _ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+                let counted = try await storage.counts(now: contract.now).due
+                let byRow = try await dueByRow(contract.place.path, contract.now)
+                #expect(counted == byRow && counted == expected, comment, sourceLocation: sourceLocation)
+            }
+            let carryOver = ClaimChores(carryOver: true)
+            _ = try await storage.settleAndClaim([], now: contract.now, claimLimit: 0, lease: .seconds(60), attemptedSince: nil, chores: carryOver)
+            let ids = try await contract.insert([
+                Spec(group: "a"), Spec(group: "a"), Spec(group: "b"), Spec(), Spec(notBefore: contract.now.wall.addingTimeInterval(60)), Spec(),
+            ])
+            try await expectDueByRow(5, "all but the scheduled one")
+            _ = try await contract.claim(limit: 2, lease: .seconds(600))
+            _ = try await contract.settle([Settlement(id: ids[0], transition: .retry(.init(after: .seconds(10), error: "HTTP 503")))])
+            #expect(try await storage.pause(group: "a", now: contract.now))
+            try await expectDueByRow(2, "a1 waits, a2 held, b1 in flight")
+            contract.clock.advance(by: .seconds(61))
+            try await expectDueByRow(3, "the scheduled one due")
+            #expect(try await storage.resume(group: "a"))
+            try await expectDueByRow(5, "a1 and a2 due again")
+
+            // A reboot: the rows are on the last boot until a drain of this one carries them over.
+            contract.clock.reboot()
+            try await expectDueByRow(5, "by their wall times; b1's claim lapsed with its boot but is not taken back yet")
+            _ = try await contract.insert([Spec(), Spec(notBefore: contract.now.wall.addingTimeInterval(30))])
+            try await expectDueByRow(6, "a new row of this boot clears the mark; one of two due")
+            #expect(try await storage.pause(group: "b", now: contract.now))
+            _ = try await storage.settleAndClaim([], now: contract.now, claimLimit: 0, lease: .seconds(60), attemptedSince: nil, chores: carryOver)
+            try await expectDueByRow(6, "carried over (b1's lapsed claim gone, held by b's pause); the mark set again")
+            #expect(try await storage.resume(group: "b"))
+            try await expectDueByRow(7, "b1 due")
+
+            // A row written by a process whose boot clock reads ahead: due for the indexes (the next
+            // drain's start rebases it to due at once), not yet for the walk.
+            let now = contract.now
+            let ahead = QueueTime(wall: now.wall, boot: now.boot, uptime: now.uptime + 3600)
+            _ = try await storage.insert([Spec().entry], now: ahead)
+            #expect(try await storage.counts(now: contract.now).due == 8)
+            #expect(try await dueByRow(contract.place.path, contract.now) == 7)
+            _ = try await storage.settleAndClaim([], now: contract.now, claimLimit: 0, lease: .seconds(60), attemptedSince: nil, chores: carryOver)
+            try await expectDueByRow(8, "rebased")
         }
-        let carryOver = ClaimChores(carryOver: true)
-        _ = try await storage.settleAndClaim([], now: contract.now, claimLimit: 0, lease: .seconds(60), attemptedSince: nil, chores: carryOver)
-        let ids = try await contract.insert([
-            Spec(group: "a"), Spec(group: "a"), Spec(group: "b"), Spec(), Spec(notBefore: contract.now.wall.addingTimeInterval(60)), Spec(),
-        ])
-        try await expectDueByRow(5, "all but the scheduled one")
-        _ = try await contract.claim(limit: 2, lease: .seconds(600))
-        _ = try await contract.settle([Settlement(id: ids[0], transition: .retry(.init(after: .seconds(10), error: "HTTP 503")))])
-        #expect(try await storage.pause(group: "a", now: contract.now))
-        try await expectDueByRow(2, "a1 waits, a2 held, b1 in flight")
-        contract.clock.advance(by: .seconds(61))
-        try await expectDueByRow(3, "the scheduled one due")
-        #expect(try await storage.resume(group: "a"))
-        try await expectDueByRow(5, "a1 and a2 due again")
-
-        // A reboot: the rows are on the last boot until a drain of this one carries them over.
-        contract.clock.reboot()
-        try await expectDueByRow(5, "by their wall times; b1's claim lapsed with its boot but is not taken back yet")
-        _ = try await contract.insert([Spec(), Spec(notBefore: contract.now.wall.addingTimeInterval(30))])
-        try await expectDueByRow(6, "a new row of this boot clears the mark; one of two due")
-        #expect(try await storage.pause(group: "b", now: contract.now))
-        _ = try await storage.settleAndClaim([], now: contract.now, claimLimit: 0, lease: .seconds(60), attemptedSince: nil, chores: carryOver)
-        try await expectDueByRow(6, "carried over (b1's lapsed claim gone, held by b's pause); the mark set again")
-        #expect(try await storage.resume(group: "b"))
-        try await expectDueByRow(7, "b1 due")
-
-        // A row written by a process whose boot clock reads ahead: due for the indexes (the next
-        // drain's start rebases it to due at once), not yet for the walk.
-        let now = contract.now
-        let ahead = QueueTime(wall: now.wall, boot: now.boot, uptime: now.uptime + 3600)
-        _ = try await storage.insert([Spec().entry], now: ahead)
-        #expect(try await storage.counts(now: contract.now).due == 8)
-        #expect(try await dueByRow(contract.place.path, contract.now) == 7)
-        _ = try await storage.settleAndClaim([], now: contract.now, claimLimit: 0, lease: .seconds(60), attemptedSince: nil, chores: carryOver)
-        try await expectDueByRow(8, "rebased")
     }
 
     @Test("counts, the oldest pending entry and listings by state without an index of every row's state")

@@ -21,103 +21,108 @@ struct PostgresFleetTests {
     @Test("the outbox: a rolled-back transaction leaves no entry and no body; a committed one is delivered")
     func outbox() async throws {
         let store = try TestStore(.postgres)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let queue = try await makeQueue(on: store, server: server) { $0.inlineBodyLimit = 1024 }
-        let schema = try #require(store.schema)
-        _ = try await withPostgres(store.path) { connection in
-            try await connection.query(Self.query("CREATE TABLE \"\(schema)\".orders (id integer PRIMARY KEY, state text NOT NULL)"), logger: testLogger)
-        }
-        struct Refused: Error {}
-        // Rolled back: the business write and the request go together, a large body too.
-        await #expect(throws: PostgresTransactionError.self) {
-            try await withPostgres(store.path) { connection in
-                try await connection.withTransaction(logger: testLogger) { connection in
-                    try await connection.query(Self.query("INSERT INTO \"\(schema)\".orders VALUES (1, 'paid')"), logger: testLogger)
-                    let tickets = try await queue.enqueue([
-                        QueuedRequest(method: "POST", url: server.url("/echo?order=1").absoluteString, body: .data(Data(count: 300_000))),
-                    ], on: connection)
-                    #expect(tickets.count == 1)
-                    throw Refused()
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let queue = try await makeQueue(on: store, server: server) { $0.inlineBodyLimit = 1024 }
+            let schema = try #require(store.schema)
+            _ = try await withPostgres(store.path) { connection in
+                try await connection.query(Self.query("CREATE TABLE \"\(schema)\".orders (id integer PRIMARY KEY, state text NOT NULL)"), logger: testLogger)
+            }
+            struct Refused: Error {}
+            // Rolled back: the business write and the request go together, a large body too.
+            await #expect(throws: PostgresTransactionError.self) {
+                try await withPostgres(store.path) { connection in
+                    try await connection.withTransaction(logger: testLogger) { connection in
+                        try await connection.query(Self.query("INSERT INTO \"\(schema)\".orders VALUES (1, 'paid')"), logger: testLogger)
+                        let tickets = try await queue.enqueue([
+                            QueuedRequest(method: "POST", url: server.url("/echo?order=1").absoluteString, body: .data(Data(count: 300_000))),
+                        ], on: connection)
+                        #expect(tickets.count == 1)
+                        throw Refused()
+                    }
                 }
             }
-        }
-        #expect(try await queue.counts().total == 0)
-        let leftover = try await withPostgres(store.path) { connection in
-            try await connection.query(Self.query("SELECT (SELECT count(*) FROM \"\(schema)\".orders) + (SELECT count(*) FROM \"\(schema)\".body)"), logger: testLogger)
-                .collect().first?.decode(Int64.self) ?? -1
-        }
-        #expect(leftover == 0, "neither the order nor the body chunks are left")
-        // Committed: both are there, and the request is delivered.
-        let tickets = try await withPostgres(store.path) { connection in
-            try await connection.withTransaction(logger: testLogger) { connection in
-                try await connection.query(Self.query("INSERT INTO \"\(schema)\".orders VALUES (2, 'paid')"), logger: testLogger)
-                return try await queue.enqueue([
-                    QueuedRequest(method: "POST", url: server.url("/echo?order=2").absoluteString, body: .data(Data(count: 300_000))),
-                ], on: connection)
+            #expect(try await queue.counts().total == 0)
+            let leftover = try await withPostgres(store.path) { connection in
+                try await connection.query(Self.query("SELECT (SELECT count(*) FROM \"\(schema)\".orders) + (SELECT count(*) FROM \"\(schema)\".body)"), logger: testLogger)
+                    .collect().first?.decode(Int64.self) ?? -1
             }
+            #expect(leftover == 0, "neither the order nor the body chunks are left")
+            // Committed: both are there, and the request is delivered.
+            let tickets = try await withPostgres(store.path) { connection in
+                try await connection.withTransaction(logger: testLogger) { connection in
+                    try await connection.query(Self.query("INSERT INTO \"\(schema)\".orders VALUES (2, 'paid')"), logger: testLogger)
+                    return try await queue.enqueue([
+                        QueuedRequest(method: "POST", url: server.url("/echo?order=2").absoluteString, body: .data(Data(count: 300_000))),
+                    ], on: connection)
+                }
+            }
+            #expect(try await queue.entry(tickets[0].id)?.state == .pending)
+            #expect(try await queue.drain().delivered == 1)
+            #expect(server.requests.last?.queryValue("order") == "2")
+            #expect(server.requests.last?.bodySize == 300_000)
+            await queue.close()
+            await server.shutdown()
         }
-        #expect(try await queue.entry(tickets[0].id)?.state == .pending)
-        #expect(try await queue.drain().delivered == 1)
-        #expect(server.requests.last?.queryValue("order") == "2")
-        #expect(server.requests.last?.bodySize == 300_000)
-        await queue.close()
-        await server.shutdown()
     }
 
     @Test("the outbox refuses a SQLite queue with a clear error")
     func outboxNeedsPostgres() async throws {
         let sqlite = try TestStore(.sqlite)
         let postgres = try TestStore(.postgres)
-        defer { Task { await sqlite.remove(); await postgres.remove() } }
-        let server = try await TestHTTPServer.start()
-        let queue = try await makeQueue(on: sqlite, server: server)
-        let error = await #expect(throws: QueueError.self) {
-            try await withPostgres(postgres.path) { connection in
-                try await queue.enqueue([QueuedRequest(method: "POST", url: server.url("/x").absoluteString)], on: connection)
+        try await removing(sqlite) {
+            try await removing(postgres) {
+                let server = try await TestHTTPServer.start()
+                let queue = try await makeQueue(on: sqlite, server: server)
+                let error = await #expect(throws: QueueError.self) {
+                    try await withPostgres(postgres.path) { connection in
+                        try await queue.enqueue([QueuedRequest(method: "POST", url: server.url("/x").absoluteString)], on: connection)
+                    }
+                }
+                #expect(error?.description.contains("needs a PostgreSQL queue") == true)
+                await server.shutdown()
             }
         }
-        #expect(error?.description.contains("needs a PostgreSQL queue") == true)
-        await server.shutdown()
     }
 
     @Test("pg_terminate_backend of a drainer's connection mid-drain: another drainer takes its entries back at once; nothing lost or stranded")
     func terminatedConnection() async throws {
         let store = try TestStore(.postgres)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let (arrived, release) = ProcessTests.holdingRoute(server, "/held")
-        // Leases of an hour: only the lock that died with the connection can hand entries back.
-        let policy = DeliveryPolicy(leaseDuration: .seconds(3600))
-        let first = try await makeQueue(on: store, server: server, policy: policy, concurrency: 4)
-        let second = try await makeQueue(on: store, server: server, policy: policy, concurrency: 4)
-        let tickets = try await (0..<4).asyncMap { try await first.enqueue(method: "POST", url: server.url("/held?n=\($0)").absoluteString) }
-        let draining = Task { try await first.drain() }
-        #expect(await eventually { arrived.current == 4 }, "the first drainer holds all four")
-        #expect(try await second.drain().delivered == 0, "a live drainer's entries are not taken")
-        let schema = try #require(store.schema)
-        let terminated = try await withPostgres(store.path) { connection in
-            try await connection.query(Self.query("""
-                SELECT pg_terminate_backend(l.pid) FROM pg_locks AS l
-                WHERE l.locktype = 'advisory' AND l.classid = hashtext($1)::oid AND l.granted
-                AND l.objid IN (SELECT DISTINCT lease_drainer::integer::oid FROM "\(schema)".entry WHERE state = 'inflight')
-                """, ["courier:" + schema]), logger: testLogger).collect().count
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let (arrived, release) = ProcessTests.holdingRoute(server, "/held")
+            // Leases of an hour: only the lock that died with the connection can hand entries back.
+            let policy = DeliveryPolicy(leaseDuration: .seconds(3600))
+            let first = try await makeQueue(on: store, server: server, policy: policy, concurrency: 4)
+            let second = try await makeQueue(on: store, server: server, policy: policy, concurrency: 4)
+            let tickets = try await (0..<4).asyncMap { try await first.enqueue(method: "POST", url: server.url("/held?n=\($0)").absoluteString) }
+            let draining = Task { try await first.drain() }
+            #expect(await eventually { arrived.current == 4 }, "the first drainer holds all four")
+            #expect(try await second.drain().delivered == 0, "a live drainer's entries are not taken")
+            let schema = try #require(store.schema)
+            let terminated = try await withPostgres(store.path) { connection in
+                try await connection.query(Self.query("""
+                    SELECT pg_terminate_backend(l.pid) FROM pg_locks AS l
+                    WHERE l.locktype = 'advisory' AND l.classid = hashtext($1)::oid AND l.granted
+                    AND l.objid IN (SELECT DISTINCT lease_drainer::integer::oid FROM "\(schema)".entry WHERE state = 'inflight')
+                    """, ["courier:" + schema]), logger: testLogger).collect().count
+            }
+            #expect(terminated == 1, "the first drainer's own connection, which holds its lock")
+            let retaking = Task { try await second.drain() }
+            #expect(await eventually { arrived.current == 8 }, "the second drainer took them back at once, with no lease to wait for, and sends them")
+            release.withLock { $0 = true }
+            let late = try await draining.value
+            let taken = try await retaking.value
+            #expect(taken.reclaimed == 4)
+            #expect(taken.delivered == 4, "recorded by the drainer that holds them now")
+            #expect(late.delivered == 0 && late.leasesLost == 4, "the cut drainer's late results are not recorded")
+            let counts = try await second.counts()
+            #expect(counts.delivered == 4 && counts.open == 0)
+            #expect(Set(idempotencyKeys(server, path: "/held")) == Set(tickets.map(\.idempotencyKey)))
+            await first.close()
+            await second.close()
+            await server.shutdown()
         }
-        #expect(terminated == 1, "the first drainer's own connection, which holds its lock")
-        let retaking = Task { try await second.drain() }
-        #expect(await eventually { arrived.current == 8 }, "the second drainer took them back at once, with no lease to wait for, and sends them")
-        release.withLock { $0 = true }
-        let late = try await draining.value
-        let taken = try await retaking.value
-        #expect(taken.reclaimed == 4)
-        #expect(taken.delivered == 4, "recorded by the drainer that holds them now")
-        #expect(late.delivered == 0 && late.leasesLost == 4, "the cut drainer's late results are not recorded")
-        let counts = try await second.counts()
-        #expect(counts.delivered == 4 && counts.open == 0)
-        #expect(Set(idempotencyKeys(server, path: "/held")) == Set(tickets.map(\.idempotencyKey)))
-        await first.close()
-        await second.close()
-        await server.shutdown()
     }
 
     /// In about one run in five on this machine the service's drain used to never return after
@@ -227,58 +232,60 @@ struct PostgresFleetTests {
     @Test("a row whose state or dead reason this version does not know is an error naming the row, never read as another state")
     func unknownValues() async throws {
         let store = try TestStore(.postgres)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let schema = try #require(store.schema)
-        let queue = try await makeQueue(on: store, server: server)
-        let odd = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
-        let fine = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
-        // What a newer Courier could leave, past this version's CHECK constraint.
-        _ = try await withPostgres(store.path) { connection in
-            try await connection.query(Self.query("ALTER TABLE \"\(schema)\".entry DROP CONSTRAINT entry_state_check"), logger: testLogger)
-            try await connection.query(Self.query("UPDATE \"\(schema)\".entry SET state = 'parked' WHERE id = \(odd.id)"), logger: testLogger)
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let schema = try #require(store.schema)
+            let queue = try await makeQueue(on: store, server: server)
+            let odd = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+            let fine = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+            // What a newer Courier could leave, past this version's CHECK constraint.
+            _ = try await withPostgres(store.path) { connection in
+                try await connection.query(Self.query("ALTER TABLE \"\(schema)\".entry DROP CONSTRAINT entry_state_check"), logger: testLogger)
+                try await connection.query(Self.query("UPDATE \"\(schema)\".entry SET state = 'parked' WHERE id = \(odd.id)"), logger: testLogger)
+            }
+            let refused = await #expect(throws: QueueError.self) { _ = try await queue.entry(odd.id) }
+            #expect(refused?.kind == .corruptDatabase)
+            #expect(refused?.reason == "entry \(odd.id) has state 'parked', which this version does not know")
+            await #expect(throws: QueueError.self) { _ = try await queue.entries() }
+            let counted = await #expect(throws: QueueError.self) { _ = try await queue.counts() }
+            #expect(counted?.reason == refused?.reason)
+            #expect(try await queue.entry(fine.id)?.state == .pending, "other rows read as they are")
+            _ = try await withPostgres(store.path) { connection in
+                try await connection.query(Self.query("UPDATE \"\(schema)\".entry SET state = 'dead', dead_reason = 'bored' WHERE id = \(odd.id)"), logger: testLogger)
+            }
+            let reason = await #expect(throws: QueueError.self) { _ = try await queue.entry(odd.id) }
+            #expect(reason?.reason == "entry \(odd.id) has dead reason 'bored', which this version does not know")
+            await queue.close()
+            await server.shutdown()
         }
-        let refused = await #expect(throws: QueueError.self) { _ = try await queue.entry(odd.id) }
-        #expect(refused?.kind == .corruptDatabase)
-        #expect(refused?.reason == "entry \(odd.id) has state 'parked', which this version does not know")
-        await #expect(throws: QueueError.self) { _ = try await queue.entries() }
-        let counted = await #expect(throws: QueueError.self) { _ = try await queue.counts() }
-        #expect(counted?.reason == refused?.reason)
-        #expect(try await queue.entry(fine.id)?.state == .pending, "other rows read as they are")
-        _ = try await withPostgres(store.path) { connection in
-            try await connection.query(Self.query("UPDATE \"\(schema)\".entry SET state = 'dead', dead_reason = 'bored' WHERE id = \(odd.id)"), logger: testLogger)
-        }
-        let reason = await #expect(throws: QueueError.self) { _ = try await queue.entry(odd.id) }
-        #expect(reason?.reason == "entry \(odd.id) has dead reason 'bored', which this version does not know")
-        await queue.close()
-        await server.shutdown()
     }
 
     @Test("a schema written by a newer Courier is refused with newerSchema and left as it was; a missing one is not made by a reader")
     func newerSchema() async throws {
         let store = try TestStore(.postgres)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let schema = try #require(store.schema)
-        let reader = await #expect(throws: QueueError.self) {
-            _ = try await makeQueue(on: store, server: server) { $0.createIfMissing = false }
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let schema = try #require(store.schema)
+            let reader = await #expect(throws: QueueError.self) {
+                _ = try await makeQueue(on: store, server: server) { $0.createIfMissing = false }
+            }
+            guard reader?.kind == .databaseMissing else { Issue.record("expected .databaseMissing, got \(String(describing: reader))"); return }
+            let queue = try await makeQueue(on: store, server: server)
+            _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+            await queue.close()
+            _ = try await withPostgres(store.path) { connection in
+                try await connection.query(Self.query("INSERT INTO \"\(schema)\".migration (name, version) VALUES ('v99-from-the-future', 99)"), logger: testLogger)
+            }
+            let refused = await #expect(throws: QueueError.self) { _ = try await makeQueue(on: store, server: server) }
+            guard let refused, refused.kind == .newerSchema, let found = refused.foundVersion, let supported = refused.supportedVersion else { Issue.record("expected .newerSchema, got \(String(describing: refused))"); return }
+            #expect(found > supported)
+            let left = try await withPostgres(store.path) { connection in
+                try await connection.query(Self.query("SELECT (SELECT count(*) FROM \"\(schema)\".migration) * 100 + (SELECT count(*) FROM \"\(schema)\".entry)"), logger: testLogger)
+                    .collect().first?.decode(Int64.self) ?? -1
+            }
+            #expect(left == Int64(found) * 100 + 1, "the migrations and the entry are as they were")
+            await server.shutdown()
         }
-        guard reader?.kind == .databaseMissing else { Issue.record("expected .databaseMissing, got \(String(describing: reader))"); return }
-        let queue = try await makeQueue(on: store, server: server)
-        _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
-        await queue.close()
-        _ = try await withPostgres(store.path) { connection in
-            try await connection.query(Self.query("INSERT INTO \"\(schema)\".migration (name, version) VALUES ('v99-from-the-future', 99)"), logger: testLogger)
-        }
-        let refused = await #expect(throws: QueueError.self) { _ = try await makeQueue(on: store, server: server) }
-        guard let refused, refused.kind == .newerSchema, let found = refused.foundVersion, let supported = refused.supportedVersion else { Issue.record("expected .newerSchema, got \(String(describing: refused))"); return }
-        #expect(found > supported)
-        let left = try await withPostgres(store.path) { connection in
-            try await connection.query(Self.query("SELECT (SELECT count(*) FROM \"\(schema)\".migration) * 100 + (SELECT count(*) FROM \"\(schema)\".entry)"), logger: testLogger)
-                .collect().first?.decode(Int64.self) ?? -1
-        }
-        #expect(left == Int64(found) * 100 + 1, "the migrations and the entry are as they were")
-        await server.shutdown()
     }
 
     @Test("the password comes from PGPASSWORD or a libpq password file when the URL has none")

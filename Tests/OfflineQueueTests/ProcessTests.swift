@@ -73,111 +73,114 @@ struct ProcessTests {
     @Test("a drainer killed with SIGKILL at random moments, 20 rounds: the next drain takes its entries back at once, every entry arrives, the file is sound", arguments: StoreKind.shared)
     func killTest(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let keys = Self.countingRoute(server, "/kill", hold: .milliseconds(5))
-        let queue = try await makeQueue(on: store, server: server)
-        let total = 3000
-        let tickets = try await Self.fill(queue, count: total) { server.url("/kill?n=\($0)").absoluteString }
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let keys = Self.countingRoute(server, "/kill", hold: .milliseconds(5))
+            let queue = try await makeQueue(on: store, server: server)
+            let total = 3000
+            let tickets = try await Self.fill(queue, count: total) { server.url("/kill?n=\($0)").absoluteString }
 
-        var generator = SeededGenerator(seed: 20261123)
-        var progress: [Int] = []
-        for _ in 0..<20 {
-            // Leases of five minutes: only owner liveness can hand the entries back in time.
-            let agent = try Self.startAgent(store.path, leaseMilliseconds: 300_000)
-            try await Task.sleep(for: .milliseconds(Int.random(in: 60...220, using: &generator)))
-            agent.signal(SIGKILL)
-            await agent.exited()
-            #expect(agent.terminationReason == .uncaughtSignal)
-            var counts = try await queue.counts()
-            // PostgreSQL frees a dead client's advisory lock when the client's backend sees its
-            // socket close: a moment after the kill (longer on a loaded machine), not at it.
-            if kind == .postgres {
-                _ = try await eventually {
-                    counts = try await queue.counts()
-                    return counts.inflightOrphaned == counts.inflight
+            var generator = SeededGenerator(seed: 20261123)
+            var progress: [Int] = []
+            for _ in 0..<20 {
+                // Leases of five minutes: only owner liveness can hand the entries back in time.
+                let agent = try Self.startAgent(store.path, leaseMilliseconds: 300_000)
+                try await Task.sleep(for: .milliseconds(Int.random(in: 60...220, using: &generator)))
+                agent.signal(SIGKILL)
+                await agent.exited()
+                #expect(agent.terminationReason == .uncaughtSignal)
+                var counts = try await queue.counts()
+                // PostgreSQL frees a dead client's advisory lock when the client's backend sees its
+                // socket close: a moment after the kill (longer on a loaded machine), not at it.
+                if kind == .postgres {
+                    _ = try await eventually {
+                        counts = try await queue.counts()
+                        return counts.inflightOrphaned == counts.inflight
+                    }
                 }
+                #expect(counts.inflightOrphaned == counts.inflight, "whatever the killed agent held is known to be orphaned")
+                progress.append(counts.delivered)
             }
-            #expect(counts.inflightOrphaned == counts.inflight, "whatever the killed agent held is known to be orphaned")
-            progress.append(counts.delivered)
-        }
-        print("delivered after each kill: \(progress)")
-        #expect(progress.filter { $0 < total }.count >= 10, "most kills landed mid-drain")
+            print("delivered after each kill: \(progress)")
+            #expect(progress.filter { $0 < total }.count >= 10, "most kills landed mid-drain")
 
-        // No wait for any lease: one drain takes back what the last agent held and delivers it.
-        let final = try await queue.drain()
-        print("taken back by the final drain: \(final.reclaimed)")
-        let counts = try await queue.counts()
-        #expect(counts.delivered == total)
-        #expect(counts.open == 0)
-        let seen = keys.current
-        #expect(seen.count == total, "the server's deduplicated count equals the number enqueued")
-        #expect(Set(seen.keys) == Set(tickets.map(\.idempotencyKey)), "every entry reached the server at least once")
-        let duplicates = seen.values.reduce(0) { $0 + $1 - 1 }
-        print("sent more than once (at-least-once after kills): \(duplicates)")
-        #expect(try await queue.integrityCheck() == ["ok"])
-        await server.shutdown()
+            // No wait for any lease: one drain takes back what the last agent held and delivers it.
+            let final = try await queue.drain()
+            print("taken back by the final drain: \(final.reclaimed)")
+            let counts = try await queue.counts()
+            #expect(counts.delivered == total)
+            #expect(counts.open == 0)
+            let seen = keys.current
+            #expect(seen.count == total, "the server's deduplicated count equals the number enqueued")
+            #expect(Set(seen.keys) == Set(tickets.map(\.idempotencyKey)), "every entry reached the server at least once")
+            let duplicates = seen.values.reduce(0) { $0 + $1 - 1 }
+            print("sent more than once (at-least-once after kills): \(duplicates)")
+            #expect(try await queue.integrityCheck() == ["ok"])
+            await server.shutdown()
+        }
     }
 
     @Test("three drainer processes killed and restarted at random for a minute: nothing pending, nothing in flight, nothing lost", arguments: StoreKind.shared)
     func chaos(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let keys = Self.countingRoute(server, "/chaos", hold: .milliseconds(20))
-        let queue = try await makeQueue(on: store, server: server)
-        let total = 4000
-        let tickets = try await Self.fill(queue, count: total) { server.url("/chaos?n=\($0)").absoluteString }
-        var generator = SeededGenerator(seed: 1123)
-        var agents = try (0..<3).map { _ in try Self.startAgent(store.path, leaseMilliseconds: 300_000, concurrency: 4) }
-        var kills = 0
-        let end = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < end {
-            try await Task.sleep(for: .milliseconds(Int.random(in: 100...600, using: &generator)))
-            let victim = Int.random(in: 0..<agents.count, using: &generator)
-            if agents[victim].isRunning {
-                agents[victim].signal(SIGKILL)
-                kills += 1
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let keys = Self.countingRoute(server, "/chaos", hold: .milliseconds(20))
+            let queue = try await makeQueue(on: store, server: server)
+            let total = 4000
+            let tickets = try await Self.fill(queue, count: total) { server.url("/chaos?n=\($0)").absoluteString }
+            var generator = SeededGenerator(seed: 1123)
+            var agents = try (0..<3).map { _ in try Self.startAgent(store.path, leaseMilliseconds: 300_000, concurrency: 4) }
+            var kills = 0
+            let end = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < end {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 100...600, using: &generator)))
+                let victim = Int.random(in: 0..<agents.count, using: &generator)
+                if agents[victim].isRunning {
+                    agents[victim].signal(SIGKILL)
+                    kills += 1
+                }
+                await agents[victim].exited()
+                if try await queue.counts().open > 0 {
+                    agents[victim] = try Self.startAgent(store.path, leaseMilliseconds: 300_000, concurrency: 4)
+                }
             }
-            await agents[victim].exited()
-            if try await queue.counts().open > 0 {
-                agents[victim] = try Self.startAgent(store.path, leaseMilliseconds: 300_000, concurrency: 4)
-            }
+            for agent in agents where agent.isRunning { agent.signal(SIGKILL) }
+            for agent in agents { await agent.exited() }
+            print("chaos: \(kills) kills in a minute")
+            try await drainUntilSettled(queue, rounds: 50)
+            let counts = try await queue.counts()
+            #expect(counts.pending == 0)
+            #expect(counts.inflight == 0)
+            #expect(counts.delivered == total)
+            #expect(Set(keys.current.keys) == Set(tickets.map(\.idempotencyKey)), "every entry reached the server")
+            #expect(try await queue.integrityCheck() == ["ok"])
+            await server.shutdown()
         }
-        for agent in agents where agent.isRunning { agent.signal(SIGKILL) }
-        for agent in agents { await agent.exited() }
-        print("chaos: \(kills) kills in a minute")
-        try await drainUntilSettled(queue, rounds: 50)
-        let counts = try await queue.counts()
-        #expect(counts.pending == 0)
-        #expect(counts.inflight == 0)
-        #expect(counts.delivered == total)
-        #expect(Set(keys.current.keys) == Set(tickets.map(\.idempotencyKey)), "every entry reached the server")
-        #expect(try await queue.integrityCheck() == ["ok"])
-        await server.shutdown()
     }
 
     @Test("four processes draining one queue: every entry delivered, none sent twice under a valid lease", arguments: StoreKind.shared)
     func threeDrainers(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let keys = Self.countingRoute(server, "/shared", hold: .milliseconds(2))
-        let queue = try await makeQueue(on: store, server: server)
-        let total = 1500
-        let tickets = try await Self.fill(queue, count: total) { server.url("/shared?n=\($0)").absoluteString }
-        let agents = try (0..<4).map { _ in try Agent.start(store.path, leaseMilliseconds: 60_000, concurrency: 8) }
-        for (index, agent) in agents.enumerated() {
-            let (status, output) = await agent.ended()
-            #expect(status == 0, "agent \(index) exited \(status): \(output)")
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let keys = Self.countingRoute(server, "/shared", hold: .milliseconds(2))
+            let queue = try await makeQueue(on: store, server: server)
+            let total = 1500
+            let tickets = try await Self.fill(queue, count: total) { server.url("/shared?n=\($0)").absoluteString }
+            let agents = try (0..<4).map { _ in try Agent.start(store.path, leaseMilliseconds: 60_000, concurrency: 8) }
+            for (index, agent) in agents.enumerated() {
+                let (status, output) = await agent.ended()
+                #expect(status == 0, "agent \(index) exited \(status): \(output)")
+            }
+            let seen = keys.current
+            #expect(seen.count == total)
+            #expect(seen.values.allSatisfy { $0 == 1 }, "no entry sent twice while its lease was valid")
+            #expect(Set(seen.keys) == Set(tickets.map(\.idempotencyKey)))
+            #expect(try await queue.counts().delivered == total)
+            #expect(try await queue.integrityCheck() == ["ok"])
+            await server.shutdown()
         }
-        let seen = keys.current
-        #expect(seen.count == total)
-        #expect(seen.values.allSatisfy { $0 == 1 }, "no entry sent twice while its lease was valid")
-        #expect(Set(seen.keys) == Set(tickets.map(\.idempotencyKey)))
-        #expect(try await queue.counts().delivered == total)
-        #expect(try await queue.integrityCheck() == ["ok"])
-        await server.shutdown()
     }
 
     /// A route that holds its first `held` calls until `release` is set, counting arrivals.
@@ -199,60 +202,62 @@ struct ProcessTests {
     @Test("a live drainer renews its leases: a send longer than the lease is not taken over (injected clock, no sleeping)", arguments: StoreKind.allCases)
     func leaseRenewal(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let (arrived, release) = Self.holdingRoute(server, "/long")
-        let clock = ManualQueueClock()
-        let policy = DeliveryPolicy(leaseDuration: .milliseconds(400))
-        let first = try await makeQueue(on: store, server: server, policy: policy) { $0.clock = clock.queueClock }
-        let second = try await makeQueue(on: store, server: server, policy: policy) { $0.clock = clock.queueClock }
-        let ticket = try await first.enqueue(method: "PUT", url: server.url("/long").absoluteString)
-        let long = Task { try await first.drain() }
-        #expect(await eventually { arrived.current == 1 && clock.sleepers == 1 }, "the send is under way and its renewal timer set")
-        // Two and a half lease lengths pass in steps; each step past half a lease wakes the
-        // drain's renewal timer, which renews and sets the next one.
-        for _ in 0..<10 {
-            clock.advance(by: .milliseconds(100))
-            #expect(await eventually { clock.sleepers == 1 })
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let (arrived, release) = Self.holdingRoute(server, "/long")
+            let clock = ManualQueueClock()
+            let policy = DeliveryPolicy(leaseDuration: .milliseconds(400))
+            let first = try await makeQueue(on: store, server: server, policy: policy) { $0.clock = clock.queueClock }
+            let second = try await makeQueue(on: store, server: server, policy: policy) { $0.clock = clock.queueClock }
+            let ticket = try await first.enqueue(method: "PUT", url: server.url("/long").absoluteString)
+            let long = Task { try await first.drain() }
+            #expect(await eventually { arrived.current == 1 && clock.sleepers == 1 }, "the send is under way and its renewal timer set")
+            // Two and a half lease lengths pass in steps; each step past half a lease wakes the
+            // drain's renewal timer, which renews and sets the next one.
+            for _ in 0..<10 {
+                clock.advance(by: .milliseconds(100))
+                #expect(await eventually { clock.sleepers == 1 })
+            }
+            let other = try await second.drain()
+            #expect(other.delivered == 0, "the entry was still leased")
+            #expect(other.inflightElsewhere == 1)
+            release.withLock { $0 = true }
+            let summary = try await long.value
+            #expect(summary.delivered == 1)
+            #expect(summary.leasesLost == 0)
+            #expect(idempotencyKeys(server) == [ticket.idempotencyKey], "sent once")
+            await server.shutdown()
         }
-        let other = try await second.drain()
-        #expect(other.delivered == 0, "the entry was still leased")
-        #expect(other.inflightElsewhere == 1)
-        release.withLock { $0 = true }
-        let summary = try await long.value
-        #expect(summary.delivered == 1)
-        #expect(summary.leasesLost == 0)
-        #expect(idempotencyKeys(server) == [ticket.idempotencyKey], "sent once")
-        await server.shutdown()
     }
 
     @Test("an expired lease returns the entry: another drainer takes it, and the first one's late result is not recorded (injected clock)", arguments: StoreKind.allCases)
     func leaseExpiry(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let (arrived, release) = Self.holdingRoute(server, "/slow-once", held: 1)
-        let clock = ManualQueueClock()
-        var hung = DeliveryPolicy(leaseDuration: .milliseconds(300))
-        hung.renewsLeases = false   // a drainer that hangs without dying: its lease lapses
-        let first = try await makeQueue(on: store, server: server, policy: hung) { $0.clock = clock.queueClock }
-        let second = try await makeQueue(on: store, server: server, policy: DeliveryPolicy(leaseDuration: .milliseconds(300))) {
-            $0.clock = clock.queueClock
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let (arrived, release) = Self.holdingRoute(server, "/slow-once", held: 1)
+            let clock = ManualQueueClock()
+            var hung = DeliveryPolicy(leaseDuration: .milliseconds(300))
+            hung.renewsLeases = false   // a drainer that hangs without dying: its lease lapses
+            let first = try await makeQueue(on: store, server: server, policy: hung) { $0.clock = clock.queueClock }
+            let second = try await makeQueue(on: store, server: server, policy: DeliveryPolicy(leaseDuration: .milliseconds(300))) {
+                $0.clock = clock.queueClock
+            }
+            let ticket = try await first.enqueue(method: "POST", url: server.url("/slow-once").absoluteString)
+            let slow = Task { try await first.drain() }
+            #expect(await eventually { arrived.current == 1 })
+            clock.advance(by: .milliseconds(500))
+            let fast = try await second.drain()
+            #expect(fast.delivered == 1)
+            release.withLock { $0 = true }
+            let late = try await slow.value
+            #expect(late.leasesLost == 1)
+            #expect(late.delivered == 0)
+            #expect(idempotencyKeys(server) == [ticket.idempotencyKey, ticket.idempotencyKey])
+            let entry = try #require(try await first.entry(ticket.id))
+            #expect(entry.state == .delivered)
+            #expect(entry.attempts == 1)
+            await server.shutdown()
         }
-        let ticket = try await first.enqueue(method: "POST", url: server.url("/slow-once").absoluteString)
-        let slow = Task { try await first.drain() }
-        #expect(await eventually { arrived.current == 1 })
-        clock.advance(by: .milliseconds(500))
-        let fast = try await second.drain()
-        #expect(fast.delivered == 1)
-        release.withLock { $0 = true }
-        let late = try await slow.value
-        #expect(late.leasesLost == 1)
-        #expect(late.delivered == 0)
-        #expect(idempotencyKeys(server) == [ticket.idempotencyKey, ticket.idempotencyKey])
-        let entry = try #require(try await first.entry(ticket.id))
-        #expect(entry.state == .delivered)
-        #expect(entry.attempts == 1)
-        await server.shutdown()
     }
 }

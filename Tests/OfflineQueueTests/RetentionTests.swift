@@ -16,52 +16,54 @@ struct RetentionTests {
     @Test("delivered entries past the period go with their body files; dead and pending entries stay", arguments: StoreKind.allCases)
     func deletesDeliveredOnly(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let queue = try await makeQueue(on: store, server: server) { $0.inlineBodyLimit = 1024 }
-        let body = Data(repeating: 0x61, count: 4096)   // over the inline limit: a body file each
-        var delivered: [Ticket] = []
-        for index in 0..<3 {
-            delivered.append(try await queue.enqueue(method: "POST", url: server.url("/echo?n=\(index)").absoluteString, body: .data(body)))
-        }
-        let dead = try await queue.enqueue(method: "POST", url: server.url("/missing").absoluteString, body: .data(body))
-        let pending = try await queue.enqueue(
-            method: "POST", url: server.url("/echo?later").absoluteString, body: .data(body),
-            options: EnqueueOptions(notBefore: Date().addingTimeInterval(3600))
-        )
-        let summary = try await queue.drain()
-        #expect(summary.delivered == 3)
-        #expect(summary.dead == 1)
-        let bodies = try await bodyNames(of: delivered + [dead, pending], in: queue)
-        #expect(bodies.count == 5)
-        for name in bodies { #expect(try await store.bodyExists(name)) }
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let queue = try await makeQueue(on: store, server: server) { $0.inlineBodyLimit = 1024 }
+            let body = Data(repeating: 0x61, count: 4096)   // over the inline limit: a body file each
+            var delivered: [Ticket] = []
+            for index in 0..<3 {
+                delivered.append(try await queue.enqueue(method: "POST", url: server.url("/echo?n=\(index)").absoluteString, body: .data(body)))
+            }
+            let dead = try await queue.enqueue(method: "POST", url: server.url("/missing").absoluteString, body: .data(body))
+            let pending = try await queue.enqueue(
+                method: "POST", url: server.url("/echo?later").absoluteString, body: .data(body),
+                options: EnqueueOptions(notBefore: Date().addingTimeInterval(3600))
+            )
+            let summary = try await queue.drain()
+            #expect(summary.delivered == 3)
+            #expect(summary.dead == 1)
+            let bodies = try await bodyNames(of: delivered + [dead, pending], in: queue)
+            #expect(bodies.count == 5)
+            for name in bodies { #expect(try await store.bodyExists(name)) }
 
-        #expect(try await queue.applyRetention().deletedEntries == 0, "nothing is a week old yet")
-        let removed = try await queue.applyRetention(now: Date().addingTimeInterval(Self.eightDays))
-        #expect(removed.deletedEntries == 3)
-        #expect(removed.deletedBodyFiles == 3)
-        for ticket in delivered { #expect(try await queue.entry(ticket.id) == nil) }
-        for name in bodies.prefix(3) { #expect(try await !store.bodyExists(name), "a delivered entry's body went with it") }
-        #expect(try await queue.entry(dead.id)?.state == .dead, "dead letters stay until purged")
-        #expect(try await queue.entry(pending.id)?.state == .pending)
-        for name in bodies.suffix(2) { #expect(try await store.bodyExists(name)) }
-        let counts = try await queue.counts()
-        #expect(counts.delivered == 0 && counts.dead == 1 && counts.pending == 1)
-        #expect(try await queue.integrityCheck() == ["ok"])
-        await server.shutdown()
+            #expect(try await queue.applyRetention().deletedEntries == 0, "nothing is a week old yet")
+            let removed = try await queue.applyRetention(now: Date().addingTimeInterval(Self.eightDays))
+            #expect(removed.deletedEntries == 3)
+            #expect(removed.deletedBodyFiles == 3)
+            for ticket in delivered { #expect(try await queue.entry(ticket.id) == nil) }
+            for name in bodies.prefix(3) { #expect(try await !store.bodyExists(name), "a delivered entry's body went with it") }
+            #expect(try await queue.entry(dead.id)?.state == .dead, "dead letters stay until purged")
+            #expect(try await queue.entry(pending.id)?.state == .pending)
+            for name in bodies.suffix(2) { #expect(try await store.bodyExists(name)) }
+            let counts = try await queue.counts()
+            #expect(counts.delivered == 0 && counts.dead == 1 && counts.pending == 1)
+            #expect(try await queue.integrityCheck() == ["ok"])
+            await server.shutdown()
+        }
     }
 
     @Test("a nil retention keeps delivered entries however old", arguments: StoreKind.allCases)
     func nilKeepsForever(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let queue = try await makeQueue(on: store, server: server) { $0.deliveredRetention = nil }
-        let ticket = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
-        #expect(try await queue.drain().delivered == 1)
-        #expect(try await queue.applyRetention(now: Date().addingTimeInterval(10 * 365 * 24 * 3600)).deletedEntries == 0)
-        #expect(try await queue.entry(ticket.id)?.state == .delivered)
-        await server.shutdown()
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let queue = try await makeQueue(on: store, server: server) { $0.deliveredRetention = nil }
+            let ticket = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+            #expect(try await queue.drain().delivered == 1)
+            #expect(try await queue.applyRetention(now: Date().addingTimeInterval(10 * 365 * 24 * 3600)).deletedEntries == 0)
+            #expect(try await queue.entry(ticket.id)?.state == .delivered)
+            await server.shutdown()
+        }
     }
 
     @Test("under a steady enqueue and deliver load with retention, the file stops growing")

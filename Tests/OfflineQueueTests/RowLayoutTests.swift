@@ -32,21 +32,22 @@ struct RowLayoutTests {
     @Test("PostgreSQL: settle_and_claim returns the map's columns in its order, then the tag")
     func postgresClaim() async throws {
         let store = try TestStore(.postgres)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let schema = try #require(store.schema)
-        let queue = try await makeQueue(on: store, server: server)
-        let returned = try await withPostgres(store.path) { connection in
-            var names: [String] = []
-            let query = PostgresQuery(unsafeSQL: """
-                SELECT a.name FROM pg_proc AS p, unnest(p.proargnames, p.proargmodes) WITH ORDINALITY AS a(name, mode, n)
-                WHERE p.oid = '"\(schema)".settle_and_claim'::regproc AND a.mode = 't' ORDER BY a.n
-                """)
-            for try await name in try await connection.query(query, logger: testLogger).decode(String.self) { names.append(name) }
-            return names
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let schema = try #require(store.schema)
+            let queue = try await makeQueue(on: store, server: server)
+            let returned = try await withPostgres(store.path) { connection in
+                var names: [String] = []
+                let query = PostgresQuery(unsafeSQL: """
+                    SELECT a.name FROM pg_proc AS p, unnest(p.proargnames, p.proargmodes) WITH ORDINALITY AS a(name, mode, n)
+                    WHERE p.oid = '"\(schema)".settle_and_claim'::regproc AND a.mode = 't' ORDER BY a.n
+                    """)
+                for try await name in try await connection.query(query, logger: testLogger).decode(String.self) { names.append(name) }
+                return names
+            }
+            #expect(returned == PostgresEntryColumn.names.map { "o_" + $0 } + ["o_tag"])
+            await queue.close()
+            await server.shutdown()
         }
-        #expect(returned == PostgresEntryColumn.names.map { "o_" + $0 } + ["o_tag"])
-        await queue.close()
-        await server.shutdown()
     }
 }

@@ -29,52 +29,53 @@ struct SealingTests {
     @Test("a marker in URL, header and body of 1,000 entries is nowhere at rest, and every request arrives as enqueued", arguments: StoreKind.allCases)
     func markerNowhereAtRest(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let keyring = Keyring.generate()
-        let queue = try await queue(store, server, keyring: keyring, inlineLimit: 4096)
-        var expected: [String: (target: String, crc: UInt32, size: Int)] = [:]
-        var requests: [QueuedRequest] = []
-        for index in 0..<1000 {
-            // Every 50th body is kept apart (above the inline limit), in several chunks.
-            let size = index % 50 == 0 ? 150_000 + index : 40 + index % 300
-            var body = Data(repeating: UInt8(ascii: "."), count: size)
-            body.replaceSubrange(0..<Self.marker.utf8.count, with: Data(Self.marker.utf8))
-            body.replaceSubrange((size - Self.marker.utf8.count)..<size, with: Data(Self.marker.utf8))
-            let key = "key-\(index)"
-            let target = "/echo/orders/\(Self.marker)/\(index)?who=\(Self.marker)&n=\(index)"
-            expected[key] = (target, CRC32.checksum(body), size)
-            requests.append(QueuedRequest(
-                method: "POST", url: server.url(target).absoluteString, headers: [("X-Private", "\(Self.marker)-\(index)")],
-                body: .data(body), options: EnqueueOptions(idempotencyKey: key)
-            ))
-        }
-        for batch in stride(from: 0, to: requests.count, by: 100) {
-            _ = try await queue.enqueue(Array(requests[batch..<(batch + 100)]))
-        }
-        let status = try await queue.sealStatus()
-        #expect(status.sealed == [keyring.primary.id.rawValue: 1000])
-        #expect(status.clear == 0)
-        // Listings work without opening anything: the origin and method stay clear.
-        let listed = try await queue.entries(EntryFilter(limit: 1))
-        #expect(listed.first?.url == server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")))
-        #expect(listed.first?.headers.isEmpty == true)
-        #expect(listed.first?.sealKeyID == keyring.primary.id.rawValue)
-        try await expectNoMarker(in: store)
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let keyring = Keyring.generate()
+            let queue = try await queue(store, server, keyring: keyring, inlineLimit: 4096)
+            var expected: [String: (target: String, crc: UInt32, size: Int)] = [:]
+            var requests: [QueuedRequest] = []
+            for index in 0..<1000 {
+                // Every 50th body is kept apart (above the inline limit), in several chunks.
+                let size = index % 50 == 0 ? 150_000 + index : 40 + index % 300
+                var body = Data(repeating: UInt8(ascii: "."), count: size)
+                body.replaceSubrange(0..<Self.marker.utf8.count, with: Data(Self.marker.utf8))
+                body.replaceSubrange((size - Self.marker.utf8.count)..<size, with: Data(Self.marker.utf8))
+                let key = "key-\(index)"
+                let target = "/echo/orders/\(Self.marker)/\(index)?who=\(Self.marker)&n=\(index)"
+                expected[key] = (target, CRC32.checksum(body), size)
+                requests.append(QueuedRequest(
+                    method: "POST", url: server.url(target).absoluteString, headers: [("X-Private", "\(Self.marker)-\(index)")],
+                    body: .data(body), options: EnqueueOptions(idempotencyKey: key)
+                ))
+            }
+            for batch in stride(from: 0, to: requests.count, by: 100) {
+                _ = try await queue.enqueue(Array(requests[batch..<(batch + 100)]))
+            }
+            let status = try await queue.sealStatus()
+            #expect(status.sealed == [keyring.primary.id.rawValue: 1000])
+            #expect(status.clear == 0)
+            // Listings work without opening anything: the origin and method stay clear.
+            let listed = try await queue.entries(EntryFilter(limit: 1))
+            #expect(listed.first?.url == server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")))
+            #expect(listed.first?.headers.isEmpty == true)
+            #expect(listed.first?.sealKeyID == keyring.primary.id.rawValue)
+            try await expectNoMarker(in: store)
 
-        let summary = try await drainUntilSettled(queue)
-        #expect(summary.delivered == 1000)
-        #expect(server.requests.count == 1000)
-        for request in server.requests {
-            let key = try #require(request.values(of: "Idempotency-Key").first)
-            let want = try #require(expected[key])
-            #expect(request.target == want.target)
-            #expect(request.bodySize == want.size)
-            #expect(request.bodyCRC32 == want.crc)
-            #expect(request.values(of: "X-Private") == ["\(Self.marker)-\(key.dropFirst(4))"])
+            let summary = try await drainUntilSettled(queue)
+            #expect(summary.delivered == 1000)
+            #expect(server.requests.count == 1000)
+            for request in server.requests {
+                let key = try #require(request.values(of: "Idempotency-Key").first)
+                let want = try #require(expected[key])
+                #expect(request.target == want.target)
+                #expect(request.bodySize == want.size)
+                #expect(request.bodyCRC32 == want.crc)
+                #expect(request.values(of: "X-Private") == ["\(Self.marker)-\(key.dropFirst(4))"])
+            }
+            await queue.close()
+            await server.shutdown()
         }
-        await queue.close()
-        await server.shutdown()
     }
 
     /// Fails when the marker's bytes appear in any file of the SQLite queue's folder (the
@@ -112,178 +113,184 @@ struct SealingTests {
     @Test("bodies of 0, 1, 64 KiB ± 1 and 1 MiB + 3 bytes arrive with their exact bytes", arguments: StoreKind.allCases)
     func bodySizes(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let queue = try await queue(store, server, keyring: Keyring.generate(), inlineLimit: 1000)
-        let sizes = [0, 1, 65_535, 65_536, 65_537, 1_048_579]
-        var crcs: [String: (UInt32, Int)] = [:]
-        for size in sizes {
-            let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 31, addend: 7), count: size)
-            let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/b/\(size)").absoluteString, body: .data(body))
-            crcs[ticket.idempotencyKey] = (CRC32.checksum(body), size)
-            let entry = try #require(try await queue.entry(ticket.id))
-            #expect(entry.bodyLength == size)
-            #expect(entry.body?.length == SealFormat.sealedSize(plaintextSize: size))
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let queue = try await queue(store, server, keyring: Keyring.generate(), inlineLimit: 1000)
+            let sizes = [0, 1, 65_535, 65_536, 65_537, 1_048_579]
+            var crcs: [String: (UInt32, Int)] = [:]
+            for size in sizes {
+                let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 31, addend: 7), count: size)
+                let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/b/\(size)").absoluteString, body: .data(body))
+                crcs[ticket.idempotencyKey] = (CRC32.checksum(body), size)
+                let entry = try #require(try await queue.entry(ticket.id))
+                #expect(entry.bodyLength == size)
+                #expect(entry.body?.length == SealFormat.sealedSize(plaintextSize: size))
+            }
+            #expect(try await drainUntilSettled(queue).delivered == sizes.count)
+            for request in server.requests {
+                let want = try #require(crcs[request.values(of: "Idempotency-Key").first ?? ""])
+                #expect(request.bodyCRC32 == want.0)
+                #expect(request.bodySize == want.1)
+            }
+            await queue.close()
+            await server.shutdown()
         }
-        #expect(try await drainUntilSettled(queue).delivered == sizes.count)
-        for request in server.requests {
-            let want = try #require(crcs[request.values(of: "Idempotency-Key").first ?? ""])
-            #expect(request.bodyCRC32 == want.0)
-            #expect(request.bodySize == want.1)
-        }
-        await queue.close()
-        await server.shutdown()
     }
 
     @Test("bodies kept apart arrive whole whether the plaintext their check opened is kept for the send (300 KB: two fit) or they are opened again (700 KB: none fits), 8 at concurrency 4, and nothing is held after", arguments: StoreKind.allCases)
     func verifiedPlaintextKeptOrOpenedAgain(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let (small, large) = (300_001, 700_001)
-        let queue = try await makeQueue(on: store, server: server, concurrency: 4) {
-            $0.sealing = .on(Keyring.generate())
-            $0.inlineBodyLimit = 1000
-            $0.sealing.verifiedBodyMemory = 2 * small
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let (small, large) = (300_001, 700_001)
+            let queue = try await makeQueue(on: store, server: server, concurrency: 4) {
+                $0.sealing = .on(Keyring.generate())
+                $0.inlineBodyLimit = 1000
+                $0.sealing.verifiedBodyMemory = 2 * small
+            }
+            var sent: [String: (crc: UInt32, size: Int)] = [:]
+            for index in 0..<8 {
+                let size = index.isMultiple(of: 2) ? small : large
+                let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 7, addend: index), count: size)
+                let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/kept/\(index)").absoluteString, body: .data(body))
+                sent[ticket.idempotencyKey] = (CRC32.checksum(body), size)
+            }
+            #expect(try await drainUntilSettled(queue).delivered == 8)
+            #expect(server.requests.count == 8)
+            for request in server.requests {
+                let want = try #require(sent[request.values(of: "Idempotency-Key").first ?? ""])
+                #expect(request.bodySize == want.size)
+                #expect(request.bodyCRC32 == want.crc)
+            }
+            #expect(queue.verifiedBodyMemory.held == 0, "every hold was given back")
+            await queue.close()
+            await server.shutdown()
         }
-        var sent: [String: (crc: UInt32, size: Int)] = [:]
-        for index in 0..<8 {
-            let size = index.isMultiple(of: 2) ? small : large
-            let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 7, addend: index), count: size)
-            let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/kept/\(index)").absoluteString, body: .data(body))
-            sent[ticket.idempotencyKey] = (CRC32.checksum(body), size)
-        }
-        #expect(try await drainUntilSettled(queue).delivered == 8)
-        #expect(server.requests.count == 8)
-        for request in server.requests {
-            let want = try #require(sent[request.values(of: "Idempotency-Key").first ?? ""])
-            #expect(request.bodySize == want.size)
-            #expect(request.bodyCRC32 == want.crc)
-        }
-        #expect(queue.verifiedBodyMemory.held == 0, "every hold was given back")
-        await queue.close()
-        await server.shutdown()
     }
 
     @Test("a 100 MiB body streamed in is sealed and sent in full")
     func hundredMiB() async throws {
         let store = try TestStore(.sqlite)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        // A debug build beside the other suites may take minutes to send 100 MiB: no attempt
-        // may time out (the test asserts one delivery, not a speed).
-        let queue = try await queue(store, server, keyring: Keyring.generate(), timeout: .seconds(900))
-        let size = 100 * 1024 * 1024
-        let piece = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 13), count: 1024 * 1024)
-        var crc = CRC32()
-        for _ in 0..<100 { crc.update(piece) }
-        let pieces = LockedBox(0)
-        let body = RequestBody.stream(length: size) {
-            pieces.withLock { $0 = 0 }
-            return ByteStream(next: {
-                pieces.withLock { count -> Data? in
-                    guard count < 100 else { return nil }
-                    count += 1
-                    return piece
-                }
-            })
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            // A debug build beside the other suites may take minutes to send 100 MiB: no attempt
+            // may time out (the test asserts one delivery, not a speed).
+            let queue = try await queue(store, server, keyring: Keyring.generate(), timeout: .seconds(900))
+            let size = 100 * 1024 * 1024
+            let piece = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 13), count: 1024 * 1024)
+            var crc = CRC32()
+            for _ in 0..<100 { crc.update(piece) }
+            let pieces = LockedBox(0)
+            let body = RequestBody.stream(length: size) {
+                pieces.withLock { $0 = 0 }
+                return ByteStream(next: {
+                    pieces.withLock { count -> Data? in
+                        guard count < 100 else { return nil }
+                        count += 1
+                        return piece
+                    }
+                })
+            }
+            let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/big").absoluteString, body: body)
+            let delivered = try await queue.drain().delivered
+            let lastError = try await queue.entry(ticket.id)?.lastError
+            #expect(delivered == 1, "\(lastError ?? "no error recorded")")
+            #expect(server.requests.last?.bodySize == size)
+            #expect(server.requests.last?.bodyCRC32 == crc.value)
+            await queue.close()
+            await server.shutdown()
         }
-        let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/big").absoluteString, body: body)
-        let delivered = try await queue.drain().delivered
-        let lastError = try await queue.entry(ticket.id)?.lastError
-        #expect(delivered == 1, "\(lastError ?? "no error recorded")")
-        #expect(server.requests.last?.bodySize == size)
-        #expect(server.requests.last?.bodyCRC32 == crc.value)
-        await queue.close()
-        await server.shutdown()
     }
 
     @Test("entries in clear and sealed ones are both delivered by a queue with the keyring", arguments: StoreKind.allCases)
     func mixedQueue(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let keyring = Keyring.generate()
-        let clear = try await queue(store, server, keyring: nil, mode: .off)
-        _ = try await clear.enqueue(method: "POST", url: server.url("/echo/clear?a=1").absoluteString, body: .data(Data("clear".utf8)))
-        await clear.close()
-        let sealed = try await queue(store, server, keyring: keyring)
-        _ = try await sealed.enqueue(method: "POST", url: server.url("/echo/sealed?a=2").absoluteString, body: .data(Data("sealed".utf8)))
-        let status = try await sealed.sealStatus()
-        #expect(status.clear == 1)
-        #expect(status.sealed == [keyring.primary.id.rawValue: 1])
-        #expect(try await sealed.drain().delivered == 2)
-        #expect(Set(server.requests.map(\.target)) == ["/echo/clear?a=1", "/echo/sealed?a=2"])
-        await sealed.close()
-        await server.shutdown()
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let keyring = Keyring.generate()
+            let clear = try await queue(store, server, keyring: nil, mode: .off)
+            _ = try await clear.enqueue(method: "POST", url: server.url("/echo/clear?a=1").absoluteString, body: .data(Data("clear".utf8)))
+            await clear.close()
+            let sealed = try await queue(store, server, keyring: keyring)
+            _ = try await sealed.enqueue(method: "POST", url: server.url("/echo/sealed?a=2").absoluteString, body: .data(Data("sealed".utf8)))
+            let status = try await sealed.sealStatus()
+            #expect(status.clear == 1)
+            #expect(status.sealed == [keyring.primary.id.rawValue: 1])
+            #expect(try await sealed.drain().delivered == 2)
+            #expect(Set(server.requests.map(\.target)) == ["/echo/clear?a=1", "/echo/sealed?a=2"])
+            await sealed.close()
+            await server.shutdown()
+        }
     }
 
     @Test("each store keeps the documented layout: a row opens with QueueEncryption alone", arguments: StoreKind.shared)
     func documentedLayout(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let keyring = Keyring.generate()
-        let queue = try await queue(store, server, keyring: keyring)
-        let url = server.url("/echo/orders?id=42").absoluteString
-        let ticket = try await queue.enqueue(
-            method: "POST", url: url, headers: [("X-Private", "v")], body: .data(Data("{\"total\":12}".utf8)),
-            options: EnqueueOptions(idempotencyKey: "order-42")
-        )
-        let queueID = try await queue.sealStatus().queueID
-        await queue.close()
-        // Read the row as stored, with no Courier code between the bytes and the check.
-        let rows = RowEditor(store: store)
-        let seal = try await rows.seal(ticket.id)
-        let body = try await rows.inlineBody(ticket.id)
-        #expect(seal.first == 3, "format version 3: a small body is sealed with its request")
-        let salt = seal.dropFirst().prefix(16)
-        let cipher = try EntryCipher(
-            opening: EntrySeal(version: 3, keyID: keyring.primary.id, salt: Data(salt)), with: keyring, queueID: queueID, idempotencyKey: "order-42"
-        )
-        // One value, field `entry`: the seal holds the request's ciphertext, the body column
-        // the body's ciphertext and the tag. The request: the target's length (32-bit
-        // big-endian), the target, the header lines.
-        let target = "/echo/orders?id=42"
-        #expect(seal.count == 17 + 4 + target.utf8.count + "X-Private: v\n".utf8.count)
-        #expect(body.count == "{\"total\":12}".utf8.count + SealFormat.tagSize)
-        let opened = try cipher.openJoined(request: Data(seal.dropFirst(17)), body: body)
-        let request = opened.request
-        #expect(request.count == seal.count - 17)
-        #expect(request.prefix(4) == Data([0, 0, 0, UInt8(target.utf8.count)]))
-        #expect(String(decoding: request.dropFirst(4), as: UTF8.self) == target + "X-Private: v\n")
-        #expect(String(decoding: opened.body, as: UTF8.self) == "{\"total\":12}")
-        await server.shutdown()
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let keyring = Keyring.generate()
+            let queue = try await queue(store, server, keyring: keyring)
+            let url = server.url("/echo/orders?id=42").absoluteString
+            let ticket = try await queue.enqueue(
+                method: "POST", url: url, headers: [("X-Private", "v")], body: .data(Data("{\"total\":12}".utf8)),
+                options: EnqueueOptions(idempotencyKey: "order-42")
+            )
+            let queueID = try await queue.sealStatus().queueID
+            await queue.close()
+            // Read the row as stored, with no Courier code between the bytes and the check.
+            let rows = RowEditor(store: store)
+            let seal = try await rows.seal(ticket.id)
+            let body = try await rows.inlineBody(ticket.id)
+            #expect(seal.first == 3, "format version 3: a small body is sealed with its request")
+            let salt = seal.dropFirst().prefix(16)
+            let cipher = try EntryCipher(
+                opening: EntrySeal(version: 3, keyID: keyring.primary.id, salt: Data(salt)), with: keyring, queueID: queueID, idempotencyKey: "order-42"
+            )
+            // One value, field `entry`: the seal holds the request's ciphertext, the body column
+            // the body's ciphertext and the tag. The request: the target's length (32-bit
+            // big-endian), the target, the header lines.
+            let target = "/echo/orders?id=42"
+            #expect(seal.count == 17 + 4 + target.utf8.count + "X-Private: v\n".utf8.count)
+            #expect(body.count == "{\"total\":12}".utf8.count + SealFormat.tagSize)
+            let opened = try cipher.openJoined(request: Data(seal.dropFirst(17)), body: body)
+            let request = opened.request
+            #expect(request.count == seal.count - 17)
+            #expect(request.prefix(4) == Data([0, 0, 0, UInt8(target.utf8.count)]))
+            #expect(String(decoding: request.dropFirst(4), as: UTF8.self) == target + "X-Private: v\n")
+            #expect(String(decoding: opened.body, as: UTF8.self) == "{\"total\":12}")
+            await server.shutdown()
+        }
     }
 
     @Test("a body kept in the row is sealed with its request while both fit one chunk (version 3), apart past that (version 2), and each arrives whole", arguments: StoreKind.shared)
     func joinedUpToOneChunk(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let queue = try await queue(store, server, keyring: Keyring.generate(), inlineLimit: 64 * 1024)
-        // The request's plaintext is the target's length (4 bytes) and the target: 4 + 7.
-        let fits = SealFormat.chunkSize - 4 - "/echo/j".utf8.count
-        let sizes = [(0, 3), (1, 3), (fits, 3), (fits + 1, 2), (SealFormat.chunkSize, 2)]
-        let rows = RowEditor(store: store)
-        var crcs: [String: (UInt32, Int)] = [:]
-        for (size, version) in sizes {
-            let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 29, addend: 3), count: size)
-            let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/j").absoluteString, body: .data(body))
-            crcs[ticket.idempotencyKey] = (CRC32.checksum(body), size)
-            #expect(try await rows.seal(ticket.id).first == UInt8(version), "a body of \(size) bytes")
-            let entry = try #require(try await queue.entry(ticket.id))
-            #expect(entry.bodyLength == size)
-            #expect(try await rows.inlineBody(ticket.id).count == SealFormat.sealedSize(plaintextSize: size))
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let queue = try await queue(store, server, keyring: Keyring.generate(), inlineLimit: 64 * 1024)
+            // The request's plaintext is the target's length (4 bytes) and the target: 4 + 7.
+            let fits = SealFormat.chunkSize - 4 - "/echo/j".utf8.count
+            let sizes = [(0, 3), (1, 3), (fits, 3), (fits + 1, 2), (SealFormat.chunkSize, 2)]
+            let rows = RowEditor(store: store)
+            var crcs: [String: (UInt32, Int)] = [:]
+            for (size, version) in sizes {
+                let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 29, addend: 3), count: size)
+                let ticket = try await queue.enqueue(method: "PUT", url: server.url("/echo/j").absoluteString, body: .data(body))
+                crcs[ticket.idempotencyKey] = (CRC32.checksum(body), size)
+                #expect(try await rows.seal(ticket.id).first == UInt8(version), "a body of \(size) bytes")
+                let entry = try #require(try await queue.entry(ticket.id))
+                #expect(entry.bodyLength == size)
+                #expect(try await rows.inlineBody(ticket.id).count == SealFormat.sealedSize(plaintextSize: size))
+            }
+            #expect(try await drainUntilSettled(queue).delivered == sizes.count)
+            #expect(server.requests.count == sizes.count)
+            for request in server.requests {
+                let want = try #require(crcs[request.values(of: "Idempotency-Key").first ?? ""])
+                #expect(request.bodyCRC32 == want.0 && request.bodySize == want.1)
+            }
+            await queue.close()
+            await server.shutdown()
         }
-        #expect(try await drainUntilSettled(queue).delivered == sizes.count)
-        #expect(server.requests.count == sizes.count)
-        for request in server.requests {
-            let want = try #require(crcs[request.values(of: "Idempotency-Key").first ?? ""])
-            #expect(request.bodyCRC32 == want.0 && request.bodySize == want.1)
-        }
-        await queue.close()
-        await server.shutdown()
     }
 
     @Test("an entry sealed in format version 2 with its body apart in the row (before version 3) still opens and is delivered as enqueued", arguments: StoreKind.shared)
@@ -319,34 +326,35 @@ struct SealingTests {
         rewrite: (EntryCipher, Data, Data, Data, Data) -> (seal: Data, body: Data)
     ) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let keyring = Keyring.generate()
-        let queue = try await queue(store, server, keyring: keyring)
-        let body = Data("{\"v\":\(version)}".utf8)
-        let key = "v\(version)-entry"
-        let ticket = try await queue.enqueue(
-            method: "POST", url: server.url(path).absoluteString, headers: [("X-Private", header)], body: .data(body),
-            options: EnqueueOptions(idempotencyKey: key)
-        )
-        let queueID = try await queue.sealStatus().queueID
-        await queue.close()
-        let salt = Data((0..<16).map { UInt8($0 * (4 + version) + 1) })
-        let cipher = try EntryCipher(
-            opening: EntrySeal(version: version, keyID: keyring.primary.id, salt: salt), with: keyring, queueID: queueID, idempotencyKey: key
-        )
-        let (seal, sealedBody) = rewrite(cipher, salt, Data(path.utf8), Data("X-Private: \(header)\n".utf8), body)
-        let rows = RowEditor(store: store)
-        try await rows.setSeal(ticket.id, seal)
-        try await rows.setInlineBody(ticket.id, sealedBody)
-        let reopened = try await self.queue(store, server, keyring: keyring)
-        #expect(try await reopened.drain().delivered == 1)
-        let received = try #require(server.requests.first)
-        #expect(received.target == path)
-        #expect(received.values(of: "X-Private") == [header])
-        #expect(received.bodySize == body.count && received.bodyCRC32 == CRC32.checksum(body))
-        await reopened.close()
-        await server.shutdown()
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let keyring = Keyring.generate()
+            let queue = try await queue(store, server, keyring: keyring)
+            let body = Data("{\"v\":\(version)}".utf8)
+            let key = "v\(version)-entry"
+            let ticket = try await queue.enqueue(
+                method: "POST", url: server.url(path).absoluteString, headers: [("X-Private", header)], body: .data(body),
+                options: EnqueueOptions(idempotencyKey: key)
+            )
+            let queueID = try await queue.sealStatus().queueID
+            await queue.close()
+            let salt = Data((0..<16).map { UInt8($0 * (4 + version) + 1) })
+            let cipher = try EntryCipher(
+                opening: EntrySeal(version: version, keyID: keyring.primary.id, salt: salt), with: keyring, queueID: queueID, idempotencyKey: key
+            )
+            let (seal, sealedBody) = rewrite(cipher, salt, Data(path.utf8), Data("X-Private: \(header)\n".utf8), body)
+            let rows = RowEditor(store: store)
+            try await rows.setSeal(ticket.id, seal)
+            try await rows.setInlineBody(ticket.id, sealedBody)
+            let reopened = try await self.queue(store, server, keyring: keyring)
+            #expect(try await reopened.drain().delivered == 1)
+            let received = try #require(server.requests.first)
+            #expect(received.target == path)
+            #expect(received.values(of: "X-Private") == [header])
+            #expect(received.bodySize == body.count && received.bodyCRC32 == CRC32.checksum(body))
+            await reopened.close()
+            await server.shutdown()
+        }
     }
 
     // MARK: - Keys missing or wrong
@@ -354,121 +362,125 @@ struct SealingTests {
     @Test("without the key its entries were sealed with, a drain refuses before it touches a row", arguments: StoreKind.allCases)
     func missingKey(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let keyring = Keyring.generate()
-        let first = try await queue(store, server, keyring: keyring)
-        for index in 0..<3 { _ = try await first.enqueue(method: "POST", url: server.url("/echo/k/\(index)").absoluteString) }
-        await first.close()
-        let id = keyring.primary.id.rawValue
-        for other in [Keyring.generate(), nil] {
-            let second = try await queue(store, server, keyring: other, mode: other == nil ? .off : .on)
-            await #expect {
-                _ = try await second.drain()
-            } throws: { error in
-                guard let error = error as? QueueError, error.kind == .keyUnavailable else { return false }
-                return error.description.contains(id) && (other == nil || error.description.contains("3 entries"))
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let keyring = Keyring.generate()
+            let first = try await queue(store, server, keyring: keyring)
+            for index in 0..<3 { _ = try await first.enqueue(method: "POST", url: server.url("/echo/k/\(index)").absoluteString) }
+            await first.close()
+            let id = keyring.primary.id.rawValue
+            for other in [Keyring.generate(), nil] {
+                let second = try await queue(store, server, keyring: other, mode: other == nil ? .off : .on)
+                await #expect {
+                    _ = try await second.drain()
+                } throws: { error in
+                    guard let error = error as? QueueError, error.kind == .keyUnavailable else { return false }
+                    return error.description.contains(id) && (other == nil || error.description.contains("3 entries"))
+                }
+                await second.close()
             }
-            await second.close()
+            try await expectUntouched(store, server, count: 3)
         }
-        try await expectUntouched(store, server, count: 3)
     }
 
     @Test("other bytes under a key id the queue knows are refused by their key-check value", arguments: StoreKind.allCases)
     func wrongKeyBytes(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let keyring = Keyring.generate()
-        let first = try await queue(store, server, keyring: keyring)
-        for index in 0..<2 { _ = try await first.enqueue(method: "POST", url: server.url("/echo/w/\(index)").absoluteString) }
-        await first.close()
-        let impostor = try Keyring(primary: QueueKey(id: keyring.primary.id, bytes: Data((0..<32).map { _ in UInt8.random(in: 0...255) })))
-        let second = try await queue(store, server, keyring: impostor)
-        await #expect {
-            _ = try await second.drain()
-        } throws: { error in
-            guard let error = error as? QueueError, error.kind == .keyUnavailable else { return false }
-            return error.description.contains("key-check value differs") && error.description.contains(keyring.primary.id.rawValue)
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let keyring = Keyring.generate()
+            let first = try await queue(store, server, keyring: keyring)
+            for index in 0..<2 { _ = try await first.enqueue(method: "POST", url: server.url("/echo/w/\(index)").absoluteString) }
+            await first.close()
+            let impostor = try Keyring(primary: QueueKey(id: keyring.primary.id, bytes: Data((0..<32).map { _ in UInt8.random(in: 0...255) })))
+            let second = try await queue(store, server, keyring: impostor)
+            await #expect {
+                _ = try await second.drain()
+            } throws: { error in
+                guard let error = error as? QueueError, error.kind == .keyUnavailable else { return false }
+                return error.description.contains("key-check value differs") && error.description.contains(keyring.primary.id.rawValue)
+            }
+            // Nor does it seal anything with them.
+            await #expect(throws: QueueError.self) {
+                _ = try await second.enqueue(method: "POST", url: server.url("/echo/w/new").absoluteString)
+            }
+            await second.close()
+            try await expectUntouched(store, server, count: 2)
         }
-        // Nor does it seal anything with them.
-        await #expect(throws: QueueError.self) {
-            _ = try await second.enqueue(method: "POST", url: server.url("/echo/w/new").absoluteString)
-        }
-        await second.close()
-        try await expectUntouched(store, server, count: 2)
     }
 
     @Test("required: no enqueue without a keyring, and no queue holding entries in clear", arguments: StoreKind.allCases)
     func required(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let bare = try await queue(store, server, keyring: nil, mode: .required)
-        await #expect {
-            _ = try await bare.enqueue(method: "POST", url: server.url("/echo/r").absoluteString, body: .data(Data("x".utf8)))
-        } throws: { error in
-            (error as? QueueError)?.kind == .keyUnavailable
-        }
-        #expect(try await bare.counts().total == 0)
-        await bare.close()
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let bare = try await queue(store, server, keyring: nil, mode: .required)
+            await #expect {
+                _ = try await bare.enqueue(method: "POST", url: server.url("/echo/r").absoluteString, body: .data(Data("x".utf8)))
+            } throws: { error in
+                (error as? QueueError)?.kind == .keyUnavailable
+            }
+            #expect(try await bare.counts().total == 0)
+            await bare.close()
 
-        let clear = try await queue(store, server, keyring: nil, mode: .off)
-        _ = try await clear.enqueue(method: "POST", url: server.url("/echo/r/clear").absoluteString)
-        await clear.close()
-        let keyring = Keyring.generate()
-        let strict = try await queue(store, server, keyring: keyring, mode: .required)
-        await #expect {
-            _ = try await strict.enqueue(method: "POST", url: server.url("/echo/r/2").absoluteString)
-        } throws: { error in
-            guard let error = error as? QueueError, error.kind == .keyUnavailable else { return false }
-            return error.description.contains("1 entry is stored in clear") && error.description.contains("sync keys encrypt")
+            let clear = try await queue(store, server, keyring: nil, mode: .off)
+            _ = try await clear.enqueue(method: "POST", url: server.url("/echo/r/clear").absoluteString)
+            await clear.close()
+            let keyring = Keyring.generate()
+            let strict = try await queue(store, server, keyring: keyring, mode: .required)
+            await #expect {
+                _ = try await strict.enqueue(method: "POST", url: server.url("/echo/r/2").absoluteString)
+            } throws: { error in
+                guard let error = error as? QueueError, error.kind == .keyUnavailable else { return false }
+                return error.description.contains("1 entry is stored in clear") && error.description.contains("sync keys encrypt")
+            }
+            #expect(try await strict.counts().total == 1)
+            // Sealed in place, the queue is accepted.
+            let summary = try await strict.reseal(.clear, keyring: keyring)
+            #expect(summary.resealed == 1)
+            _ = try await strict.enqueue(method: "POST", url: server.url("/echo/r/3").absoluteString)
+            #expect(try await strict.sealStatus().sealed == [keyring.primary.id.rawValue: 2])
+            #expect(try await strict.drain().delivered == 2)
+            #expect(Set(server.requests.map(\.target)) == ["/echo/r/clear", "/echo/r/3"])
+            await strict.close()
+            await server.shutdown()
         }
-        #expect(try await strict.counts().total == 1)
-        // Sealed in place, the queue is accepted.
-        let summary = try await strict.reseal(.clear, keyring: keyring)
-        #expect(summary.resealed == 1)
-        _ = try await strict.enqueue(method: "POST", url: server.url("/echo/r/3").absoluteString)
-        #expect(try await strict.sealStatus().sealed == [keyring.primary.id.rawValue: 2])
-        #expect(try await strict.drain().delivered == 2)
-        #expect(Set(server.requests.map(\.target)) == ["/echo/r/clear", "/echo/r/3"])
-        await strict.close()
-        await server.shutdown()
     }
 
     @Test("rotation re-seals every entry under the new primary, bodies kept apart included", arguments: StoreKind.allCases)
     func rotation(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        var keyring = Keyring.generate()
-        let old = keyring.primary.id.rawValue
-        let first = try await queue(store, server, keyring: keyring, inlineLimit: 1000)
-        var crcs: [String: UInt32] = [:]
-        for index in 0..<40 {
-            let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 1, addend: index), count: index % 4 == 0 ? 200_000 : 100 + index)
-            let ticket = try await first.enqueue(method: "POST", url: server.url("/echo/rot/\(index)?q=\(index)").absoluteString, body: .data(body))
-            crcs[ticket.idempotencyKey] = CRC32.checksum(body)
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            var keyring = Keyring.generate()
+            let old = keyring.primary.id.rawValue
+            let first = try await queue(store, server, keyring: keyring, inlineLimit: 1000)
+            var crcs: [String: UInt32] = [:]
+            for index in 0..<40 {
+                let body = TestPayload.periodic(TestPayload.affinePeriod(multiplier: 1, addend: index), count: index % 4 == 0 ? 200_000 : 100 + index)
+                let ticket = try await first.enqueue(method: "POST", url: server.url("/echo/rot/\(index)?q=\(index)").absoluteString, body: .data(body))
+                crcs[ticket.idempotencyKey] = CRC32.checksum(body)
+            }
+            await first.close()
+            let new = keyring.addPrimary().id.rawValue
+            let second = try await queue(store, server, keyring: keyring, inlineLimit: 1000)
+            let summary = try await second.reseal(.otherKeys, keyring: keyring, batchSize: 7)
+            #expect(summary.resealed == 40)
+            #expect(summary.batches == 6)
+            #expect(try await second.sealStatus().sealed == [new: 40])
+            #expect(try await second.reseal(.otherKeys, keyring: keyring).resealed == 0)
+            // The old key is no longer needed.
+            await second.close()
+            let onlyNew = try Keyring(primary: try #require(keyring[KeyID(new)!]))
+            let third = try await queue(store, server, keyring: onlyNew, inlineLimit: 1000)
+            #expect(try await drainUntilSettled(third).delivered == 40)
+            for request in server.requests {
+                #expect(request.bodyCRC32 == crcs[request.values(of: "Idempotency-Key").first ?? ""])
+            }
+            #expect(!old.isEmpty)
+            await third.close()
+            await server.shutdown()
         }
-        await first.close()
-        let new = keyring.addPrimary().id.rawValue
-        let second = try await queue(store, server, keyring: keyring, inlineLimit: 1000)
-        let summary = try await second.reseal(.otherKeys, keyring: keyring, batchSize: 7)
-        #expect(summary.resealed == 40)
-        #expect(summary.batches == 6)
-        #expect(try await second.sealStatus().sealed == [new: 40])
-        #expect(try await second.reseal(.otherKeys, keyring: keyring).resealed == 0)
-        // The old key is no longer needed.
-        await second.close()
-        let onlyNew = try Keyring(primary: try #require(keyring[KeyID(new)!]))
-        let third = try await queue(store, server, keyring: onlyNew, inlineLimit: 1000)
-        #expect(try await drainUntilSettled(third).delivered == 40)
-        for request in server.requests {
-            #expect(request.bodyCRC32 == crcs[request.values(of: "Idempotency-Key").first ?? ""])
-        }
-        #expect(!old.isEmpty)
-        await third.close()
-        await server.shutdown()
     }
 
     /// Nothing was sent and every entry is still pending with no attempt.
@@ -506,85 +518,86 @@ struct SealTamperTests {
     @Test("a changed row is refused whole: no request, attempts unchanged, the entry named", arguments: cases)
     func changedRow(_ kind: StoreKind, _ change: Change) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        var keyring = Keyring.generate()
-        let keyring2 = keyring
-        let fileBodies = change.fileBodies
-        let first = try await makeQueue(on: store, server: server, concurrency: 1) {
-            $0.sealing = .on(keyring2)
-            $0.inlineBodyLimit = fileBodies ? 1000 : 64 * 1024
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            var keyring = Keyring.generate()
+            let keyring2 = keyring
+            let fileBodies = change.fileBodies
+            let first = try await makeQueue(on: store, server: server, concurrency: 1) {
+                $0.sealing = .on(keyring2)
+                $0.inlineBodyLimit = fileBodies ? 1000 : 64 * 1024
+            }
+            let size = fileBodies ? 200_000 : 500
+            let a = try await first.enqueue(method: "POST", url: server.url("/echo/a?x=1").absoluteString, body: .data(Data(repeating: 1, count: size)))
+            let b = try await first.enqueue(method: "POST", url: server.url("/echo/b?x=2").absoluteString, body: .data(Data(repeating: 2, count: size)))
+            if change == .swapKeyIDs {
+                // A second key seals B, so the two rows name different keys.
+                await first.close()
+                keyring.addPrimary()
+            } else {
+                await first.close()
+            }
+            let keyring3 = keyring
+            if change == .swapKeyIDs {
+                let second = try await makeQueue(on: store, server: server, concurrency: 1) { $0.sealing = .on(keyring3) }
+                _ = try await second.reseal(.otherKeys, keyring: keyring3)
+                await second.close()
+                // Now both are under the new key: seal A again under the old one, by hand below.
+            }
+            let rows = RowEditor(store: store)
+            switch change {
+            case .swapSeals:
+                let (sa, sb) = (try await rows.seal(a.id), try await rows.seal(b.id))
+                try await rows.setSeal(a.id, sb)
+                try await rows.setSeal(b.id, sa)
+            case .swapSalts:
+                var (sa, sb) = (try await rows.seal(a.id), try await rows.seal(b.id))
+                let salt = 1..<17
+                let saltA = sa[salt]
+                sa.replaceSubrange(salt, with: sb[salt])
+                sb.replaceSubrange(salt, with: saltA)
+                try await rows.setSeal(a.id, sa)
+                try await rows.setSeal(b.id, sb)
+            case .swapBodies:
+                let (ba, bb) = (try await rows.inlineBody(a.id), try await rows.inlineBody(b.id))
+                try await rows.setInlineBody(a.id, bb)
+                try await rows.setInlineBody(b.id, ba)
+            case .flipTargetByte:
+                var sa = try await rows.seal(a.id)
+                sa[sa.startIndex + 22] ^= 0x01
+                try await rows.setSeal(a.id, sa)
+            case .flipBodyByte:
+                var ba = try await rows.inlineBody(a.id)
+                ba[ba.startIndex + 100] ^= 0x80
+                try await rows.setInlineBody(a.id, ba)
+            case .dropLastBodyChunk, .dropLastBodyChunkOpenedTwice:
+                try await rows.dropLastBodyChunk(a.id)
+                try await rows.dropLastBodyChunk(b.id)
+            case .flipBodyFileByte, .flipBodyFileByteOpenedTwice:
+                try await rows.flipBodyFileByte(a.id, at: SealFormat.sealedChunkSize + 100)
+            case .swapKeyIDs:
+                // Both rows under the new key; A's row claims the old key's id.
+                try await rows.setKeyID(a.id, keyring.keys[0].id.rawValue)
+            }
+            let queue = try await makeQueue(on: store, server: server, concurrency: 1) {
+                $0.sealing = .on(keyring3)
+                $0.sealing.verifiedBodyMemory = change.verifiedBodyMemory
+            }
+            await #expect {
+                _ = try await queue.drain()
+            } throws: { error in
+                guard let error = error as? QueueError, error.kind == .sealBroken else { return false }
+                return error.entryID == a.id && error.description.contains("entry \(a.id)")
+            }
+            #expect(server.requests.isEmpty)
+            for id in [a.id, b.id] {
+                let entry = try #require(try await queue.entry(id))
+                #expect(entry.state == .pending)
+                #expect(entry.attempts == 0)
+            }
+            await queue.close()
+            await server.shutdown()
         }
-        let size = fileBodies ? 200_000 : 500
-        let a = try await first.enqueue(method: "POST", url: server.url("/echo/a?x=1").absoluteString, body: .data(Data(repeating: 1, count: size)))
-        let b = try await first.enqueue(method: "POST", url: server.url("/echo/b?x=2").absoluteString, body: .data(Data(repeating: 2, count: size)))
-        if change == .swapKeyIDs {
-            // A second key seals B, so the two rows name different keys.
-            await first.close()
-            keyring.addPrimary()
-        } else {
-            await first.close()
-        }
-        let keyring3 = keyring
-        if change == .swapKeyIDs {
-            let second = try await makeQueue(on: store, server: server, concurrency: 1) { $0.sealing = .on(keyring3) }
-            _ = try await second.reseal(.otherKeys, keyring: keyring3)
-            await second.close()
-            // Now both are under the new key: seal A again under the old one, by hand below.
-        }
-        let rows = RowEditor(store: store)
-        switch change {
-        case .swapSeals:
-            let (sa, sb) = (try await rows.seal(a.id), try await rows.seal(b.id))
-            try await rows.setSeal(a.id, sb)
-            try await rows.setSeal(b.id, sa)
-        case .swapSalts:
-            var (sa, sb) = (try await rows.seal(a.id), try await rows.seal(b.id))
-            let salt = 1..<17
-            let saltA = sa[salt]
-            sa.replaceSubrange(salt, with: sb[salt])
-            sb.replaceSubrange(salt, with: saltA)
-            try await rows.setSeal(a.id, sa)
-            try await rows.setSeal(b.id, sb)
-        case .swapBodies:
-            let (ba, bb) = (try await rows.inlineBody(a.id), try await rows.inlineBody(b.id))
-            try await rows.setInlineBody(a.id, bb)
-            try await rows.setInlineBody(b.id, ba)
-        case .flipTargetByte:
-            var sa = try await rows.seal(a.id)
-            sa[sa.startIndex + 22] ^= 0x01
-            try await rows.setSeal(a.id, sa)
-        case .flipBodyByte:
-            var ba = try await rows.inlineBody(a.id)
-            ba[ba.startIndex + 100] ^= 0x80
-            try await rows.setInlineBody(a.id, ba)
-        case .dropLastBodyChunk, .dropLastBodyChunkOpenedTwice:
-            try await rows.dropLastBodyChunk(a.id)
-            try await rows.dropLastBodyChunk(b.id)
-        case .flipBodyFileByte, .flipBodyFileByteOpenedTwice:
-            try await rows.flipBodyFileByte(a.id, at: SealFormat.sealedChunkSize + 100)
-        case .swapKeyIDs:
-            // Both rows under the new key; A's row claims the old key's id.
-            try await rows.setKeyID(a.id, keyring.keys[0].id.rawValue)
-        }
-        let queue = try await makeQueue(on: store, server: server, concurrency: 1) {
-            $0.sealing = .on(keyring3)
-            $0.sealing.verifiedBodyMemory = change.verifiedBodyMemory
-        }
-        await #expect {
-            _ = try await queue.drain()
-        } throws: { error in
-            guard let error = error as? QueueError, error.kind == .sealBroken else { return false }
-            return error.entryID == a.id && error.description.contains("entry \(a.id)")
-        }
-        #expect(server.requests.isEmpty)
-        for id in [a.id, b.id] {
-            let entry = try #require(try await queue.entry(id))
-            #expect(entry.state == .pending)
-            #expect(entry.attempts == 0)
-        }
-        await queue.close()
-        await server.shutdown()
     }
 }
 

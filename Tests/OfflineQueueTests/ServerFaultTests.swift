@@ -15,21 +15,22 @@ struct ServerFaultTests {
         clock: ManualQueueClock = ManualQueueClock(), setUp: (TestHTTPServer) -> Void
     ) async throws -> (QueueEntry, [String]) {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        setUp(server)
-        let queue = try await makeQueue(
-            on: store, server: server,
-            policy: policy ?? DeliveryPolicy(backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(50)), maxAttempts: 5),
-            transport: transport
-        ) { $0.clock = clock.queueClock }
-        let ticket = try await queue.enqueue(method: "POST", url: server.url(path).absoluteString, body: .data(Data("{}".utf8)))
-        try await drainUntilSettled(queue, advancing: clock)
-        let entry = try #require(try await queue.entry(ticket.id))
-        let keys = idempotencyKeys(server, path: path)
-        #expect(Set(keys) == [ticket.idempotencyKey], "every attempt carries the same key")
-        await server.shutdown()
-        return (entry, keys)
+        return try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            setUp(server)
+            let queue = try await makeQueue(
+                on: store, server: server,
+                policy: policy ?? DeliveryPolicy(backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(50)), maxAttempts: 5),
+                transport: transport
+            ) { $0.clock = clock.queueClock }
+            let ticket = try await queue.enqueue(method: "POST", url: server.url(path).absoluteString, body: .data(Data("{}".utf8)))
+            try await drainUntilSettled(queue, advancing: clock)
+            let entry = try #require(try await queue.entry(ticket.id))
+            let keys = idempotencyKeys(server, path: path)
+            #expect(Set(keys) == [ticket.idempotencyKey], "every attempt carries the same key")
+            await server.shutdown()
+            return (entry, keys)
+        }
     }
 
     @Test("500 twice, then 200: delivered on the third attempt", arguments: StoreKind.allCases)
@@ -123,21 +124,22 @@ struct ServerFaultTests {
     @Test("a dead entry retried by hand gets a fresh budget and is delivered", arguments: StoreKind.allCases)
     func manualRetry(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        scriptFailures(server, "/later", [(404, [])])
-        let queue = try await makeQueue(on: store, server: server)
-        let ticket = try await queue.enqueue(method: "POST", url: server.url("/later").absoluteString)
-        try await drainUntilSettled(queue)
-        #expect(try await queue.entry(ticket.id)?.state == .dead)
-        #expect(try await queue.retryDead() == [ticket.id])
-        let retried = try #require(try await queue.entry(ticket.id))
-        #expect(retried.state == .pending)
-        #expect(retried.attempts == 0)
-        try await drainUntilSettled(queue)
-        #expect(try await queue.entry(ticket.id)?.state == .delivered)
-        #expect(try await queue.purge(.states([.delivered], finishedBefore: Date().addingTimeInterval(-3600))) == 0)
-        #expect(try await queue.purge(.states([.delivered], finishedBefore: nil)) == 1)
-        await server.shutdown()
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            scriptFailures(server, "/later", [(404, [])])
+            let queue = try await makeQueue(on: store, server: server)
+            let ticket = try await queue.enqueue(method: "POST", url: server.url("/later").absoluteString)
+            try await drainUntilSettled(queue)
+            #expect(try await queue.entry(ticket.id)?.state == .dead)
+            #expect(try await queue.retryDead() == [ticket.id])
+            let retried = try #require(try await queue.entry(ticket.id))
+            #expect(retried.state == .pending)
+            #expect(retried.attempts == 0)
+            try await drainUntilSettled(queue)
+            #expect(try await queue.entry(ticket.id)?.state == .delivered)
+            #expect(try await queue.purge(.states([.delivered], finishedBefore: Date().addingTimeInterval(-3600))) == 0)
+            #expect(try await queue.purge(.states([.delivered], finishedBefore: nil)) == 1)
+            await server.shutdown()
+        }
     }
 }

@@ -145,27 +145,28 @@ struct TraceContextTests {
     @Test("a PostgreSQL queue of migration v3 opens, migrates and drains its entries, which have no context")
     func olderPostgresSchema() async throws {
         let store = try TestStore(.postgres)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let schema = try #require(store.schema)
-        do {
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let schema = try #require(store.schema)
+            do {
+                let queue = try await makeQueue(on: store, server: server)
+                for _ in 0..<3 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString) }
+                await queue.close()
+            }
+            // v4 undone: its columns and its record gone (it makes `settle_and_claim` anew).
+            _ = try await withPostgres(store.path) { connection in
+                try await connection.query(PostgresQuery(unsafeSQL: """
+                    ALTER TABLE "\(schema)".entry DROP COLUMN traceparent, DROP COLUMN tracestate
+                    """), logger: testLogger)
+                try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \"\(schema)\".migration WHERE name = 'v4-trace-context'"), logger: testLogger)
+            }
             let queue = try await makeQueue(on: store, server: server)
-            for _ in 0..<3 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString) }
+            #expect(try await queue.entries().allSatisfy { $0.traceContext == nil })
+            #expect(try await queue.drain().delivered == 3)
+            #expect(server.requests.allSatisfy { $0.values(of: "traceparent").isEmpty })
             await queue.close()
+            await server.shutdown()
         }
-        // v4 undone: its columns and its record gone (it makes `settle_and_claim` anew).
-        _ = try await withPostgres(store.path) { connection in
-            try await connection.query(PostgresQuery(unsafeSQL: """
-                ALTER TABLE "\(schema)".entry DROP COLUMN traceparent, DROP COLUMN tracestate
-                """), logger: testLogger)
-            try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \"\(schema)\".migration WHERE name = 'v4-trace-context'"), logger: testLogger)
-        }
-        let queue = try await makeQueue(on: store, server: server)
-        #expect(try await queue.entries().allSatisfy { $0.traceContext == nil })
-        #expect(try await queue.drain().delivered == 3)
-        #expect(server.requests.allSatisfy { $0.values(of: "traceparent").isEmpty })
-        await queue.close()
-        await server.shutdown()
     }
 
     @Test("a stored context changed by hand into garbage is read as none: the entry is delivered without one")

@@ -120,35 +120,36 @@ struct WakeSignalTests {
     @Test("two services on one queue both deliver what is enqueued and both stop, 200 rounds", arguments: StoreKind.allCases)
     func twoServicesOneQueue(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
-        defer { Task { await store.remove() } }
-        let server = try await TestHTTPServer.start()
-        let queue = try await makeQueue(on: store, server: server)
-        let url = server.url("/echo").absoluteString
-        let rounds = kind == .postgres ? 20 : 200
-        let (ended, watch) = await ProgressGuard.run { watch in
-            for round in 0..<rounds {
-                let logger = Logger(label: "test")
-                // Polls of an hour: only wake-ups can make either service drain or stop.
-                let services = [queue.service(pollInterval: .seconds(3600), logger: logger), queue.service(pollInterval: .seconds(3600), logger: logger)]
-                await withTaskGroup(of: Void.self) { group in
-                    for service in services { group.addTask { try? await service.run() } }
-                    // Both idle in their wait, then one enqueue wakes both.
-                    watch.progressed("round \(round): both services parked in their wait")
-                    #expect(await eventually { queue.enqueued.waiting >= 2 })
-                    watch.progressed("round \(round): delivering")
-                    let tickets = (try? await queue.enqueue([QueuedRequest(method: "POST", url: url), QueuedRequest(method: "POST", url: url)])) ?? []
-                    #expect(tickets.count == 2)
-                    #expect(await eventually { (try? await queue.counts().open) == 0 })
-                    watch.progressed("round \(round): stopping")
-                    for service in services { service.shutDown() }
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let queue = try await makeQueue(on: store, server: server)
+            let url = server.url("/echo").absoluteString
+            let rounds = kind == .postgres ? 20 : 200
+            let (ended, watch) = await ProgressGuard.run { watch in
+                for round in 0..<rounds {
+                    let logger = Logger(label: "test")
+                    // Polls of an hour: only wake-ups can make either service drain or stop.
+                    let services = [queue.service(pollInterval: .seconds(3600), logger: logger), queue.service(pollInterval: .seconds(3600), logger: logger)]
+                    await withTaskGroup(of: Void.self) { group in
+                        for service in services { group.addTask { try? await service.run() } }
+                        // Both idle in their wait, then one enqueue wakes both.
+                        watch.progressed("round \(round): both services parked in their wait")
+                        #expect(await eventually { queue.enqueued.waiting >= 2 })
+                        watch.progressed("round \(round): delivering")
+                        let tickets = (try? await queue.enqueue([QueuedRequest(method: "POST", url: url), QueuedRequest(method: "POST", url: url)])) ?? []
+                        #expect(tickets.count == 2)
+                        #expect(await eventually { (try? await queue.counts().open) == 0 })
+                        watch.progressed("round \(round): stopping")
+                        for service in services { service.shutDown() }
+                    }
                 }
             }
+            #expect(ended, "\(watch.step) never ended")
+            let counts = try await queue.counts()
+            #expect(counts.delivered == 2 * rounds && counts.open == 0)
+            await queue.close()
+            await server.shutdown()
         }
-        #expect(ended, "\(watch.step) never ended")
-        let counts = try await queue.counts()
-        #expect(counts.delivered == 2 * rounds && counts.open == 0)
-        await queue.close()
-        await server.shutdown()
     }
 }
 
