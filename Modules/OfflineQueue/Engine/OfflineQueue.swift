@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 public import HTTPCore
 import HTTPTypes
 public import Reachability

@@ -1,5 +1,5 @@
 public import HTTPCore
-public import HTTPTypes
+import HTTPTypes
 
 /// Request deadlines that pass when a test says, not when a clock does: a transport wrapped by
 /// ``transport(over:)`` sends through the inner one with no timeout of its own, and every send
