@@ -23,6 +23,7 @@ struct WakeSignalTests {
             }
         }
         #expect(ended, "\(watch.step) with \(count) waiters never ended")
+        print("\(count) waiters, 200 rounds: the longest, \(watch.longest.step), took \(watch.longest.duration)")
     }
 
     /// Waiters of three kinds: woken only by the fire, ended by a timeout of their own, ended by
@@ -90,7 +91,10 @@ struct WakeSignalTests {
         let (ended, watch) = await ProgressGuard.run { watch in
             for round in 0..<200 {
                 watch.progressed("round \(round): enqueueing")
-                do { _ = try await queue.enqueue((0..<4).map { _ in QueuedRequest(method: "POST", url: url) }) } catch {
+                // A drain claims ahead of its sends (up to three rounds of its concurrency, one
+                // commit for several entries): enough for both, or the first takes them all and
+                // the second has nothing to send.
+                do { _ = try await queue.enqueue((0..<16).map { _ in QueuedRequest(method: "POST", url: url) }) } catch {
                     Issue.record(error, "round \(round): enqueue")
                     return
                 }
@@ -110,9 +114,10 @@ struct WakeSignalTests {
             }
         }
         #expect(ended, "\(watch.step) never ended")
+        print("two drains, one control, 200 rounds: the longest step, \(watch.longest.step), took \(watch.longest.duration)")
         // Whatever a stop left pending is still there, never lost.
         let counts = try await queue.counts()
-        #expect(counts.pending + counts.delivered == 800 && counts.inflight == 0)
+        #expect(counts.pending + counts.delivered == 3200 && counts.inflight == 0)
         await queue.close()
         await server.shutdown()
     }
@@ -145,6 +150,7 @@ struct WakeSignalTests {
                 }
             }
             #expect(ended, "\(watch.step) never ended")
+            print("two services on \(kind), \(rounds) rounds: the longest step, \(watch.longest.step), took \(watch.longest.duration)")
             let counts = try await queue.counts()
             #expect(counts.delivered == 2 * rounds && counts.open == 0)
             await queue.close()

@@ -22,6 +22,10 @@ public final class ProgressGuard: Sendable {
         var progress = 0
         var step: String
         var outcome: CheckedContinuation<Bool, Never>?
+        /// When the last step began, and the longest one so far.
+        var stepStarted = ContinuousClock.now
+        var longest = Duration.zero
+        var longestStep = ""
     }
 
     private let state: LockedBox<State>
@@ -36,10 +40,23 @@ public final class ProgressGuard: Sendable {
     /// What was under way when the guard last heard of progress.
     public var step: String { state.current.step }
 
+    /// The longest time between two reports of progress so far, and the step it was: what a
+    /// step costs on this machine under its present load (for the test's output, never judged).
+    public var longest: (duration: Duration, step: String) {
+        let now = state.current
+        return (now.longest, now.longestStep)
+    }
+
     /// Progress: a round or a step done; `step` names the next one.
     public func progressed(_ step: String? = nil) {
+        let now = ContinuousClock.now
         state.withLock { state in
             state.progress += 1
+            if now - state.stepStarted > state.longest {
+                state.longest = now - state.stepStarted
+                state.longestStep = state.step
+            }
+            state.stepStarted = now
             if let step { state.step = step }
         }
     }
