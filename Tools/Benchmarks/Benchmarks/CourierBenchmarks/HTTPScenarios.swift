@@ -45,6 +45,13 @@ enum Loopback {
 enum HTTPScenarios {
     static let pageRequest = Request<Page>.get("/page")
 
+    /// A call over a socket allocates by how its response arrives (one read or two, a wake-up
+    /// more or less), which moves with the machine: the raw AsyncHTTPClient twin, with no
+    /// Courier code in it, came out 204 to 206 per call (p90) over six runs (2026-11-28: four
+    /// alone, two beside a busy loop), and the plugged GET 221 to 222, and 222.1 in CI against
+    /// its 220.05 budget. So these budgets tolerate four more allocations per call, not two.
+    static var socketConfiguration: Benchmark.Configuration { Measure.configuration(allocationsPerOperation: 4) }
+
     static func register() {
         Benchmark("model-GET.raw-AsyncHTTPClient") { benchmark in
             let url = Loopback.baseURL.appendingPathComponent("page").absoluteString
@@ -52,7 +59,7 @@ enum HTTPScenarios {
                 for _ in benchmark.scaledIterations { try await rawGET(url) }
             }
         }
-        Benchmark("model-GET.Courier") { benchmark in
+        Benchmark("model-GET.Courier", configuration: socketConfiguration) { benchmark in
             let client = Loopback.client
             try await Measure.run(benchmark) {
                 for _ in benchmark.scaledIterations {
@@ -61,7 +68,7 @@ enum HTTPScenarios {
                 }
             }
         }
-        Benchmark("model-GET.Courier-5-plugins-2-interceptors") { benchmark in
+        Benchmark("model-GET.Courier-5-plugins-2-interceptors", configuration: socketConfiguration) { benchmark in
             let client = plugged
             try await Measure.run(benchmark) {
                 for _ in benchmark.scaledIterations {
@@ -79,7 +86,7 @@ enum HTTPScenarios {
         }
         // FoundationNetworking wakes its threads with writes to an eventfd: from 5 to 10 write
         // system calls per call, depending on the load; the budget only catches a blow-up.
-        Benchmark("URLSession-GET.Courier", configuration: Measure.configuration(writeSyscallsPerOperation: 10)) { benchmark in
+        Benchmark("URLSession-GET.Courier", configuration: Measure.configuration(allocationsPerOperation: 4, writeSyscallsPerOperation: 10)) { benchmark in
             let client = APIClient(
                 configuration: ClientConfiguration(baseURL: Loopback.baseURL, timeout: .seconds(30)),
                 transport: URLSessionTransport()
