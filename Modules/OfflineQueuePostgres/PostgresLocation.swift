@@ -4,7 +4,7 @@ import NIOSSL
 import PostgresNIO
 
 /// Where a PostgreSQL queue lives, read from its URL:
-/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&schema=…&sslrootcert=…&passfile=…]`
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&schema=…&sslrootcert=…&passfile=…&connect_timeout=…]`
 /// (or `postgresql://`).
 ///
 /// The password comes from the URL, else `PGPASSWORD`, else a password file in libpq's format
@@ -15,7 +15,8 @@ import PostgresNIO
 /// the default, as in libpq), `require` (TLS, not verified), or `verify-ca` / `verify-full`
 /// (TLS, the certificate verified against the system's roots or `sslrootcert`, and the host
 /// name checked). `schema` names the schema holding the queue's tables (`courier` unless
-/// given): letters, digits and `_`, at most 48 characters.
+/// given): letters, digits and `_`, at most 48 characters. `connect_timeout` is libpq's: the
+/// seconds a connection may take to open (at least 2), `0` for no limit; 5 unless given.
 public struct PostgresLocation: Sendable, Hashable {
     public var host: String
     public var port: Int
@@ -25,8 +26,13 @@ public struct PostgresLocation: Sendable, Hashable {
     public var sslMode: SSLMode
     /// A file of trusted root certificates (PEM) for `verify-ca` and `verify-full`.
     public var sslRootCertificate: String?
+    /// How long opening a connection may take; `nil`: no limit.
+    public var connectTimeout: Duration?
     /// Never printed; see ``redacted``.
     package var password: String?
+
+    /// The connect timeout when the URL gives none.
+    public static let defaultConnectTimeout = Duration.seconds(5)
 
     public enum SSLMode: String, Sendable, Hashable, CaseIterable {
         case disable, allow, prefer, require
@@ -57,6 +63,7 @@ public struct PostgresLocation: Sendable, Hashable {
         var schema = Self.defaultSchema
         var sslMode = SSLMode.prefer
         var passfile: String?
+        var connectTimeout: Duration? = Self.defaultConnectTimeout
         for item in components.queryItems ?? [] {
             let value = item.value ?? ""
             switch item.name {
@@ -71,10 +78,16 @@ public struct PostgresLocation: Sendable, Hashable {
                 sslRootCertificate = value
             case "passfile":
                 passfile = value
-            case "application_name", "connect_timeout":
+            case "connect_timeout":
+                // As libpq: whole seconds, at least 2; zero or less waits as long as it takes.
+                guard let seconds = Int(value) else {
+                    throw .invalidRequest("connect_timeout \(value.debugDescription) is not a whole number of seconds")
+                }
+                connectTimeout = seconds <= 0 ? nil : .seconds(max(2, min(seconds, 86_400 * 365)))
+            case "application_name":
                 continue
             default:
-                throw .invalidRequest("\(shown): unknown parameter \(item.name.debugDescription) (known: schema, sslmode, sslrootcert, passfile)")
+                throw .invalidRequest("\(shown): unknown parameter \(item.name.debugDescription) (known: schema, sslmode, sslrootcert, passfile, connect_timeout)")
             }
         }
         guard Self.isValidSchema(schema) else {
@@ -82,6 +95,7 @@ public struct PostgresLocation: Sendable, Hashable {
         }
         self.schema = schema
         self.sslMode = sslMode
+        self.connectTimeout = connectTimeout
         if let password = components.password {
             self.password = password.removingPercentEncoding ?? password
         } else if let password = environment["PGPASSWORD"], !password.isEmpty {
@@ -98,6 +112,7 @@ public struct PostgresLocation: Sendable, Hashable {
         var parameters: [String] = []
         if schema != Self.defaultSchema { parameters.append("schema=\(schema)") }
         if sslMode != .prefer { parameters.append("sslmode=\(sslMode.rawValue)") }
+        if connectTimeout != Self.defaultConnectTimeout { parameters.append("connect_timeout=\(connectTimeout?.components.seconds ?? 0)") }
         if !parameters.isEmpty { text += "?" + parameters.joined(separator: "&") }
         return text
     }
@@ -141,8 +156,13 @@ public struct PostgresLocation: Sendable, Hashable {
         var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: try tls()
         )
-        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.connectTimeout = .seconds(connectTimeoutSeconds)
         return configuration
+    }
+
+    /// ``connectTimeout`` in seconds, as PostgresNIO takes it (no limit: a year).
+    private var connectTimeoutSeconds: Int64 {
+        connectTimeout?.components.seconds ?? 86_400 * 365
     }
 
     /// PostgresNIO's settings for the pool.
@@ -153,7 +173,7 @@ public struct PostgresLocation: Sendable, Hashable {
             host: host, port: port, username: user, password: password, database: database, tls: try clientTLS()
         )
         if !synchronousCommit { configuration.options.additionalStartupParameters = [("synchronous_commit", "off")] }
-        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.connectTimeout = .seconds(connectTimeoutSeconds)
         configuration.options.maximumConnections = maximumConnections
         configuration.options.minimumConnections = 0
         return configuration

@@ -226,6 +226,13 @@ struct PostgresFleetTests {
         #expect(throws: QueueError.self) { _ = try PostgresLocation(url: "postgres://localhost/db") }
         let location = try PostgresLocation(url: "postgresql://app:p%40ss@db.internal:6432/orders?schema=queue&sslmode=require")
         #expect(location.redacted == "postgres://app@db.internal:6432/orders?schema=queue&sslmode=require")
+        // libpq's connect_timeout: whole seconds, at least 2, zero for no limit; 5 unless given.
+        #expect(location.connectTimeout == PostgresLocation.defaultConnectTimeout)
+        #expect(try PostgresLocation(url: "postgres://app@db/orders?connect_timeout=30").connectTimeout == .seconds(30))
+        #expect(try PostgresLocation(url: "postgres://app@db/orders?connect_timeout=1").connectTimeout == .seconds(2))
+        #expect(try PostgresLocation(url: "postgres://app@db/orders?connect_timeout=0").connectTimeout == nil)
+        #expect(try PostgresLocation(url: "postgres://app@db/orders?connect_timeout=30").redacted == "postgres://app@db:5432/orders?connect_timeout=30")
+        #expect(throws: QueueError.self) { _ = try PostgresLocation(url: "postgres://app@db/orders?connect_timeout=soon") }
         #expect(DatabaseLocation.redacted("postgres://app:p%40ss@db.internal/orders") == "postgres://app:***@db.internal/orders")
     }
 

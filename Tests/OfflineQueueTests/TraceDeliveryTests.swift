@@ -82,8 +82,14 @@ struct TraceDeliveryTests {
                 let n = try #require(request.queryValue("n"))
                 #expect(traceID(ofTraceparent: request.values(of: "traceparent").first) == traceOf[n], "entry \(n)")
             }
+            // One attempt of each entry reached the server. On a loaded machine an attempt can
+            // fail before the server sees it (a connection that did not open in time) and is
+            // retried: such an attempt is a failed span of the same entry and trace, never a
+            // second request.
             let attempts = tracer.attempts
-            #expect(attempts.count == 200)
+            let failed = attempts.filter { $0.errors.isEmpty == false }
+            #expect(attempts.count - failed.count == 200)
+            if !failed.isEmpty { print("200 traces at concurrency 16: \(failed.count) attempts failed and were retried: \(failed.prefix(3).map { "\($0.errors.first.map { "\($0.error)" } ?? "")" })") }
             for span in attempts {
                 guard case .int64(let id)? = span.attribute("courier.queue.entry.id") else { Issue.record("no entry id"); continue }
                 #expect(span.traceID == traceOfEntry[id], "entry \(id)")

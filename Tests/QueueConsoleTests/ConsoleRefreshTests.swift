@@ -69,8 +69,8 @@ struct ConsoleRefreshTests {
 
     /// Password checks are held at a gate on NIO's pool, as long hashes would hold it, as many
     /// as the cooperative pool has threads (System.coreCount each): had they run on that pool,
-    /// nothing else could run until the gate opened. A watchdog opens it after 60 s, so such a
-    /// regression fails instead of hanging.
+    /// nothing else could run until the gate opened. A watchdog opens it after 300 s (the hang
+    /// guard of the other suites), so such a regression fails instead of hanging.
     @Test("passwords are hashed off the cooperative pool, a limited number at once: while they hash, a token is served and one more password gets 429")
     func passwordHashesLeaveThePoolFree() async throws {
         let fixture = try ConsoleFixture()
@@ -85,7 +85,7 @@ struct ConsoleRefreshTests {
             // would run; only a regression that moved checks onto the cooperative pool blocks it.
             gate.wait()
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(300)) {
             watchdog.withLock { $0 = true }
             for _ in 0..<threads { gate.signal() }
         }

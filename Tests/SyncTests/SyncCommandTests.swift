@@ -27,7 +27,7 @@ struct SyncCommandTests {
             guard let url = ProcessInfo.processInfo.environment["COURIER_TEST_POSTGRES_URL"], !url.isEmpty else {
                 throw TestServerError("COURIER_TEST_POSTGRES_URL is not set: run Tools/test, which starts a throwaway PostgreSQL cluster")
             }
-            return url + "?schema=s_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
+            return url + (url.contains("?") ? "&" : "?") + "schema=s_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
         }
 
         func url(_ path: String) -> String { server.url(path).absoluteString }

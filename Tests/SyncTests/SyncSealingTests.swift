@@ -177,7 +177,7 @@ struct SyncSealingTests {
             throw TestServerError("COURIER_TEST_POSTGRES_URL is not set: run Tools/test, which starts a throwaway PostgreSQL cluster")
         }
         var fixture = try await Fixture()
-        fixture.sync = SyncRunner(database: url + "?schema=s_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""), environment: fixture.sync.environment)
+        fixture.sync = SyncRunner(database: url + (url.contains("?") ? "&" : "?") + "schema=s_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""), environment: fixture.sync.environment)
         let sync = fixture.sync
         let (keyring, first) = try await fixture.newKeyring()
         #expect(try await sync("enqueue", "POST", fixture.url("/pg/clear?n=1"), "--data", "clear").status == 0)
