@@ -109,7 +109,7 @@ let package = Package(
             .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
         ]),
         module("OfflineQueue", [
-            "HTTPCore", "Reachability", "QueueEncryption", httpTypes,
+            "HTTPCore", "Reachability", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -125,10 +125,11 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
-        // Sealing at rest: keyrings, per-entry keys, AES-GCM fields and STREAM-chunked bodies.
-        // Foundation and Crypto only; OfflineQueue seals its entries with it (QueueConfiguration.sealing).
+        // Sealing at rest: keyrings, per-entry keys, AES-GCM fields and STREAM-chunked bodies, and
+        // the sealer a queue takes from a keyring (QueueSealing.on(keyring)): the queue's seam
+        // (EntrySealer) is in OfflineQueue, so a queue that does not seal compiles no cryptography.
         // CSealAEAD: AES-256-GCM on its own buffers, through the BoringSSL swift-crypto links on Linux.
-        module("QueueEncryption", ["CSealAEAD", .product(name: "Crypto", package: "swift-crypto")]),
+        module("QueueEncryption", ["OfflineQueue", "HTTPCore", "CSealAEAD", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "CSealAEAD", path: "Modules/CSealAEAD"),
         // systemd's notify protocol and watchdog for a QueueService under swift-service-lifecycle:
         // `sync run` and any service that embeds the queue.

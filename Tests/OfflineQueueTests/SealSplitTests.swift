@@ -1,8 +1,9 @@
 import Foundation
 import OfflineQueue
+import QueueEncryption
 import Testing
 
-/// `EntrySealing.split`: where a sealed entry's URL is cut into its clear origin and its
+/// `KeyringSealer.split`: where a sealed entry's URL is cut into its clear origin and its
 /// sealed target. The ASCII path scans bytes; it must cut where a search by characters cuts.
 @Suite struct SealSplitTests {
     static let cases: [(url: String, origin: String)] = [
@@ -23,7 +24,7 @@ import Testing
 
     @Test func originAndTarget() {
         for (url, origin) in Self.cases {
-            let split = EntrySealing.split(url)
+            let split = KeyringSealer.split(url)
             #expect(split.origin == origin, "\(url)")
             #expect(split.origin + split.target == url, "\(url)")
             #expect(split == Self.byCharacters(url), "\(url)")

@@ -9,7 +9,7 @@ extension OfflineQueue {
     /// machine its transition (``AttemptReport``).
     ///
     /// `ahead`: the entry opened before its send started (``EntrySealing/openAhead(_:)``).
-    func attemptAndSettle(_ entry: QueueEntry, sealing: EntrySealing, ahead: Result<EntrySealing.Opened, QueueError>? = nil) async -> AttemptReport {
+    func attemptAndSettle(_ entry: QueueEntry, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil) async -> AttemptReport {
         let policy = configuration.policy
         // The entry's age when its attempt starts, on the boot clock.
         let age = Duration.seconds(max(0, configuration.clock.now().uptime - entry.budgetUptime))
@@ -63,7 +63,7 @@ extension OfflineQueue {
     /// cannot be opened, and then nothing was sent. `sentTrace`: the trace context the request
     /// went out with, for the attempt's log line (set only when that line is logged).
     func attempt(
-        _ entry: QueueEntry, age: Duration, sealing: EntrySealing, ahead: Result<EntrySealing.Opened, QueueError>? = nil,
+        _ entry: QueueEntry, age: Duration, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil,
         sentTrace: inout SentTrace?
     ) async throws(QueueError) -> AttemptOutcome {
         if Task.isCancelled { return .interrupted }

@@ -1,6 +1,5 @@
 public import Foundation
 import HTTPCore
-public import QueueEncryption
 
 /// What a queue holds sealed, by key (`sync keys status`).
 public struct SealStatus: Sendable, Hashable, Codable {
@@ -21,7 +20,7 @@ public struct SealStatus: Sendable, Hashable, Codable {
     }
 }
 
-/// Which entries ``OfflineQueue/reseal(_:keyring:batchSize:)`` seals again.
+/// Which entries a re-sealing (QueueEncryption's `OfflineQueue.reseal(_:keyring:batchSize:)`) seals again.
 public enum ResealScope: String, Sendable, Hashable, CaseIterable {
     /// Entries sealed under a key other than the keyring's primary (`sync keys rotate`).
     case otherKeys
@@ -55,20 +54,12 @@ extension OfflineQueue {
         return SealStatus(queueID: catalog.queueID, clear: catalog.clear, sealed: sealed, keyChecks: catalog.keyChecks)
     }
 
-    /// Seals the entries `scope` picks again under `keyring`'s primary key, in batches of
-    /// `batchSize`, each one transaction: an interrupted run (a `kill -9`) leaves every entry
-    /// under its old seal or its new one, and a second run finishes the job. Entries in flight
-    /// are left for a later run (``ResealSummary/skipped``). Bodies kept apart are written
-    /// anew before their batch commits and the old ones removed after it; an interruption
-    /// leaves unreferenced bodies, which the orphan sweep removes.
-    ///
-    /// - Throws: ``QueueError/Kind/keyUnavailable`` when the keyring lacks a key the entries
-    ///   need or holds other bytes under a recorded id (before anything changes);
-    ///   ``QueueError/Kind/sealBroken`` for an entry that does not open (the batches before it
-    ///   stay committed; it is left as it is).
-    public func reseal(_ scope: ResealScope, keyring: Keyring, batchSize: Int = 64) async throws(QueueError) -> ResealSummary {
-        let sealing = try await SealGate.checked(QueueSealing.on(keyring), store: sealStore, forDrain: true)
-        let primary = keyring.primary.id.rawValue
+    /// Seals the entries `scope` picks again under `sealer`'s primary key, in batches of
+    /// `batchSize`, each one transaction (QueueEncryption's `reseal(_:keyring:batchSize:)`
+    /// says what it guarantees).
+    package func reseal(_ scope: ResealScope, sealer: any EntrySealer, batchSize: Int) async throws(QueueError) -> ResealSummary {
+        let sealing = try await SealGate.checked(QueueSealing(mode: .on, sealer: sealer), store: sealStore, forDrain: true)
+        let primary = sealer.primaryKey.id
         let selection: ResealSelection = scope == .clear ? .clear : .notUnder(primary)
         var summary = ResealSummary()
         var after: EntryID?

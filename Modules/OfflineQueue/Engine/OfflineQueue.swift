@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 public import HTTPCore
 import HTTPTypes
 public import Reachability
@@ -348,7 +348,7 @@ public final class OfflineQueue: Sendable {
 
 extension RequestBody {
     /// The body's bytes when it fits in a row of `limit` bytes; `nil` when it is kept apart.
-    func inlined(limit: Int) async throws(QueueError) -> Data? {
+    package func inlined(limit: Int) async throws(QueueError) -> Data? {
         if case .data(let data) = source, data.count <= limit { return data }
         guard let length, length <= limit else { return nil }
         do {

@@ -1,6 +1,5 @@
 import Foundation
 import HTTPCore
-import QueueEncryption
 
 /// The check of a queue's keys against what it stores, made once per queue before its first
 /// enqueue or drain touches an entry (``QueueSealing``): the keys its entries need are in the
@@ -23,14 +22,14 @@ final class SealGate: Sendable {
         let settings = queue.configuration.sealing
         // A queue that neither seals nor holds a keyring enqueues in clear without a look; its
         // drain first makes sure that no entry needs a key it does not have.
-        guard settings.mode != .off || settings.keyring != nil else {
+        guard settings.mode != .off || settings.sealer != nil else {
             if forDrain {
                 let catalog = try await queue.sealStore.sealCatalog()
                 if let (key, count) = catalog.entries.compactMap({ key, count in key.map { ($0, count) } }).min(by: { $0.0 < $1.0 }) {
                     throw .keyUnavailable("\(Self.count(count)) sealed under key \(key), but no keyring was given")
                 }
             }
-            let sealing = EntrySealing(queueID: UUID(), keyring: nil, mode: .off)
+            let sealing = EntrySealing(queueID: UUID(), sealer: nil, mode: .off)
             checked.withLock { $0 = Checked(sealing: sealing, forDrain: forDrain) }
             return sealing
         }
@@ -52,13 +51,13 @@ final class SealGate: Sendable {
                 "sealing is required, but \(count(catalog.clear)) stored in clear: seal them first with `sync keys encrypt`"
             )
         }
-        guard let keyring = settings.keyring else {
+        guard let sealer = settings.sealer else {
             throw .keyUnavailable("sealing is \(settings.mode), but no keyring was given")
         }
         // Other bytes under a key id the queue knows: refused whether or not entries use it.
         for (id, checkValue) in catalog.keyChecks.sorted(by: { $0.key < $1.key }) {
-            guard let keyID = KeyID(id), let key = keyring[keyID] else { continue }
-            if key.keyCheckValue != checkValue {
+            guard let held = sealer.keyCheckValue(ofKey: id) else { continue }
+            if held != checkValue {
                 let entries = catalog.entries[id] ?? 0
                 throw .keyUnavailable(
                     "key \(id) in the keyring is not the key this queue recorded under that id (its key-check value differs); \(count(entries)) sealed under it"
@@ -67,20 +66,20 @@ final class SealGate: Sendable {
         }
         if forDrain {
             for case let (id?, entries) in catalog.entries.sorted(by: { ($0.key ?? "") < ($1.key ?? "") }) where entries > 0 {
-                guard let keyID = KeyID(id), keyring[keyID] != nil else {
+                guard sealer.keyCheckValue(ofKey: id) != nil else {
                     throw .keyUnavailable("\(count(entries)) sealed under key \(id), which the keyring does not hold")
                 }
             }
         }
         if settings.mode != .off {
-            let primary = keyring.primary
-            let recorded = try await store.recordKeyCheck(keyID: primary.id.rawValue, checkValue: primary.keyCheckValue)
-            if recorded != primary.keyCheckValue {
+            let primary = sealer.primaryKey
+            let recorded = try await store.recordKeyCheck(keyID: primary.id, checkValue: primary.checkValue)
+            if recorded != primary.checkValue {
                 throw .keyUnavailable(
                     "key \(primary.id) in the keyring is not the key this queue recorded under that id (its key-check value differs)"
                 )
             }
         }
-        return EntrySealing(queueID: catalog.queueID, keyring: keyring, mode: settings.mode)
+        return EntrySealing(queueID: catalog.queueID, sealer: sealer, mode: settings.mode)
     }
 }

@@ -1,12 +1,16 @@
-public import QueueEncryption
-
 /// Whether and how a queue seals what it stores (`QueueEncryption`): the URL's path and query,
 /// the headers and the body of each entry, with AES-256-GCM under a key derived for the entry
 /// from the keyring's primary key. The method, the origin (scheme, host, port), the entry's
 /// state, times, group, name, attempts and sizes stay clear: claiming, FIFO groups,
 /// origin-bound templates, `sync list` and `sync stats` work without a key.
 ///
+/// The keys come from QueueEncryption, which gives a keyring's sealing (`.on(keyring)`,
+/// `.required(keyring)`, `sealing.keyring`); a queue that does not seal compiles no
+/// cryptography:
+///
 /// ```swift
+/// import QueueEncryption
+///
 /// var configuration = QueueConfiguration(path: "/var/lib/app/queue.sqlite")
 /// configuration.sealing = .on(try Keyring.load(path: "/etc/app/queue.keyring"))
 /// ```
@@ -33,8 +37,9 @@ public struct QueueSealing: Sendable {
     }
 
     public var mode: Mode
-    /// The keys: the primary seals, every key opens what it sealed.
-    public var keyring: Keyring?
+    /// What seals and opens entries: a keyring's (QueueEncryption's `keyring` property), or
+    /// `nil`.
+    package var sealer: (any EntrySealer)?
     /// How many bytes of verified plaintext the queue's sends may hold in memory together.
     ///
     /// A body kept in a file is authenticated whole before its first byte is sent. When its
@@ -44,17 +49,11 @@ public struct QueueSealing: Sendable {
     /// at once at most; 0 always reads twice.
     public var verifiedBodyMemory = 32 * 1024 * 1024
 
-    public init(mode: Mode = .off, keyring: Keyring? = nil) {
+    package init(mode: Mode, sealer: (any EntrySealer)?) {
         self.mode = mode
-        self.keyring = keyring
+        self.sealer = sealer
     }
 
     /// Nothing sealed: a queue as Courier always kept one.
-    public static let off = QueueSealing()
-
-    /// Seals new entries with `keyring`'s primary key; reads entries in clear.
-    public static func on(_ keyring: Keyring) -> QueueSealing { QueueSealing(mode: .on, keyring: keyring) }
-
-    /// Seals new entries with `keyring`'s primary key and refuses anything in clear.
-    public static func required(_ keyring: Keyring) -> QueueSealing { QueueSealing(mode: .required, keyring: keyring) }
+    public static let off = QueueSealing(mode: .off, sealer: nil)
 }

@@ -1,5 +1,8 @@
+internal import OfflineQueue
+
 /// The sealed format's constants and size arithmetic (versions 2 and 3; version 1 is still
-/// read). Docs/Encryption.md is its specification.
+/// read). Docs/Encryption.md is its specification. The sizes are the queue's (`SealedSize`),
+/// which reports a sealed entry's body size without a key.
 public enum SealFormat {
     /// The format version of an entry whose fields are sealed apart: its request (target and
     /// headers) as one value, its body as another. Stored in clear with each entry, and bound
@@ -14,11 +17,11 @@ public enum SealFormat {
     public static let readableVersions: ClosedRange<Int> = 1...3
     /// Plaintext bytes per chunk. Every chunk but the last holds exactly this many; the last
     /// holds 1 to this many, or 0 when the whole value is empty.
-    public static let chunkSize = 64 * 1024
+    public static let chunkSize = SealedSize.chunk
     /// The bytes AES-GCM adds to each chunk: its authentication tag.
-    public static let tagSize = 16
+    public static let tagSize = SealedSize.tag
     /// Bytes per sealed chunk, the last excepted: ``chunkSize`` + ``tagSize``.
-    public static let sealedChunkSize = chunkSize + tagSize
+    public static let sealedChunkSize = SealedSize.sealedChunk
     /// Bytes of a field's AES-256-GCM key.
     static let keySize = 32
     /// Bytes of an AES-GCM nonce: a chunk's number (11, big endian) and its last-chunk flag.
@@ -33,21 +36,17 @@ public enum SealFormat {
 
     /// The number of chunks a value of `plaintextSize` bytes is sealed in: at least one.
     public static func chunkCount(plaintextSize: Int) -> Int {
-        max(1, (plaintextSize + chunkSize - 1) / chunkSize)
+        SealedSize.chunkCount(plaintext: plaintextSize)
     }
 
     /// The size of a value of `plaintextSize` bytes once sealed.
     public static func sealedSize(plaintextSize: Int) -> Int {
-        plaintextSize + tagSize * chunkCount(plaintextSize: plaintextSize)
+        SealedSize.sealed(plaintext: plaintextSize)
     }
 
     /// The plaintext size of a sealed value of `sealedSize` bytes, or `nil` when no
     /// plaintext seals to that size (it is truncated or extended).
     public static func plaintextSize(sealedSize: Int) -> Int? {
-        guard sealedSize >= tagSize else { return nil }
-        let fullChunks = (sealedSize - 1) / sealedChunkSize
-        let last = sealedSize - fullChunks * sealedChunkSize
-        guard last >= tagSize, fullChunks == 0 || last > tagSize else { return nil }
-        return fullChunks * chunkSize + last - tagSize
+        SealedSize.plaintext(sealed: sealedSize)
     }
 }
