@@ -70,8 +70,22 @@ struct ProcessTests {
         return tickets
     }
 
-    @Test("a drainer killed with SIGKILL at random moments, 20 rounds: the next drain takes its entries back at once, every entry arrives, the file is sound", arguments: StoreKind.shared)
-    func killTest(_ kind: StoreKind) async throws {
+    /// Runs `body` for SQLite and PostgreSQL at once: the suite runs its tests one at a time,
+    /// and its two longest (kills for 20 rounds, chaos for a minute) need not take their
+    /// length twice. Each store has its own queue, server and agents.
+    static func onSharedStores(_ body: @escaping @Sendable (StoreKind) async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for kind in StoreKind.shared { group.addTask { try await body(kind) } }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test("a drainer killed with SIGKILL at random moments, 20 rounds, on SQLite and PostgreSQL at once: the next drain takes its entries back at once, every entry arrives, the file is sound")
+    func killTest() async throws {
+        try await Self.onSharedStores(Self.killRounds)
+    }
+
+    static func killRounds(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
         try await removing(store) {
             let server = try await TestHTTPServer.start()
@@ -92,11 +106,11 @@ struct ProcessTests {
                     let counts = try await queue.counts()
                     return counts.inflight > counts.inflightOrphaned || counts.open == 0 || !agent.isRunning
                 }
-                #expect(draining, "round \(round): the agent claimed entries within the hang guard")
+                #expect(draining, "\(kind), round \(round): the agent claimed entries within the hang guard")
                 try await Task.sleep(for: .milliseconds(Int.random(in: 0...100, using: &generator)))
                 agent.signal(SIGKILL)
                 await agent.exited()
-                #expect(agent.terminationReason == .uncaughtSignal)
+                #expect(agent.terminationReason == .uncaughtSignal, "\(kind)")
                 var counts = try await queue.counts()
                 // PostgreSQL frees a dead client's advisory lock when the client's backend sees its
                 // socket close: a moment after the kill (longer on a loaded machine), not at it.
@@ -106,33 +120,37 @@ struct ProcessTests {
                         return counts.inflightOrphaned == counts.inflight
                     }
                 }
-                #expect(counts.inflightOrphaned == counts.inflight, "whatever the killed agent held is known to be orphaned")
+                #expect(counts.inflightOrphaned == counts.inflight, "\(kind): whatever the killed agent held is known to be orphaned")
                 progress.append(counts.delivered)
                 heldAtKill.append(counts.inflightOrphaned)
                 if counts.open == 0 { break }
             }
-            print("delivered after each kill: \(progress)")
-            print("held by the agent at each kill: \(heldAtKill)")
-            #expect(heldAtKill.filter { $0 > 0 }.count >= 10, "most kills landed mid-drain, with entries in flight")
+            print("\(kind): delivered after each kill: \(progress)")
+            print("\(kind): held by the agent at each kill: \(heldAtKill)")
+            #expect(heldAtKill.filter { $0 > 0 }.count >= 10, "\(kind): most kills landed mid-drain, with entries in flight")
 
             // No wait for any lease: one drain takes back what the last agent held and delivers it.
             let final = try await queue.drain()
-            print("taken back by the final drain: \(final.reclaimed)")
+            print("\(kind): taken back by the final drain: \(final.reclaimed)")
             let counts = try await queue.counts()
-            #expect(counts.delivered == total)
-            #expect(counts.open == 0)
+            #expect(counts.delivered == total, "\(kind)")
+            #expect(counts.open == 0, "\(kind)")
             let seen = keys.current
-            #expect(seen.count == total, "the server's deduplicated count equals the number enqueued")
-            #expect(Set(seen.keys) == Set(tickets.map(\.idempotencyKey)), "every entry reached the server at least once")
+            #expect(seen.count == total, "\(kind): the server's deduplicated count equals the number enqueued")
+            #expect(Set(seen.keys) == Set(tickets.map(\.idempotencyKey)), "\(kind): every entry reached the server at least once")
             let duplicates = seen.values.reduce(0) { $0 + $1 - 1 }
-            print("sent more than once (at-least-once after kills): \(duplicates)")
-            #expect(try await queue.integrityCheck() == ["ok"])
+            print("\(kind): sent more than once (at-least-once after kills): \(duplicates)")
+            #expect(try await queue.integrityCheck() == ["ok"], "\(kind)")
             await server.shutdown()
         }
     }
 
-    @Test("three drainer processes killed and restarted at random for a minute: nothing pending, nothing in flight, nothing lost", arguments: StoreKind.shared)
-    func chaos(_ kind: StoreKind) async throws {
+    @Test("three drainer processes killed and restarted at random for a minute, on SQLite and PostgreSQL at once: nothing pending, nothing in flight, nothing lost")
+    func chaos() async throws {
+        try await Self.onSharedStores(Self.chaosMinute)
+    }
+
+    static func chaosMinute(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
         try await removing(store) {
             let server = try await TestHTTPServer.start()
@@ -158,14 +176,14 @@ struct ProcessTests {
             }
             for agent in agents where agent.isRunning { agent.signal(SIGKILL) }
             for agent in agents { await agent.exited() }
-            print("chaos: \(kills) kills in a minute")
+            print("\(kind): chaos: \(kills) kills in a minute")
             try await drainUntilSettled(queue, rounds: 50)
             let counts = try await queue.counts()
-            #expect(counts.pending == 0)
-            #expect(counts.inflight == 0)
-            #expect(counts.delivered == total)
-            #expect(Set(keys.current.keys) == Set(tickets.map(\.idempotencyKey)), "every entry reached the server")
-            #expect(try await queue.integrityCheck() == ["ok"])
+            #expect(counts.pending == 0, "\(kind)")
+            #expect(counts.inflight == 0, "\(kind)")
+            #expect(counts.delivered == total, "\(kind)")
+            #expect(Set(keys.current.keys) == Set(tickets.map(\.idempotencyKey)), "\(kind): every entry reached the server")
+            #expect(try await queue.integrityCheck() == ["ok"], "\(kind)")
             await server.shutdown()
         }
     }
