@@ -19,7 +19,7 @@ struct CheckpointTests {
     }
 
     static func checkpointer(of queue: OfflineQueue) throws -> Checkpointer {
-        try #require((queue.store as? QueueStore)?.checkpointer)
+        try #require((queue.store as? SQLiteQueueStore)?.checkpointer)
     }
 
     @Test("past 1,000 log pages a checkpoint runs on its own connection; every entry is there, in the file, after the close")
@@ -53,7 +53,7 @@ struct CheckpointTests {
         defer { folder.remove() }
         let server = try await TestHTTPServer.start()
         let queue = try makeQueue(path: folder.databasePath, server: server)
-        let store = try #require(queue.store as? QueueStore)
+        let store = try #require(queue.store as? SQLiteQueueStore)
         // A hook whose checkpointer is gone (its key finds nothing): the writer's commits fall
         // back to checkpointing themselves, as SQLite's automatic checkpoint does, but only past
         // the limit.

@@ -67,7 +67,7 @@ struct DiskReserveTests {
         let server = try await TestHTTPServer.start()
         let path = folder.databasePath
         let queue = try makeQueue(path: path, server: server) { $0.durability = .full }
-        let store = try #require(queue.store as? QueueStore)
+        let store = try #require(queue.store as? SQLiteQueueStore)
         let url = server.url("/events").absoluteString
         for _ in 0..<32 { _ = try await queue.enqueue(method: "POST", url: url, body: .data(Data(repeating: 7, count: bodySize))) }
         try await store.acquireOwnership()

@@ -84,7 +84,7 @@ public final class OfflineQueue: Sendable {
                 "\(DatabaseLocation.redacted(configuration.path)) is a PostgreSQL URL, not a file: open it with OfflineQueue.open(configuration:client:monitor:) from the OfflineQueuePostgres module"
             )
         }
-        let store = try QueueStore(
+        let store = try SQLiteQueueStore(
             path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability,
             readOnly: configuration.readOnly, boot: configuration.clock.now().boot, inlineBodyLimit: configuration.inlineBodyLimit
         )

@@ -47,7 +47,7 @@ struct BodyStore: Sendable {
     /// batches of about 1 MiB, one hop each, each chunk one `write` as before; the last hop
     /// also flushes and closes the file.
     func write(_ stream: ByteStream) async throws(QueueError) -> (name: String, length: Int) {
-        if readOnly { throw QueueStore.readOnlyRefusal(folder.path) }
+        if readOnly { throw SQLiteQueueStore.readOnlyRefusal(folder.path) }
         try ensureFolder()
         let name = RandomUUID.lowercased()
         let path = folder.appendingPathComponent(name).path

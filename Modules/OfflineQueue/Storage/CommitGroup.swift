@@ -61,23 +61,23 @@ final class CommitGroup: Sendable {
             try db.inImmediateTransaction {
                 if batch.count == 1 {
                     // Alone: no savepoint needed, a failure rolls the transaction back.
-                    results.append(.success(try QueueStore.insert(db, batch[0].entries, now: batch[0].now)))
+                    results.append(.success(try SQLiteQueueStore.insert(db, batch[0].entries, now: batch[0].now)))
                     return
                 }
                 for waiter in batch {
                     do {
                         try db.inSavepoint {
-                            results.append(.success(try QueueStore.insert(db, waiter.entries, now: waiter.now)))
+                            results.append(.success(try SQLiteQueueStore.insert(db, waiter.entries, now: waiter.now)))
                             return .commit
                         }
                     } catch {
-                        results.append(.failure(QueueStore.map(error, path: path, opening: false)))
+                        results.append(.failure(SQLiteQueueStore.map(error, path: path, opening: false)))
                     }
                 }
             }
         } catch {
             // The transaction did not commit: nobody's rows are stored.
-            let failure = QueueStore.map(error, path: path, opening: false)
+            let failure = SQLiteQueueStore.map(error, path: path, opening: false)
             results = batch.map { _ in .failure(failure) }
         }
         for (waiter, result) in zip(batch, results) { waiter.continuation.resume(returning: result) }

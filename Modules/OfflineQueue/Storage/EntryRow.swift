@@ -57,7 +57,7 @@ enum EntryColumn: Int, EntryColumnMap {
     /// The column's name in `entry` and `entry_view`.
     var name: String { Self.names[rawValue] }
 
-    /// The first schema whose entries, as ``QueueStore/entrySource`` shows them, have the
+    /// The first schema whose entries, as ``SQLiteQueueStore/entrySource`` shows them, have the
     /// column: a file of an older one, opened read-only, reads it as `NULL`.
     var firstVersion: Int {
         switch self {

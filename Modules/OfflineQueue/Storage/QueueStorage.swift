@@ -7,7 +7,7 @@
 /// - ``QueueUpkeepStorage``: what keeps the store healthy (retention, orphan bodies, checks).
 /// - ``QueueSealStorage``: what sealing at rest keeps (the queue's id, key checks) and re-sealing.
 ///
-/// Three stores keep all five: ``QueueStore`` (SQLite, one host, the default), the PostgreSQL
+/// Three stores keep all five: ``SQLiteQueueStore`` (SQLite, one host, the default), the PostgreSQL
 /// store of `OfflineQueuePostgres` (a fleet), and the in-memory store of `CourierTesting` (one
 /// process, for tests).
 ///

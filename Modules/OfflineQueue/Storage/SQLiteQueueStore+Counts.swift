@@ -4,7 +4,7 @@ import HTTPCore
 
 /// Counting entries: the counts by state, the due count and the oldest pending (for `sync
 /// stats`, the gauges and the console's overview), and the tally by group and name.
-extension QueueStore {
+extension SQLiteQueueStore {
     /// Entries by group, name and state among the newest `newest` (a walk of the table's id
     /// order from its end), the network waiters (their index), and the deliveries of the last
     /// minutes (a walk of the newest delivered rows in the finished rows' index).

@@ -4,7 +4,7 @@ import HTTPCore
 
 /// The sealing role (``QueueSealStorage``) on SQLite: `queue_meta.queue_uuid`, the `queue_key`
 /// table, and the entries' `seal_key` and `seal` columns (schema 9).
-extension QueueStore {
+extension SQLiteQueueStore {
     func sealCatalog() async throws(QueueError) -> SealCatalog {
         let version = schemaVersion
         return try await read { db in

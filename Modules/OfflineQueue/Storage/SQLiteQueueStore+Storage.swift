@@ -4,7 +4,7 @@ import HTTPCore
 
 /// The parts of ``QueueStorage`` that are about the file's surroundings rather than its rows:
 /// the owner's lock file, the wake file and the body folder.
-extension QueueStore {
+extension SQLiteQueueStore {
     var location: String { path }
     /// `host:pid:token:boot`, held by ``ownerLock``.
     var owner: String { ownerLock.owner }

@@ -3,7 +3,7 @@ import GRDB
 import HTTPCore
 
 /// Inserting, changing and reading entries: what enqueue, `sync` and the lookups use.
-extension QueueStore {
+extension SQLiteQueueStore {
     /// Inserts `entries` in one transaction. An entry whose caller-given key is already
     /// stored is not inserted again; its ticket points at the stored entry.
     ///

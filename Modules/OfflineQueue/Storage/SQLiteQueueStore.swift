@@ -7,21 +7,10 @@ import Glibc
 import Darwin
 #endif
 
-/// How hard a commit works to survive a crash. See `Docs/OfflineQueue.md`.
-public enum QueueDurability: String, Sendable, Hashable {
-    /// Every commit reaches the disk before the call returns (SQLite's `synchronous=FULL`; on
-    /// PostgreSQL, the server's flush); an enqueued request survives a power cut. The default.
-    case full
-    /// Commits survive a crash or `kill -9` of the process, but the last ones may be lost if the
-    /// machine (or the database server) loses power: SQLite's `synchronous=NORMAL`, PostgreSQL's
-    /// `synchronous_commit = off`. An enqueue waits for no flush.
-    case normal
-}
-
 /// The SQLite store (``QueueStorage``), the default: every read and write of the queue's rows
 /// in one file, each write in one `BEGIN IMMEDIATE` transaction so several processes can share
 /// the file; large bodies in files beside it.
-final class QueueStore: QueueStorage {
+final class SQLiteQueueStore: QueueStorage {
     let path: String
     let bodies: BodyStore
     /// This drainer's hold on its claims, which dies with the process.

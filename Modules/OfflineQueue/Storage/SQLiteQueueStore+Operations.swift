@@ -4,7 +4,7 @@ import HTTPCore
 
 /// An operator's side of the store: bulk retries and purges of a selection, each in one
 /// transaction, and pauses that every drainer's claim honours.
-extension QueueStore {
+extension SQLiteQueueStore {
     // MARK: - Pauses
 
     /// A condition on an entry aliased `alias` that holds when no pause holds it back: the

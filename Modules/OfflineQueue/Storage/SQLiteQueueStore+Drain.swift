@@ -7,7 +7,7 @@ import HTTPCore
 ///
 /// Every time rule here compares boot-clock readings (`*_uptime` columns, see ``QueueTime``);
 /// wall-clock columns are written for people and for carrying rows over a reboot.
-extension QueueStore {
+extension SQLiteQueueStore {
     /// Records `settlements` and claims up to `claimLimit` entries, in one transaction: the
     /// drain loop's single commit per turn.
     func settleAndClaim(

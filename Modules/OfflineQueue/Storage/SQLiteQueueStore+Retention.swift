@@ -21,7 +21,7 @@ public struct RetentionSummary: Sendable, Hashable, Codable {
 
 /// Retention: delivered entries leave the file after their period, and the pages they held
 /// go back to the file system.
-extension QueueStore {
+extension SQLiteQueueStore {
     /// Rows deleted per transaction: small enough that an enqueue in another process waits
     /// for one batch at most, not for the whole pass.
     static let retentionBatch = 500

@@ -1,0 +1,17 @@
+import Foundation
+import HTTPCore
+
+/// Where an entry is in its life. See `Docs/OfflineQueue.md` for the diagram.
+public enum EntryState: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
+    /// Waiting to be sent: due now, backing off, or waiting for the network.
+    case pending
+    /// Claimed by a drainer, under a lease, and being sent.
+    case inflight
+    /// The server accepted it (a 2xx status).
+    case delivered
+    /// Given up on: rejected by the server, out of attempts, or too old. Kept until purged, and
+    /// can be retried.
+    case dead
+
+    public var description: String { rawValue }
+}

@@ -1,0 +1,45 @@
+public import Foundation
+import HTTPCore
+
+/// How many entries are in each state, and when the queue next has work.
+public struct QueueCounts: Sendable, Hashable, Codable {
+    public var pending: Int
+    public var inflight: Int
+    public var delivered: Int
+    public var dead: Int
+    /// Entries in flight whose drainer is gone (its process died, or the machine rebooted):
+    /// the next claim by any drainer takes them back.
+    public var inflightOrphaned = 0
+    /// The drainers that hold entries in flight and live (`host:pid:token:boot` on SQLite,
+    /// `host:pid:pgN` on PostgreSQL).
+    public var drainers: [String] = []
+    /// When the oldest pending entry was enqueued.
+    public var oldestPendingCreatedAt: Date?
+    /// The earliest time a pending entry is due, as a wall time by the clock that read the
+    /// counts (for showing); ``nextDue`` is the same instant on the boot clock, for waiting.
+    public var nextAttemptAt: Date?
+    /// The earliest time a pending entry that no pause holds is due, on the boot clock.
+    public var nextDue: DueTime?
+    /// Pending entries due now: neither backing off nor held by a pause (nor in flight).
+    public var due = 0
+    /// Of ``inflight``, the entries this process's drainer holds.
+    public var inflightHere = 0
+    /// When the last delivery recorded in the store happened, by any process (the latest of
+    /// the most recently enqueued delivered entries: close, not exact, when entries are
+    /// delivered far out of order).
+    public var lastDeliveredAt: Date?
+
+    public init(pending: Int = 0, inflight: Int = 0, delivered: Int = 0, dead: Int = 0, oldestPendingCreatedAt: Date? = nil, nextAttemptAt: Date? = nil) {
+        self.pending = pending
+        self.inflight = inflight
+        self.delivered = delivered
+        self.dead = dead
+        self.oldestPendingCreatedAt = oldestPendingCreatedAt
+        self.nextAttemptAt = nextAttemptAt
+    }
+
+    /// Entries not yet delivered or dead.
+    public var open: Int { pending + inflight }
+    /// Every entry.
+    public var total: Int { pending + inflight + delivered + dead }
+}

@@ -1,0 +1,14 @@
+import Foundation
+
+/// How many entries a selection matches, and the newest of them: a change made later in
+/// batches goes ``EntrySelection/through`` it, so it touches no entry enqueued since.
+public struct SelectionCount: Sendable, Hashable {
+    public var count: Int
+    /// The largest id matched; `nil` when nothing is.
+    public var newest: EntryID?
+
+    public init(count: Int = 0, newest: EntryID? = nil) {
+        self.count = count
+        self.newest = newest
+    }
+}

@@ -1,0 +1,15 @@
+import Foundation
+import HTTPCore
+
+/// One header field as stored.
+public struct StoredHeader: Sendable, Hashable, Codable {
+    /// The field name as given.
+    public var name: String
+    /// The value; may hold `${env:NAME}` or `${credential:NAME}` templates resolved at send time.
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
