@@ -21,31 +21,37 @@ package protocol EntrySealer: Sendable {
         _ entry: inout NewEntry, body: RequestBody?, inlineLimit: Int, queueID: UUID, store: any QueueEnqueueStorage
     ) async throws(QueueError) -> StoredBody?
 
-    /// `entry`'s url, headers and row-kept body opened (`seal` is its seal), or why they do
-    /// not open: ``QueueError/Kind/keyUnavailable`` or ``QueueError/Kind/sealBroken``.
+    /// `entry`'s url, headers and row-kept body opened (`seal` is its seal), and the opener of
+    /// a body it keeps apart; or why they do not open: ``QueueError/Kind/keyUnavailable`` or
+    /// ``QueueError/Kind/sealBroken``.
     func open(_ entry: QueueEntry, seal: StoredSeal, queueID: UUID) -> Result<OpenedEntry, QueueError>
-
-    /// The body `entry` keeps apart (`stored`: the bytes the store keeps), verified in full
-    /// before this returns. One whose plaintext fits in `memory` comes back as that plaintext,
-    /// with the hold to keep until its send is over; any other is opened again as it is sent,
-    /// in constant memory.
-    func openBody(
-        of entry: QueueEntry, seal: StoredSeal, stored: RequestBody, memory: VerifiedBodyMemory?, queueID: UUID
-    ) async throws(QueueError) -> (body: RequestBody, hold: VerifiedBodyMemory.Hold?)
 }
 
-/// A sealed entry's url, headers and row-kept body, opened ahead of its attempt
+/// What opens the body a sealed entry keeps apart, with the key its url and headers were
+/// opened with (derived once per entry).
+package protocol SealedBodyOpener: Sendable {
+    /// The body (`stored`: the bytes the store keeps), verified in full before this returns.
+    /// One whose plaintext fits in `memory` comes back as that plaintext, with the hold to keep
+    /// until its send is over; any other is opened again as it is sent, in constant memory.
+    func openBody(stored: RequestBody, memory: VerifiedBodyMemory?) async throws(QueueError) -> (body: RequestBody, hold: VerifiedBodyMemory.Hold?)
+}
+
+/// A sealed entry's url, headers and body, opened ahead of its attempt
 /// (``EntrySealer/open(_:seal:queueID:)``).
 package struct OpenedEntry: Sendable {
     package let url: String
     package let headers: [StoredHeader]
     /// The body kept in the row, opened: `nil` when the entry has none or keeps it apart.
     package let inlineBody: Data?
+    /// The opener of a body kept apart: `nil` when the entry has none or keeps it in the row
+    /// (so an entry with a small body carries no opener).
+    package let bodyOpener: (any SealedBodyOpener)?
 
-    package init(url: String, headers: [StoredHeader], inlineBody: Data?) {
+    package init(url: String, headers: [StoredHeader], inlineBody: Data?, bodyOpener: (any SealedBodyOpener)?) {
         self.url = url
         self.headers = headers
         self.inlineBody = inlineBody
+        self.bodyOpener = bodyOpener
     }
 }
 

@@ -49,16 +49,15 @@ package struct EntrySealing: Sendable {
     func open(
         _ entry: QueueEntry, stored: RequestBody?, memory: VerifiedBodyMemory?, ahead: Result<OpenedEntry, QueueError>? = nil
     ) async throws(QueueError) -> (entry: QueueEntry, body: RequestBody?, hold: VerifiedBodyMemory.Hold?) {
-        guard let seal = entry.seal, let fields = try (ahead ?? openAhead(entry))?.get() else { return (entry, stored, nil) }
+        guard let fields = try (ahead ?? openAhead(entry))?.get() else { return (entry, stored, nil) }
         var opened = entry
         (opened.url, opened.headers) = (fields.url, fields.headers)
         opened.seal = nil
         guard let sealed = stored else { return (opened, nil, nil) }
         opened.body = nil
         if let body = fields.inlineBody { return (opened, .data(body), nil) }
-        // `fields` opened, so there is a sealer.
-        guard let sealer else { throw .keyUnavailable("entry \(entry.id) is sealed under key \(seal.keyID), but no keyring was given") }
-        let (body, hold) = try await sealer.openBody(of: entry, seal: seal, stored: sealed, memory: memory, queueID: queueID)
+        guard let opener = fields.bodyOpener else { throw .sealBroken(entry.id, reason: "its body was not opened with its request") }
+        let (body, hold) = try await opener.openBody(stored: sealed, memory: memory)
         return (opened, body, hold)
     }
 

@@ -155,40 +155,11 @@ package struct KeyringSealer: EntrySealer {
                     throw .sealBroken(entry.id, reason: error.description)
                 }
             }
-            return .success(OpenedEntry(url: fields.url, headers: fields.headers, inlineBody: body))
+            // A body kept apart is opened at its send, with this entry's key.
+            let opener = body == nil && entry.body != nil ? FileBodyOpener(cipher: cipher, entryID: entry.id) : nil
+            return .success(OpenedEntry(url: fields.url, headers: fields.headers, inlineBody: body, bodyOpener: opener))
         } catch {
             return .failure(error)
-        }
-    }
-
-    package func openBody(
-        of entry: QueueEntry, seal: StoredSeal, stored sealed: RequestBody, memory: VerifiedBodyMemory?, queueID: UUID
-    ) async throws(QueueError) -> (body: RequestBody, hold: VerifiedBodyMemory.Hold?) {
-        let cipher = try cipher(for: entry, seal: seal, queueID: queueID)
-        if case .data(let data) = sealed.source {
-            do throws(SealError) {
-                return (.data(try cipher.open(data, field: .body)), nil)
-            } catch {
-                throw .sealBroken(entry.id, reason: error.description)
-            }
-        }
-        // The whole body authenticates before its first byte leaves: a changed or cut body
-        // never produces part of an upload. Read in sealed chunks, so that the opener takes
-        // each piece as it is, without copying it into a chunk of its own.
-        let chunks = { @Sendable in sealed.makeStream(chunkSize: SealFormat.sealedChunkSize) }
-        do {
-            if let size = sealed.length.map(EntrySealing.plaintextLength(sealedLength:)), let hold = memory?.reserve(size) {
-                let plaintext = try await cipher.openBody(chunks(), expectedSize: size)
-                // Sent in chunks, as a body read from a file is: a transport copies one chunk at
-                // a time, so the plaintext is all the memory the send holds.
-                return (.stream(length: plaintext.count) { ByteStream(data: plaintext, chunkSize: SealFormat.chunkSize) }, hold)
-            }
-            let length = try await cipher.verifyBody(chunks())
-            return (.stream(length: length) { ByteStream(TransformedChunks(base: chunks()) { cipher.bodyOpener() }) }, nil)
-        } catch let error as SealError {
-            throw .sealBroken(entry.id, reason: error.description)
-        } catch {
-            throw .io(path: "body of entry \(entry.id)", reason: "\(error)")
         }
     }
 
@@ -267,6 +238,41 @@ package struct KeyringSealer: EntrySealer {
         let targetStart = start + 4
         guard length <= blob.endIndex - targetStart else { throw .sealBroken(id, reason: "its seal is cut short") }
         return (Data(blob[targetStart..<(targetStart + length)]), Data(blob[(targetStart + length)...]))
+    }
+}
+
+/// The body a sealed entry keeps apart, opened with the key its request was opened with.
+struct FileBodyOpener: SealedBodyOpener {
+    let cipher: EntryCipher
+    let entryID: EntryID
+
+    func openBody(stored sealed: RequestBody, memory: VerifiedBodyMemory?) async throws(QueueError) -> (body: RequestBody, hold: VerifiedBodyMemory.Hold?) {
+        let cipher = cipher
+        if case .data(let data) = sealed.source {
+            do throws(SealError) {
+                return (.data(try cipher.open(data, field: .body)), nil)
+            } catch {
+                throw .sealBroken(entryID, reason: error.description)
+            }
+        }
+        // The whole body authenticates before its first byte leaves: a changed or cut body
+        // never produces part of an upload. Read in sealed chunks, so that the opener takes
+        // each piece as it is, without copying it into a chunk of its own.
+        let chunks = { @Sendable in sealed.makeStream(chunkSize: SealFormat.sealedChunkSize) }
+        do {
+            if let size = sealed.length.map(EntrySealing.plaintextLength(sealedLength:)), let hold = memory?.reserve(size) {
+                let plaintext = try await cipher.openBody(chunks(), expectedSize: size)
+                // Sent in chunks, as a body read from a file is: a transport copies one chunk at
+                // a time, so the plaintext is all the memory the send holds.
+                return (.stream(length: plaintext.count) { ByteStream(data: plaintext, chunkSize: SealFormat.chunkSize) }, hold)
+            }
+            let length = try await cipher.verifyBody(chunks())
+            return (.stream(length: length) { ByteStream(TransformedChunks(base: chunks()) { cipher.bodyOpener() }) }, nil)
+        } catch let error as SealError {
+            throw .sealBroken(entryID, reason: error.description)
+        } catch {
+            throw .io(path: "body of entry \(entryID)", reason: "\(error)")
+        }
     }
 }
 
