@@ -223,7 +223,10 @@ func withPostgres<T: Sendable>(_ url: String, _ body: (PostgresConnection) async
         host: location.host, port: location.port, username: location.user,
         password: ProcessInfo.processInfo.environment["PGPASSWORD"], database: location.database, tls: .disable
     )
-    configuration.options.connectTimeout = .seconds(5)
+    // The URL's connect_timeout (Tools/test gives 300 s): a hang guard, not a deadline that a
+    // loaded machine misses (5 s failed the outbox test beside a busy loop: a PSQLError from the
+    // connect, where the test expected the transaction's error).
+    configuration.options.connectTimeout = .seconds(location.connectTimeout?.components.seconds ?? 300)
     let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: testLogger)
     do {
         let value = try await body(connection)
