@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "Plugins", targets: ["Plugins"]),
         .library(name: "Multipart", targets: ["Multipart"]),
         .library(name: "Reachability", targets: ["Reachability"]),
+        .library(name: "OfflineQueueCore", targets: ["OfflineQueueCore"]),
         .library(name: "OfflineQueue", targets: ["OfflineQueue"]),
         .library(name: "OfflineQueuePostgres", targets: ["OfflineQueuePostgres"]),
         .library(name: "QueueEncryption", targets: ["QueueEncryption"]),
@@ -108,18 +109,28 @@ let package = Package(
             "HTTPCore",
             .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
         ]),
-        module("OfflineQueue", [
+        // The queue's engine: model, lifecycle, the drain, the storage contract, the service, the
+        // sealing seam. No store: each store is a module of its own over this one, as SwiftNIO's
+        // NIOPosix is over NIOCore.
+        module("OfflineQueueCore", [
             "HTTPCore", "Reachability", httpTypes,
-            .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Tracing", package: "swift-distributed-tracing"),
         ]),
-        // The PostgreSQL store: a queue shared by a fleet. Users of the SQLite queue build none of it.
+        // The SQLite store (GRDB), the card's default: it re-exports OfflineQueueCore, so
+        // `import OfflineQueue` is all a SQLite queue needs.
+        module("OfflineQueue", [
+            "OfflineQueueCore", "HTTPCore", "Reachability",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The PostgreSQL store: a queue shared by a fleet. It compiles no GRDB, and users of the
+        // SQLite queue build none of it.
         module("OfflineQueuePostgres", [
-            "OfflineQueue", "HTTPCore", "Reachability",
+            "OfflineQueueCore", "HTTPCore", "Reachability",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
@@ -129,24 +140,24 @@ let package = Package(
         // the sealer a queue takes from a keyring (QueueSealing.on(keyring)): the queue's seam
         // (EntrySealer) is in OfflineQueue, so a queue that does not seal compiles no cryptography.
         // CSealAEAD: AES-256-GCM on its own buffers, through the BoringSSL swift-crypto links on Linux.
-        module("QueueEncryption", ["OfflineQueue", "HTTPCore", "CSealAEAD", .product(name: "Crypto", package: "swift-crypto")]),
+        module("QueueEncryption", ["OfflineQueueCore", "HTTPCore", "CSealAEAD", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "CSealAEAD", path: "Modules/CSealAEAD"),
         // systemd's notify protocol and watchdog for a QueueService under swift-service-lifecycle:
         // `sync run` and any service that embeds the queue.
         module("QueueSystemd", [
-            "OfflineQueue", "HTTPCore",
+            "OfflineQueueCore", "HTTPCore",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // A ClientTransport for swift-openapi-generator's clients over APIClient; the queue part
         // is a module of its own, so a user of OpenAPITransport alone builds no GRDB.
         module("OpenAPITransport", ["HTTPCore", httpTypes, openAPIRuntime]),
-        module("OpenAPIOfflineQueue", ["OpenAPITransport", "OfflineQueue", "HTTPCore", httpTypes, openAPIRuntime]),
+        module("OpenAPIOfflineQueue", ["OpenAPITransport", "OfflineQueueCore", "HTTPCore", httpTypes, openAPIRuntime]),
         // For users' own tests: StubTransport, LoopbackServer (real HTTP on a loopback port), and
         // MemoryQueueStore (an offline queue without a file). Not test code: no test framework;
         // the tools' demo servers are built on it.
         module("CourierTesting", [
-            "HTTPCore", "OfflineQueue", "Reachability", httpTypes,
+            "HTTPCore", "OfflineQueueCore", "Reachability", httpTypes,
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -154,7 +165,7 @@ let package = Package(
         // The operator console: a Hummingbird router over an OfflineQueue (pages, their JSON twins,
         // actions) behind authentication, roles, cross-origin protection and security headers.
         module("QueueConsole", [
-            "OfflineQueue", "HTTPCore", httpTypes,
+            "OfflineQueueCore", "HTTPCore", httpTypes,
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
             .product(name: "Mustache", package: "swift-mustache"),
@@ -202,7 +213,7 @@ let package = Package(
         // A drainer in its own process, for the queue's kill and multi-process tests.
         .executableTarget(
             name: "queue-agent",
-            dependencies: ["OfflineQueue", "OfflineQueuePostgres", "QueueEncryption", "HTTPCore", "AsyncHTTPClientTransport"],
+            dependencies: ["OfflineQueue", "OfflineQueueCore", "OfflineQueuePostgres", "QueueEncryption", "HTTPCore", "AsyncHTTPClientTransport"],
             path: "Tests/QueueAgent",
             swiftSettings: strictSettings
         ),
@@ -227,7 +238,7 @@ let package = Package(
 
         // Tests
         tests("HTTPCoreTests", ["HTTPCore", "CourierTesting", "TestSupport", httpTypes]),
-        tests("CourierTestingTests", ["CourierTesting", "HTTPCore", "OfflineQueue", "AsyncHTTPClientTransport", httpTypes]),
+        tests("CourierTestingTests", ["CourierTesting", "HTTPCore", "OfflineQueue", "OfflineQueueCore", "AsyncHTTPClientTransport", httpTypes]),
         tests("AsyncHTTPClientTransportTests", [
             "AsyncHTTPClientTransport", "HTTPCore", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -275,7 +286,7 @@ let package = Package(
         ]),
         // The client in Generated/ is made from openapi.yaml by Tools/openapi-generate.
         tests("OpenAPITransportTests", [
-            "OpenAPITransport", "OpenAPIOfflineQueue", "OfflineQueue", "Reachability", "HTTPCore", "AsyncHTTPClientTransport",
+            "OpenAPITransport", "OpenAPIOfflineQueue", "OfflineQueue", "OfflineQueueCore", "Reachability", "HTTPCore", "AsyncHTTPClientTransport",
             "CourierTesting", "TestSupport", httpTypes, openAPIRuntime,
             .product(name: "Tracing", package: "swift-distributed-tracing"),
             .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
@@ -283,7 +294,7 @@ let package = Package(
         // known-answers.py computes the known-answer vectors again from the format's specification.
         tests("QueueEncryptionTests", ["QueueEncryption", .product(name: "Crypto", package: "swift-crypto")], exclude: ["known-answers.py"]),
         tests("QueueConsoleTests", [
-            "QueueConsole", "OfflineQueue", "OfflineQueuePostgres", "HTTPCore", "CourierTesting", httpTypes,
+            "QueueConsole", "OfflineQueue", "OfflineQueueCore", "OfflineQueuePostgres", "HTTPCore", "CourierTesting", httpTypes,
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -293,9 +304,9 @@ let package = Package(
             .product(name: "MetricsTestKit", package: "swift-metrics"),
         ]),
         // Browser/console_driver.py drives headless Chromium for the console's browser tests.
-        tests("SyncTests", ["OfflineQueue", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")], exclude: ["Browser/console_driver.py"]),
+        tests("SyncTests", ["OfflineQueue", "OfflineQueueCore", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")], exclude: ["Browser/console_driver.py"]),
         tests("OfflineQueueTests", [
-            "OfflineQueue", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
+            "OfflineQueue", "OfflineQueueCore", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,13 +1,15 @@
 public import HTTPCore
 public import Logging
-public import OfflineQueue
+@_exported public import OfflineQueueCore
 public import PostgresNIO
 public import Reachability
 
 extension OfflineQueue {
-    /// Opens the queue at ``QueueConfiguration/path``: a PostgreSQL queue for a
-    /// `postgres://` or `postgresql://` URL (see ``PostgresLocation``), the SQLite file
-    /// otherwise. Moving a service from one host to a fleet changes this one string.
+    /// Opens the PostgreSQL queue at ``QueueConfiguration/path``, a `postgres://` or
+    /// `postgresql://` URL (see ``PostgresLocation``). A SQLite file is opened by
+    /// `OfflineQueue(configuration:client:monitor:)` of the `OfflineQueue` module: this module
+    /// compiles no SQLite, so a program that takes either store by its path links both modules
+    /// and chooses with ``PostgresLocation/isPostgresURL(_:)``.
     ///
     /// ```swift
     /// let queue = try await OfflineQueue.open(
@@ -27,14 +29,16 @@ extension OfflineQueue {
     /// - Throws: ``QueueError/unavailable(location:reason:)`` when the server cannot be
     ///   reached or refuses the login (nothing was changed), ``QueueError/invalidRequest(_:)``
     ///   for a malformed URL, ``QueueError/newerSchema(path:found:supported:)``,
-    ///   ``QueueError/databaseMissing(path:)``, and for a file what
-    ///   ``init(configuration:client:monitor:)`` throws.
+    ///   ``QueueError/databaseMissing(path:)``; ``QueueError/invalidRequest(_:)`` for a path
+    ///   that is not a PostgreSQL URL (a file, which this module does not open).
     public static func open(
         configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil,
         logger: Logger = Logger(label: "courier.queue.postgres")
     ) async throws(QueueError) -> OfflineQueue {
         guard DatabaseLocation.isPostgresURL(configuration.path) else {
-            return try OfflineQueue(configuration: configuration, client: client, monitor: monitor)
+            throw .invalidRequest(
+                "\(configuration.path) is not a postgres:// URL: a SQLite file opens with OfflineQueue(configuration:client:monitor:) from the OfflineQueue module"
+            )
         }
         let place = try PostgresLocation(url: configuration.path)
         let store = try await PostgresQueueStore.open(

@@ -1,5 +1,5 @@
 import Foundation
-import OfflineQueue
+import OfflineQueueCore
 import PostgresNIO
 
 /// The columns a ``QueueEntry`` is read from, in the order every query of the PostgreSQL store

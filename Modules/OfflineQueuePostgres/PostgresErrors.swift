@@ -1,6 +1,6 @@
 import Foundation
 import NIOCore
-import OfflineQueue
+import OfflineQueueCore
 import PostgresNIO
 
 /// PostgresNIO's errors in the queue's terms: a server that cannot be reached is

@@ -1,5 +1,5 @@
 public import Foundation
-public import OfflineQueue
+public import OfflineQueueCore
 import NIOSSL
 import PostgresNIO
 
@@ -42,6 +42,18 @@ public struct PostgresLocation: Sendable, Hashable {
 
     /// The schema used when the URL names none.
     public static let defaultSchema = "courier"
+
+    /// Whether `path` is a PostgreSQL URL (`postgres://` or `postgresql://`, any case): what
+    /// a program that takes either store by its path asks before it opens one.
+    ///
+    /// ```swift
+    /// let queue = PostgresLocation.isPostgresURL(configuration.path)
+    ///     ? try await OfflineQueue.open(configuration: configuration, client: client)
+    ///     : try OfflineQueue(configuration: configuration, client: client)
+    /// ```
+    public static func isPostgresURL(_ path: String) -> Bool {
+        DatabaseLocation.isPostgresURL(path)
+    }
 
     /// Reads `url`; `environment` gives `PGPASSWORD`, `PGPASSFILE` and `HOME`.
     ///

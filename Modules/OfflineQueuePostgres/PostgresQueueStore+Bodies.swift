@@ -1,6 +1,6 @@
 import Foundation
 import HTTPCore
-import OfflineQueue
+import OfflineQueueCore
 import PostgresNIO
 
 /// Bodies kept apart from their rows: stored in chunks, replayed, discarded and swept.

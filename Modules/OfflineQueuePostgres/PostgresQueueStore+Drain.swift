@@ -1,6 +1,6 @@
 import Foundation
 import HTTPCore
-import OfflineQueue
+import OfflineQueueCore
 import PostgresNIO
 
 /// The drain's side: settlements, orphans taken back, lapsed leases and claims, each commit in

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPCore
-import OfflineQueue
+import OfflineQueueCore
 import PostgresNIO
 
 /// Inserting, changing and reading entries; retention. Bodies: PostgresQueueStore+Bodies.swift.

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPCore
-import OfflineQueue
+import OfflineQueueCore
 import PostgresNIO
 
 /// An operator's side: pauses every drainer of the fleet honours, and bulk changes of a

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPCore
-import OfflineQueue
+import OfflineQueueCore
 import PostgresNIO
 
 /// The sealing role (``QueueSealStorage``) on PostgreSQL: `queue_meta.queue_uuid`, the

@@ -2,7 +2,7 @@ import Foundation
 import HTTPCore
 import Logging
 import NIOCore
-import OfflineQueue
+import OfflineQueueCore
 import PostgresNIO
 
 /// The PostgreSQL store (``QueueStorage``): one queue shared by every host that opens the same

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import OfflineQueue
+import OfflineQueueCore
 import PostgresNIO
 
 /// The queue's tables in their own schema, as named, append-only migrations recorded in

@@ -1,7 +1,7 @@
 public import Foundation
 import HTTPCore
 public import HTTPTypes
-public import OfflineQueue
+public import OfflineQueueCore
 public import OpenAPIRuntime
 public import OpenAPITransport
 

@@ -1,7 +1,7 @@
 public import Hummingbird
 public import Logging
 public import Metrics
-public import OfflineQueue
+public import OfflineQueueCore
 
 /// An operator console for an ``OfflineQueue`` in the browser: an overview, the entries list,
 /// each entry, and the operator's actions, every page with a JSON twin (the same route with

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPCore
 public import Logging
-public import OfflineQueue
+public import OfflineQueueCore
 public import ServiceLifecycle
 
 /// A service that speaks for a ``QueueService`` to systemd: `READY=1` when it is up, `STATUS=`

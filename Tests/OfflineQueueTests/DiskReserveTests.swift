@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HTTPCore
 @testable import OfflineQueue
+@testable import OfflineQueueCore
 import Testing
 import TestSupport
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
 @testable import OfflineQueue
+@testable import OfflineQueueCore
 import Testing
 
 /// The drain's policy on its own: events in, actions out, time given as numbers. No store, no

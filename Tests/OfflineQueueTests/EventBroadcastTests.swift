@@ -1,6 +1,7 @@
 import Foundation
 import HTTPCore
 @testable import OfflineQueue
+@testable import OfflineQueueCore
 import Testing
 
 /// Events published while subscribers are cancelled: a yield takes the subscriber task's status

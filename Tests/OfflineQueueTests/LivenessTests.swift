@@ -1,5 +1,6 @@
 import HTTPCore
 @testable import OfflineQueue
+@testable import OfflineQueueCore
 import Testing
 import TestSupport
 

@@ -3,6 +3,7 @@ import HTTPCore
 import HTTPTypes
 import Logging
 @testable import OfflineQueue
+@testable import OfflineQueueCore
 import OfflineQueuePostgres
 import Reachability
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import OfflineQueue
+@testable import OfflineQueueCore
 @testable import OfflineQueuePostgres
 import PostgresNIO
 import Testing

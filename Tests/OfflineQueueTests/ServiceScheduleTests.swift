@@ -1,5 +1,6 @@
 import Foundation
 @testable import OfflineQueue
+@testable import OfflineQueueCore
 import Testing
 
 /// The service's schedule without a store or a clock: readings in, steps out.

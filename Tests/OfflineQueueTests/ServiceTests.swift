@@ -2,6 +2,7 @@ import Foundation
 import HTTPCore
 import Logging
 @testable import OfflineQueue
+@testable import OfflineQueueCore
 import ServiceLifecycle
 import Testing
 import TestSupport

@@ -4,6 +4,7 @@ import Foundation
 import HTTPCore
 import Logging
 @testable import OfflineQueue
+@testable import OfflineQueueCore
 import OfflineQueuePostgres
 import PostgresNIO
 import Reachability
@@ -192,7 +193,9 @@ struct TestStore: RemovableTestResource {
     /// A queue over this store with `configuration` (whose path it ignores for memory).
     func open(_ configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil) async throws -> OfflineQueue {
         if let memory { return OfflineQueue.inMemory(memory, configuration: configuration, client: client, monitor: monitor) }
-        return try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
+        return PostgresLocation.isPostgresURL(configuration.path)
+            ? try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
+            : try OfflineQueue(configuration: configuration, client: client, monitor: monitor)
     }
 
     /// Removes the folder and drops the schema.

@@ -90,7 +90,9 @@ enum SealRoundtrip {
                 configuration: ClientConfiguration(baseURL: URL(string: "http://127.0.0.1")!, timeout: .seconds(Int64(limit))),
                 transport: transport
             )
-            let queue = try await OfflineQueue.open(configuration: configuration, client: client)
+            let queue = PostgresLocation.isPostgresURL(configuration.path)
+                ? try await OfflineQueue.open(configuration: configuration, client: client)
+                : try OfflineQueue(configuration: configuration, client: client)
             let hwmOpened = highWaterMarkKiB()
 
             let clock = ContinuousClock()

@@ -46,7 +46,9 @@ let client = APIClient(configuration: ClientConfiguration(baseURL: URL(string: "
 
 do {
     let opened = ContinuousClock.now
-    let queue = try await OfflineQueue.open(configuration: configuration, client: client)
+    let queue = PostgresLocation.isPostgresURL(configuration.path)
+        ? try await OfflineQueue.open(configuration: configuration, client: client)
+        : try OfflineQueue(configuration: configuration, client: client)
     let openTook = ContinuousClock.now - opened
     // The last attempt that failed, for the summary: what a test prints when this agent fails.
     let events = queue.events(bufferingPolicy: .bufferingNewest(64))

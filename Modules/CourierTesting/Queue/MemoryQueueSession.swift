@@ -1,6 +1,6 @@
 import Foundation
 import HTTPCore
-import OfflineQueue
+import OfflineQueueCore
 
 /// One queue's view of a ``MemoryQueueStore``: the storage contract (``QueueStorage``) kept in
 /// memory, as one drainer. Its hold on its claims lives from ``acquireOwnership()`` until it

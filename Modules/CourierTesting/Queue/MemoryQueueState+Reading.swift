@@ -1,6 +1,6 @@
 import Foundation
 import HTTPCore
-import OfflineQueue
+import OfflineQueueCore
 
 /// Reading a ``MemoryQueueState``: entries as readers see them, pages, counts and pauses.
 extension MemoryQueueState {

@@ -1,5 +1,5 @@
 import Foundation
-import OfflineQueue
+import OfflineQueueCore
 
 /// The sealing role of the storage contract (``QueueSealStorage``) on the in-memory rows: the
 /// queue's id, its key checks, and re-sealing entries in place.

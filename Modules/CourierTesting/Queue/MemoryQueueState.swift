@@ -1,6 +1,6 @@
 import Foundation
 import HTTPCore
-import OfflineQueue
+import OfflineQueueCore
 
 /// The rows of a ``MemoryQueueStore`` and the rules the storage contract sets for them, as
 /// plain mutations of a value: the store holds it behind a lock and calls one of these per

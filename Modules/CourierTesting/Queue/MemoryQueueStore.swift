@@ -1,6 +1,6 @@
 import Foundation
 import HTTPCore
-import OfflineQueue
+import OfflineQueueCore
 
 /// An offline queue's rows in this process's memory: a queue for tests that needs no file and
 /// no database, with the behaviour of the SQLite and PostgreSQL stores (the same

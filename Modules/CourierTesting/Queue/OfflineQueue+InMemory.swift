@@ -1,5 +1,5 @@
 public import HTTPCore
-public import OfflineQueue
+public import OfflineQueueCore
 public import Reachability
 
 extension OfflineQueue {

@@ -1,4 +1,4 @@
-public import OfflineQueue
+public import OfflineQueueCore
 
 /// An operator's action in the console, and the states it makes sense in (the table in
 /// `Docs/Console.md`). The console checks it before it asks the queue, and shows a form only

@@ -1,5 +1,5 @@
 import Foundation
-import OfflineQueue
+import OfflineQueueCore
 
 /// The entries list's filter and page, as the query string (or a posted form) gives it:
 /// `state`, `group`, `name`, `origin` (scheme, host and port of the URL), `id`, `after` (the

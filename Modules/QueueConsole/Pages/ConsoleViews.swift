@@ -1,7 +1,7 @@
 import Foundation
 import HTTPCore
 import HTTPTypes
-import OfflineQueue
+import OfflineQueueCore
 
 // The pages' data: each is the JSON twin of its page as is, and the HTML page renders it
 // through its template (every value escaped there). Values a template shows are strings or

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
-import OfflineQueue
+import OfflineQueueCore
 
 /// The actions: POST forms answered with 303 to a page (post/redirect/get), or with the
 /// result as JSON when the client asked for JSON. Each checks ``ConsoleAction/states`` first

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
-import OfflineQueue
+import OfflineQueueCore
 
 /// The pages: overview, entries, entry; each with its JSON twin.
 extension QueueConsole {

@@ -1,4 +1,4 @@
-internal import OfflineQueue
+internal import OfflineQueueCore
 
 /// The sealed format's constants and size arithmetic (versions 2 and 3; version 1 is still
 /// read). Docs/Encryption.md is its specification. The sizes are the queue's (`SealedSize`),

@@ -1,6 +1,6 @@
 package import Foundation
 package import HTTPCore
-package import OfflineQueue
+package import OfflineQueueCore
 
 /// How a queue's entries are sealed with a keyring and opened again: the ``EntrySealer`` a
 /// queue gets from `QueueSealing.on(keyring)`, in the format of Docs/Encryption.md. An

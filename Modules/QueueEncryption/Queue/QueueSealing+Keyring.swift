@@ -1,4 +1,4 @@
-public import OfflineQueue
+public import OfflineQueueCore
 
 extension QueueSealing {
     /// Sealing in `mode` with `keyring`: its primary key seals, every key opens what it

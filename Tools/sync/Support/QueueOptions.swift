@@ -134,7 +134,9 @@ struct QueueOptions: ParsableArguments {
             configuration: ClientConfiguration(baseURL: URL(string: "http://localhost")!, timeout: timeout),
             transport: transport ?? UnusedTransport()
         )
-        let queue = try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
+        let queue = DatabaseLocation.isPostgresURL(path)
+            ? try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
+            : try OfflineQueue(configuration: configuration, client: client, monitor: monitor)
         do {
             let result = try await body(queue)
             await queue.close()

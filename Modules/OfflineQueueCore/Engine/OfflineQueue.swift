@@ -4,9 +4,11 @@ import HTTPTypes
 public import Reachability
 
 /// A durable queue of HTTP requests: requests made while the network is gone are stored and
-/// sent, with backoff, when it is back; a crash, a kill or a reboot loses none. The rows live in
-/// a SQLite file (this initializer), in PostgreSQL (`OfflineQueue.open` with a `postgres://`
-/// path, from `OfflineQueuePostgres`), or in memory for tests (`OfflineQueue.inMemory`, from
+/// sent, with backoff, when it is back; a crash, a kill or a reboot loses none. The engine lives
+/// here, in `OfflineQueueCore`, and each store in a module of its own: the rows live in a SQLite
+/// file (`init(configuration:client:monitor:)`, from `OfflineQueue`, which re-exports this
+/// module), in PostgreSQL (`OfflineQueue.open` with a `postgres://` URL, from
+/// `OfflineQueuePostgres`), or in memory for tests (`OfflineQueue.inMemory`, from
 /// `CourierTesting`).
 ///
 /// ```swift
@@ -69,29 +71,8 @@ public final class OfflineQueue: Sendable {
     /// PostgreSQL).
     var owner: String { drainStore.owner }
 
-    /// Opens the queue at `configuration.path`, creating it unless told not to, or for reading
-    /// only when ``QueueConfiguration/readOnly`` is set.
-    ///
-    /// - Throws: ``QueueError/corruptDatabase(path:reason:)`` (damaged, or another
-    ///   application's file), ``QueueError/newerSchema(path:found:supported:)``,
-    ///   ``QueueError/cannotCreate(path:reason:)`` (not writable, or an unsafe body folder),
-    ///   ``QueueError/databaseMissing(path:)``.
-    ///   ``QueueError/invalidRequest(_:)`` for a `postgres://` or `postgresql://` path: a
-    ///   PostgreSQL queue is opened by `OfflineQueue.open` of the `OfflineQueuePostgres` module.
-    public convenience init(configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil) throws(QueueError) {
-        if DatabaseLocation.isPostgresURL(configuration.path) {
-            throw .invalidRequest(
-                "\(DatabaseLocation.redacted(configuration.path)) is a PostgreSQL URL, not a file: open it with OfflineQueue.open(configuration:client:monitor:) from the OfflineQueuePostgres module"
-            )
-        }
-        let store = try SQLiteQueueStore(
-            path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability,
-            readOnly: configuration.readOnly, boot: configuration.clock.now().boot, inlineBodyLimit: configuration.inlineBodyLimit
-        )
-        self.init(storage: store, configuration: configuration, client: client, monitor: monitor)
-    }
-
-    /// A queue over `storage`, for a store other than the SQLite file (see ``QueueStorage``).
+    /// A queue over `storage`, any of the stores (see ``QueueStorage``): each store's module
+    /// opens its store and hands it here.
     package init(storage: any QueueStorage, configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)?) {
         self.configuration = configuration
         self.monitor = monitor
