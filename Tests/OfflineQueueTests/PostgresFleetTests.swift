@@ -236,6 +236,22 @@ struct PostgresFleetTests {
         #expect(DatabaseLocation.redacted("postgres://app:p%40ss@db.internal/orders") == "postgres://app:***@db.internal/orders")
     }
 
+    @Test("a file is never a URL: OfflineQueue.open (the PostgreSQL store's) refuses a file path, names the SQLite initializer and creates nothing")
+    func pathIsNotAURL() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let client = APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: sharedTransport)
+        let path = folder.url.appendingPathComponent("queue.db").path
+        let error = await #expect(throws: QueueError.self) {
+            _ = try await OfflineQueue.open(configuration: QueueConfiguration(path: path), client: client)
+        }
+        #expect(error?.kind == .invalidRequest)
+        #expect(error?.description.contains("OfflineQueue(configuration:client:monitor:) from the OfflineQueue module") == true)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(PostgresLocation.isPostgresURL("PostgreSQL://app@db/orders"))
+        #expect(!PostgresLocation.isPostgresURL(path))
+    }
+
     @Test("a row whose state or dead reason this version does not know is an error naming the row, never read as another state")
     func unknownValues() async throws {
         let store = try TestStore(.postgres)
