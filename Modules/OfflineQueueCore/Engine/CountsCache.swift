@@ -95,26 +95,14 @@ extension OfflineQueue {
     /// print("pending \(counts.pending), due \(counts.due)")
     /// ```
     public func recentCounts(maxAge: Duration = .seconds(1)) async throws(QueueError) -> QueueCounts {
-        try await countsCache.counts(maxAge: maxAge) { [self] in
-            do throws(QueueError) {
-                return .success(try await counts())
-            } catch {
-                return .failure(error)
-            }
-        }
+        try await operations.recentCounts(maxAge: maxAge)
     }
 
     /// The overview, no older than `maxAge`, shared as ``recentCounts(maxAge:)`` is: one read
     /// per `maxAge` (the counts, the pauses and the tally by group and name) however many
     /// viewers ask. ``overview(top:window:)`` always reads.
     public func recentOverview(maxAge: Duration = .seconds(1), top: Int = 50, window: Int = QueueOverview.defaultWindow) async throws(QueueError) -> QueueOverview {
-        try await overviewCache.value(for: OverviewShape(top: top, window: window), maxAge: maxAge) { [self] in
-            do throws(QueueError) {
-                return .success(try await overview(top: top, window: window, countsMaxAge: maxAge))
-            } catch {
-                return .failure(error)
-            }
-        }
+        try await operations.recentOverview(maxAge: maxAge, top: top, window: window)
     }
 
     /// The overview as the store has it now: the counts (no older than `countsMaxAge`,
@@ -122,29 +110,6 @@ extension OfflineQueue {
     /// newest `window` entries, the entries waiting for the network and the recent deliveries.
     /// Each part is a bounded read, however many entries there are.
     public func overview(top: Int = 50, window: Int = QueueOverview.defaultWindow, countsMaxAge: Duration = .zero) async throws(QueueError) -> QueueOverview {
-        let window = max(0, window)
-        // The three reads at once, each on a reader of its own (a SQLite queue open for writing
-        // has a pool of them, PostgreSQL a pool of connections): the overview takes as long as
-        // the longest of them rather than their sum.
-        async let counts = Self.result { () async throws(QueueError) in try await recentCounts(maxAge: countsMaxAge) }
-        async let pauses = Self.result { () async throws(QueueError) in try await operatorStore.pauseStatus() }
-        async let tally = Self.result { () async throws(QueueError) in
-            try await activity.storeCall(.counts) { () async throws(QueueError) in
-                try await operatorStore.tally(newest: window, now: configuration.clock.now())
-            }
-        }
-        let read = await (counts: counts, pauses: pauses, tally: tally)
-        let tallied = try read.tally.get()
-        metrics.answered(.tally)
-        return QueueOverview(counts: try read.counts.get(), pauses: try read.pauses.get(), tally: tallied, window: window, top: top)
-    }
-
-    /// `body`'s value or error, for a child task whose error keeps its type.
-    private static func result<T>(_ body: () async throws(QueueError) -> T) async -> Result<T, QueueError> {
-        do throws(QueueError) {
-            return .success(try await body())
-        } catch {
-            return .failure(error)
-        }
+        try await operations.overview(top: top, window: window, countsMaxAge: countsMaxAge)
     }
 }

@@ -155,7 +155,7 @@ extension OfflineQueue {
         var summary = machine.summary
         // What is left, read as an operator reads it.
         let counts = try await self.counts()
-        countsCache.offer(counts)
+        operations.countsCache.offer(counts)
         metrics.update(counts, now: clock.now().wall)
         summary.remaining = counts.pending
         if counts.pending > 0 { summary.paused = try await pauses().pendingHeld }

@@ -18,12 +18,7 @@ extension OfflineQueue {
     ///   ``BulkChange/entries``, those entries as they are).
     @discardableResult
     public func retry(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
-        let change = try await change(.retry, matching: selection, dryRun: dryRun)
-        if !dryRun && !change.ids.isEmpty {
-            forgetRecentReads()
-            enqueued.fire()
-        }
-        return change
+        try await operations.retry(matching: selection, dryRun: dryRun)
     }
 
     /// Deletes the entries `selection` matches, and their bodies, in one transaction.
@@ -39,15 +34,7 @@ extension OfflineQueue {
     /// - Parameter dryRun: change nothing; the answer lists what would change.
     @discardableResult
     public func purge(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
-        let change = try await change(.purge, matching: selection, dryRun: dryRun)
-        if !dryRun && !change.ids.isEmpty { forgetRecentReads() }
-        return change
-    }
-
-    /// `operation` on what `selection` matches; nothing at all when it matches no state.
-    private func change(_ operation: BulkOperation, matching selection: EntrySelection, dryRun: Bool) async throws(QueueError) -> BulkChange {
-        guard !operation.states(of: selection).isEmpty else { return BulkChange(dryRun: dryRun) }
-        return try await operatorStore.change(operation, matching: selection, now: configuration.clock.now(), dryRun: dryRun)
+        try await operations.purge(matching: selection, dryRun: dryRun)
     }
 
     /// Pauses `group`, or the whole queue when `group` is `nil`: from the next claim on, no
@@ -58,8 +45,7 @@ extension OfflineQueue {
     /// - Returns: whether it was not paused before.
     @discardableResult
     public func pause(group: String? = nil) async throws(QueueError) -> Bool {
-        defer { forgetRecentReads() }
-        return try await operatorStore.pause(group: group, now: configuration.clock.now())
+        try await operations.pause(group: group)
     }
 
     /// Lifts the pause of `group`, or the whole queue's pause when `group` is `nil` (pauses of
@@ -70,19 +56,9 @@ extension OfflineQueue {
     /// - Returns: whether there was such a pause.
     @discardableResult
     public func resume(group: String? = nil) async throws(QueueError) -> Bool {
-        let lifted = try await operatorStore.resume(group: group)
-        forgetRecentReads()
-        if lifted { enqueued.fire() }
-        return lifted
-    }
-
-    /// Forgets the counts and the overview kept for ``recentCounts(maxAge:)`` and
-    /// ``recentOverview(maxAge:top:window:)`` after an operator's change, so that they show it.
-    func forgetRecentReads() {
-        countsCache.invalidate()
-        overviewCache.invalidate()
+        try await operations.resume(group: group)
     }
 
     /// The pauses in force and how many pending entries they hold back.
-    public func pauses() async throws(QueueError) -> PauseStatus { try await operatorStore.pauseStatus() }
+    public func pauses() async throws(QueueError) -> PauseStatus { try await operations.pauses() }
 }

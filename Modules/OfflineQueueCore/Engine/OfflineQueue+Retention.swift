@@ -21,13 +21,6 @@ extension OfflineQueue {
     ///   send, so a clock step can at worst delete it early or keep it longer.)
     @discardableResult
     public func applyRetention(now: Date? = nil) async throws(QueueError) -> RetentionSummary {
-        var summary = RetentionSummary()
-        if let retention = configuration.deliveredRetention {
-            let now = now ?? configuration.clock.now().wall
-            summary = try await upkeepStore.deleteDelivered(finishedBefore: now.addingTimeInterval(-retention.seconds))
-        }
-        // Also the pages a purge freed: one short transaction when there are none.
-        summary.releasedPages = try await upkeepStore.releaseFreePages()
-        return summary
+        try await upkeep.applyRetention(now: now)
     }
 }

@@ -42,10 +42,12 @@ public final class OfflineQueue: Sendable {
     let drainStore: any QueueDrainStorage
     /// The store as an enqueue sees it: inserts and bodies.
     let enqueueStore: any QueueEnqueueStorage
-    /// The store as people and `sync` see it: lookups, counts, retries, purges, pauses.
-    let operatorStore: any QueueOperatorStorage
-    /// The store as its upkeep sees it: retention, orphan bodies, integrity.
-    let upkeepStore: any QueueUpkeepStorage
+    /// The operator's role (lookups, counts, the overview, retries, purges, pauses), over the
+    /// store as people and `sync` see it.
+    let operations: QueueOperations
+    /// The upkeep's role (retention, orphan bodies, integrity), over the store as its upkeep
+    /// sees it.
+    let upkeep: QueueUpkeep
     let sealStore: any QueueSealStorage
     let sealGate = SealGate()
     /// What the sends may hold of sealed bodies' verified plaintext (``QueueSealing/verifiedBodyMemory``).
@@ -63,10 +65,6 @@ public final class OfflineQueue: Sendable {
     let metrics: QueueMetrics
     /// The sends and store calls under way, for a service's watchdog.
     let activity = QueueActivity()
-    /// The counts of ``recentCounts(maxAge:)``, shared within the process.
-    let countsCache = CountsCache()
-    /// The overview, read at most once per interval however many console viewers ask.
-    let overviewCache = SharedRead<OverviewShape, QueueOverview>()
     /// Names this drainer in leases (`host:pid:token:boot` on SQLite, `host:pid:pgN` on
     /// PostgreSQL).
     var owner: String { drainStore.owner }
@@ -83,10 +81,11 @@ public final class OfflineQueue: Sendable {
         self.store = storage
         self.drainStore = storage
         self.enqueueStore = storage
-        self.operatorStore = storage
-        self.upkeepStore = storage
         self.sealStore = storage
-        self.metrics = QueueMetrics(configuration.metrics)
+        let metrics = QueueMetrics(configuration.metrics)
+        self.metrics = metrics
+        self.operations = QueueOperations(store: storage, clock: configuration.clock, wake: enqueued, activity: activity, metrics: metrics)
+        self.upkeep = QueueUpkeep(store: storage, clock: configuration.clock, deliveredRetention: configuration.deliveredRetention)
         self.verifiedBodyMemory = VerifiedBodyMemory(limit: configuration.sealing.verifiedBodyMemory)
         drainStore.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
     }
@@ -238,16 +237,16 @@ public final class OfflineQueue: Sendable {
     }
 
     /// The entry with `id`, or `nil`.
-    public func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? { try await operatorStore.entry(id, now: configuration.clock.now()) }
+    public func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? { try await operations.entry(id) }
 
     /// The entry with this idempotency key, or `nil`.
     public func entry(idempotencyKey: String) async throws(QueueError) -> QueueEntry? {
-        try await operatorStore.entry(idempotencyKey: idempotencyKey, now: configuration.clock.now())
+        try await operations.entry(idempotencyKey: idempotencyKey)
     }
 
     /// Entries matching `filter`, oldest first.
     public func entries(_ filter: EntryFilter = EntryFilter()) async throws(QueueError) -> [QueueEntry] {
-        try await operatorStore.entries(filter, now: configuration.clock.now())
+        try await operations.entries(filter)
     }
 
     /// A page of the entries matching `filter`, the store examining at most `scanLimit` rows of
@@ -255,60 +254,39 @@ public final class OfflineQueue: Sendable {
     /// group, name or origin that matches few rows still makes a bounded query. The page then
     /// holds fewer entries than the limit and says where the next one starts.
     public func entryPage(_ filter: EntryFilter, scanLimit: Int) async throws(QueueError) -> EntryPage {
-        try await operatorStore.entryPage(filter, scanLimit: max(scanLimit, filter.limit), now: configuration.clock.now())
+        try await operations.entryPage(filter, scanLimit: scanLimit)
     }
 
     /// How many entries `selection` matches (every state when it names none; its `limit` is
     /// ignored), and the newest of them.
     public func count(matching selection: EntrySelection) async throws(QueueError) -> SelectionCount {
-        try await operatorStore.count(matching: selection, now: configuration.clock.now())
+        try await operations.count(matching: selection)
     }
 
     /// How many entries are in each state, the oldest pending and the next due time.
-    public func counts() async throws(QueueError) -> QueueCounts {
-        let counts = try await activity.storeCall(.counts) { () async throws(QueueError) in try await operatorStore.counts(now: configuration.clock.now()) }
-        metrics.answered(.counts)
-        return counts
-    }
+    public func counts() async throws(QueueError) -> QueueCounts { try await operations.counts() }
 
     /// Makes these entries due now with a fresh attempt budget (delivered ones are left alone).
     ///
     /// - Throws: ``QueueError/noSuchEntry(_:)`` or ``QueueError/entryInFlight(_:)``; then
     ///   nothing changed.
     @discardableResult
-    public func retry(_ ids: [EntryID]) async throws(QueueError) -> [EntryID] {
-        defer {
-            forgetRecentReads()
-            enqueued.fire()
-        }
-        return try await operatorStore.retry(ids: ids, now: configuration.clock.now())
-    }
+    public func retry(_ ids: [EntryID]) async throws(QueueError) -> [EntryID] { try await operations.retry(ids) }
 
     /// Makes every dead entry due now with a fresh attempt budget.
     @discardableResult
-    public func retryDead() async throws(QueueError) -> [EntryID] {
-        defer {
-            forgetRecentReads()
-            enqueued.fire()
-        }
-        return try await operatorStore.retry(ids: nil, now: configuration.clock.now())
-    }
+    public func retryDead() async throws(QueueError) -> [EntryID] { try await operations.retry(nil) }
 
     /// Deletes entries and their bodies; returns how many.
     @discardableResult
-    public func purge(_ selection: PurgeSelection) async throws(QueueError) -> Int {
-        defer { forgetRecentReads() }
-        return try await operatorStore.purge(selection, now: configuration.clock.now())
-    }
+    public func purge(_ selection: PurgeSelection) async throws(QueueError) -> Int { try await operations.purge(selection) }
 
     /// Removes bodies kept apart that no entry references, left by a crash between storing a
     /// body and committing its entry.
-    public func sweepOrphanBodies() async throws(QueueError) {
-        try await upkeepStore.sweepOrphanBodies()
-    }
+    public func sweepOrphanBodies() async throws(QueueError) { try await upkeep.sweepOrphanBodies() }
 
     /// The store's consistency check (`PRAGMA integrity_check` on SQLite): `["ok"]` when sound.
-    public func integrityCheck() async throws(QueueError) -> [String] { try await upkeepStore.integrityCheck() }
+    public func integrityCheck() async throws(QueueError) -> [String] { try await upkeep.integrityCheck() }
 
     /// Whether `error` only says the network is gone (so nothing reached a server, and the
     /// attempt should not count). Without a monitor only "not connected" qualifies; with one,

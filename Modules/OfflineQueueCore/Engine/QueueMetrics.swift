@@ -235,7 +235,7 @@ extension OfflineQueue {
     public func updateMetrics() async throws(QueueError) {
         guard metrics.isRecording else { return }
         let counts = try await counts()
-        countsCache.offer(counts)
+        operations.countsCache.offer(counts)
         metrics.update(counts, now: configuration.clock.now().wall)
     }
 

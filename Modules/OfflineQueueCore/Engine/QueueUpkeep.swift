@@ -1,0 +1,28 @@
+import Foundation
+import HTTPCore
+
+/// The upkeep's role: what keeps a store healthy (retention of delivered entries, pages given
+/// back, bodies no entry references, the consistency check). It holds the upkeep's part of the
+/// store (``QueueUpkeepStorage``) and nothing else of the queue. ``OfflineQueue`` and its
+/// ``QueueService`` hand their calls here.
+struct QueueUpkeep: Sendable {
+    let store: any QueueUpkeepStorage
+    let clock: QueueClock
+    /// How long delivered entries are kept (``QueueConfiguration/deliveredRetention``).
+    let deliveredRetention: Duration?
+
+    func applyRetention(now: Date?) async throws(QueueError) -> RetentionSummary {
+        var summary = RetentionSummary()
+        if let deliveredRetention {
+            let now = now ?? clock.now().wall
+            summary = try await store.deleteDelivered(finishedBefore: now.addingTimeInterval(-deliveredRetention.seconds))
+        }
+        // Also the pages a purge freed: one short transaction when there are none.
+        summary.releasedPages = try await store.releaseFreePages()
+        return summary
+    }
+
+    func sweepOrphanBodies() async throws(QueueError) { try await store.sweepOrphanBodies() }
+
+    func integrityCheck() async throws(QueueError) -> [String] { try await store.integrityCheck() }
+}
