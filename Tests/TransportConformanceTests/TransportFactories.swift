@@ -38,6 +38,13 @@ struct TransportFactory: Sendable, CustomStringConvertible {
     var description: String { name }
 }
 
+/// The URLSession transports the tests share, one per configuration, instead of one per test:
+/// FoundationNetworking on Linux can crash its dispatch manager thread when sessions are torn
+/// down while others run (swift-corelibs-foundation #4791, #5469). The setup a test asks for
+/// changes nothing for them (they trust no custom CA and take no read timeout).
+private let sharedURLSession = URLSessionTransport()
+private let sharedURLSessionCollecting = URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration(), streamsCollectedBodies: false)
+
 extension TransportFactory {
     /// `AsyncHTTPClientTransport` with its own `HTTPClient`.
     static let asyncHTTPClient = TransportFactory(
@@ -58,7 +65,7 @@ extension TransportFactory {
     static let urlSession = TransportFactory(
         name: "URLSessionTransport",
         capabilities: Capabilities(negotiatesHTTP2: false, trustsCustomCA: false),
-        make: { _ in URLSessionTransport() },
+        make: { _ in sharedURLSession },
         shutdown: { _ in }
     )
 
@@ -67,7 +74,7 @@ extension TransportFactory {
     static let urlSessionStreaming = TransportFactory(
         name: "URLSessionTransport (streamsCollectedBodies: false)",
         capabilities: Capabilities(negotiatesHTTP2: false, trustsCustomCA: false),
-        make: { _ in URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration(), streamsCollectedBodies: false) },
+        make: { _ in sharedURLSessionCollecting },
         shutdown: { _ in }
     )
 }
