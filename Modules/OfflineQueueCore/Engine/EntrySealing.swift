@@ -27,6 +27,18 @@ package struct EntrySealing: Sendable {
         return try await sealer.seal(&entry, body: body, inlineLimit: inlineLimit, queueID: queueID, store: store)
     }
 
+    /// `body` made ready for `entry`'s row: sealed with the entry when new entries are sealed
+    /// (its target and headers go into the seal), kept in the row when it fits `inlineLimit`
+    /// (``QueueConfiguration/inlineBodyLimit``), streamed to `destination` otherwise.
+    package func storeBody(
+        of entry: inout NewEntry, _ body: RequestBody?, inlineLimit: Int, into destination: any QueueEnqueueStorage
+    ) async throws(QueueError) -> StoredBody? {
+        if sealsNewEntries { return try await seal(&entry, body: body, inlineLimit: inlineLimit, store: destination) }
+        guard let body else { return nil }
+        if let data = try await body.inlined(limit: inlineLimit) { return .inline(data) }
+        return try await destination.storeBody(body.makeStream())
+    }
+
     /// `entry`'s url, headers and row-kept body opened, or why they do not open; `nil` for an
     /// entry in clear. A drain opens a whole round of claimed entries this way before their
     /// sends start: one after another, each open finds the keys' state and the code it runs

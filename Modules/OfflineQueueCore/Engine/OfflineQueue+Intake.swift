@@ -4,7 +4,7 @@ package import HTTPCore
 /// The one way into the queue. Every entrance (``OfflineQueue/enqueue(_:)`` and the forms that
 /// call it, ``OfflineQueue/send(_:options:)`` when it stores, the OpenAPI queue, `sync enqueue`,
 /// the PostgreSQL outbox) admits its requests through ``OfflineQueue/admit(_:into:announcing:)``,
-/// and a re-sealing writes its bodies through ``OfflineQueue/storeBody(of:_:sealing:into:)``:
+/// and a re-sealing writes its bodies through ``EntrySealing/storeBody(of:_:inlineLimit:into:)``:
 /// a rule added here reaches them all. Only where the rows go differs: the store's own
 /// transaction, or a caller's (``QueueEnqueueStorage`` is the destination either way).
 extension OfflineQueue {
@@ -24,10 +24,10 @@ extension OfflineQueue {
         entries.reserveCapacity(requests.count)
         var files: [StoredBody] = []
         do {
-            let sealing = try await sealGate.sealing(of: self, forDrain: false)
+            let sealing = try await sealGate.sealing(configuration.sealing, store: sealStore, forDrain: false)
             for request in requests {
                 var entry = try validate(request)
-                entry.body = try await storeBody(of: &entry, request.body, sealing: sealing, into: destination)
+                entry.body = try await sealing.storeBody(of: &entry, request.body, inlineLimit: configuration.inlineBodyLimit, into: destination)
                 if let stored = entry.body, case .file = stored { files.append(stored) }
                 entries.append(entry)
             }
@@ -46,19 +46,5 @@ extension OfflineQueue {
             await destination.discardBodies(files)
             throw error
         }
-    }
-
-    /// `body` made ready for `entry`'s row: sealed with the entry when `sealing` seals (its
-    /// target and headers go into the seal), kept in the row when it fits
-    /// (``QueueConfiguration/inlineBodyLimit``), streamed to `destination` otherwise.
-    package func storeBody(
-        of entry: inout NewEntry, _ body: RequestBody?, sealing: EntrySealing, into destination: any QueueEnqueueStorage
-    ) async throws(QueueError) -> StoredBody? {
-        if sealing.sealsNewEntries {
-            return try await sealing.seal(&entry, body: body, inlineLimit: configuration.inlineBodyLimit, store: destination)
-        }
-        guard let body else { return nil }
-        if let data = try await inlined(body) { return .inline(data) }
-        return try await destination.storeBody(body.makeStream())
     }
 }

@@ -31,15 +31,16 @@ public final class OfflineQueue: Sendable {
     public let configuration: QueueConfiguration
     /// Where the network status comes from; `nil` sends whenever asked.
     public let monitor: (any NetworkMonitor)?
-    /// The client replays go through: the caller's, without its retry policy (the queue retries).
+    /// The client enqueues build requests with: the caller's, without its retry policy (the
+    /// queue retries).
     let client: APIClient
     /// The caller's client as given, for sends made online through ``send(_:options:)``.
     let callerClient: APIClient
     /// Where the entries live: any of the stores (``QueueStorage``). Opening and closing use
     /// the whole store; each part of the engine uses only its role of it, below.
     package let store: any QueueStorage
-    /// The store as the drain sees it: claims, settlements, leases, wake-ups.
-    let drainStore: any QueueDrainStorage
+    /// The drain's role (claims, sends, settlements), over the store as the drain sees it.
+    let drainer: QueueDrainer
     /// The store as an enqueue sees it: inserts and bodies.
     let enqueueStore: any QueueEnqueueStorage
     /// The operator's role (lookups, counts, the overview, retries, purges, pauses), over the
@@ -48,17 +49,18 @@ public final class OfflineQueue: Sendable {
     /// The upkeep's role (retention, orphan bodies, integrity), over the store as its upkeep
     /// sees it.
     let upkeep: QueueUpkeep
+    /// The store as the seal gate sees it: the keys the entries use.
     let sealStore: any QueueSealStorage
+    /// The re-sealing's role (key rotation, sealing entries stored in clear).
+    let resealer: QueueResealer
     let sealGate = SealGate()
     /// What the sends may hold of sealed bodies' verified plaintext (``QueueSealing/verifiedBodyMemory``).
-    package let verifiedBodyMemory: VerifiedBodyMemory
+    package var verifiedBodyMemory: VerifiedBodyMemory { drainer.verifiedBodyMemory }
     let broadcast = EventBroadcast()
     /// Fired by this process's enqueues, retries and resumes, and by the store when another
     /// process enqueues where it can tell (``QueueDrainStorage/observeRemoteEnqueues(_:)``), so a
     /// running service drains at once.
     let enqueued = WakeSignal()
-    /// Stored URLs parsed for replays, once each.
-    let replayTargets = ParsedURLs { text throws(QueueError) in try ReplayTarget(text) }
     /// Enqueued URLs checked once (see ``parse(_:)``).
     let enqueueTargets = ParsedURLs { text throws(QueueError) in try EnqueueTarget(text) }
     /// Counters, timers and gauges, through swift-metrics.
@@ -67,7 +69,7 @@ public final class OfflineQueue: Sendable {
     let activity = QueueActivity()
     /// Names this drainer in leases (`host:pid:token:boot` on SQLite, `host:pid:pgN` on
     /// PostgreSQL).
-    var owner: String { drainStore.owner }
+    var owner: String { drainer.store.owner }
 
     /// A queue over `storage`, any of the stores (see ``QueueStorage``): each store's module
     /// opens its store and hands it here.
@@ -76,18 +78,22 @@ public final class OfflineQueue: Sendable {
         self.monitor = monitor
         var clientConfiguration = client.configuration
         clientConfiguration.retryPolicy = .none
-        self.client = APIClient(configuration: clientConfiguration, transport: client.transport)
+        let replays = APIClient(configuration: clientConfiguration, transport: client.transport)
+        self.client = replays
         self.callerClient = client
         self.store = storage
-        self.drainStore = storage
         self.enqueueStore = storage
         self.sealStore = storage
+        self.resealer = QueueResealer(store: storage, bodies: storage, reader: storage, inlineLimit: configuration.inlineBodyLimit)
         let metrics = QueueMetrics(configuration.metrics)
         self.metrics = metrics
         self.operations = QueueOperations(store: storage, clock: configuration.clock, wake: enqueued, activity: activity, metrics: metrics)
         self.upkeep = QueueUpkeep(store: storage, clock: configuration.clock, deliveredRetention: configuration.deliveredRetention)
-        self.verifiedBodyMemory = VerifiedBodyMemory(limit: configuration.sealing.verifiedBodyMemory)
-        drainStore.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
+        self.drainer = QueueDrainer(
+            configuration: configuration, monitor: monitor, client: replays, store: storage,
+            broadcast: broadcast, metrics: metrics, activity: activity
+        )
+        storage.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
     }
 
     /// Lets go of the store's connections (a PostgreSQL queue's). For a SQLite queue, waits for
@@ -222,12 +228,6 @@ public final class OfflineQueue: Sendable {
         try await admit(requests, into: enqueueStore, announcing: true)
     }
 
-    /// `body`'s bytes when it fits in a row (``QueueConfiguration/inlineBodyLimit``); `nil` when
-    /// it is kept apart.
-    func inlined(_ body: RequestBody) async throws(QueueError) -> Data? {
-        try await body.inlined(limit: configuration.inlineBodyLimit)
-    }
-
     // MARK: - Looking and changing
 
     /// A stream of what happens in this process's queue from now on. Each call returns a new
@@ -288,21 +288,8 @@ public final class OfflineQueue: Sendable {
     /// The store's consistency check (`PRAGMA integrity_check` on SQLite): `["ok"]` when sound.
     public func integrityCheck() async throws(QueueError) -> [String] { try await upkeep.integrityCheck() }
 
-    /// Whether `error` only says the network is gone (so nothing reached a server, and the
-    /// attempt should not count). Without a monitor only "not connected" qualifies; with one,
-    /// any failure to connect while the monitor does not say online does.
-    func isNetworkGone(_ error: any Error) -> Bool {
-        let error = NetworkError(error)
-        switch error {
-        case .offline:
-            return true
-        case .transport(let failure) where failure.kind == .notConnected:
-            return true
-        default:
-            guard error.isConnectivityFailure, let monitor else { return false }
-            return !monitor.status.isOnline
-        }
-    }
+    /// Whether `error` only says the network is gone (``QueueDrainer/isNetworkGone(_:monitor:)``).
+    func isNetworkGone(_ error: any Error) -> Bool { QueueDrainer.isNetworkGone(error, monitor: monitor) }
 }
 
 extension RequestBody {

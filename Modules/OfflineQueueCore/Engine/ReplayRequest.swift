@@ -18,15 +18,15 @@ struct ReplayRequest {
     ///
     /// - Throws: ``QueueError/invalidRequest(_:)`` for a row that is not a request, or a
     ///   ``TemplateError`` for a template not allowed for the entry's origin.
-    init(entry: QueueEntry, body: RequestBody?, queue: OfflineQueue, trace: TraceContext? = nil) throws {
+    init(entry: QueueEntry, body: RequestBody?, drain: QueueDrainer, trace: TraceContext? = nil) throws {
         guard let method = HTTPRequest.Method(entry.method) else { throw QueueError.invalidRequest("stored method \(entry.method) is invalid") }
-        let target = try queue.replayTargets(entry.url)
+        let target = try drain.replayTargets(entry.url)
         let origin = target.origin
         var headers = HTTPFields()
         headers.reserveCapacity(entry.headers.count + (trace == nil ? 1 : 3))
         var credentials: Set<HTTPField.Name> = []
         var secrets = SecretScrubber()
-        let idempotencyHeader = queue.configuration.idempotencyHeader
+        let idempotencyHeader = drain.configuration.idempotencyHeader
         // Enqueues never store the idempotency header (the key has its own column), but a row
         // of an older Courier may hold one, which the key then replaces.
         var storedKeyHeader = false
@@ -35,8 +35,8 @@ struct ReplayRequest {
             // The stored context replaces the row's own fields (a malformed one kept as a header).
             if trace != nil && (name == TraceCarrier.traceparentField || name == TraceCarrier.tracestateField) { continue }
             if name == idempotencyHeader { storedKeyHeader = true }
-            let value = try queue.configuration.templates.resolve(header.value, for: origin)
-            if value != header.value || queue.configuration.secretHeaders.contains(name) {
+            let value = try drain.configuration.templates.resolve(header.value, for: origin)
+            if value != header.value || drain.configuration.secretHeaders.contains(name) {
                 // A resolved template is a credential wherever it sits: dropped when a redirect
                 // leaves the origin, and never stored in an excerpt.
                 credentials.insert(name)
@@ -56,8 +56,8 @@ struct ReplayRequest {
         self.secrets = secrets
         request = PreparedRequest(
             method: method, scheme: target.scheme, authority: target.authority, path: target.path,
-            headers: queue.client.withDefaults(headers), body: body,
-            timeout: entry.timeout ?? queue.client.configuration.timeout, credentialFields: credentials
+            headers: drain.client.withDefaults(headers), body: body,
+            timeout: entry.timeout ?? drain.client.configuration.timeout, credentialFields: credentials
         )
     }
 }

@@ -12,19 +12,18 @@ final class SealGate: Sendable {
 
     private let checked = LockedBox<Checked?>(nil)
 
-    /// The sealing of `queue`, checked for an enqueue, or for a drain (which must open every
-    /// entry, so every key id in use must be in the keyring).
+    /// The sealing `settings` give, checked against what `store` holds for an enqueue, or for a
+    /// drain (which must open every entry, so every key id in use must be in the keyring).
     ///
     /// - Throws: ``QueueError/Kind/keyUnavailable`` naming the key id and how many entries it
     ///   seals; nothing is changed.
-    func sealing(of queue: OfflineQueue, forDrain: Bool) async throws(QueueError) -> EntrySealing {
+    func sealing(_ settings: QueueSealing, store: any QueueSealStorage, forDrain: Bool) async throws(QueueError) -> EntrySealing {
         if let known = checked.current, known.forDrain || !forDrain { return known.sealing }
-        let settings = queue.configuration.sealing
         // A queue that neither seals nor holds a keyring enqueues in clear without a look; its
         // drain first makes sure that no entry needs a key it does not have.
         guard settings.mode != .off || settings.sealer != nil else {
             if forDrain {
-                let catalog = try await queue.sealStore.sealCatalog()
+                let catalog = try await store.sealCatalog()
                 if let (key, count) = catalog.entries.compactMap({ key, count in key.map { ($0, count) } }).min(by: { $0.0 < $1.0 }) {
                     throw .keyUnavailable("\(Self.count(count)) sealed under key \(key), but no keyring was given")
                 }
@@ -33,7 +32,7 @@ final class SealGate: Sendable {
             checked.withLock { $0 = Checked(sealing: sealing, forDrain: forDrain) }
             return sealing
         }
-        let sealing = try await Self.checked(settings, store: queue.sealStore, forDrain: forDrain)
+        let sealing = try await Self.checked(settings, store: store, forDrain: forDrain)
         checked.withLock { current in
             if current == nil || forDrain { current = Checked(sealing: sealing, forDrain: forDrain) }
         }

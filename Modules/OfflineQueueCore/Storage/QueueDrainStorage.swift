@@ -16,7 +16,7 @@ package import HTTPCore
 ///                                         attemptedSince: nil, chores: ClaimChores())
 /// // result.lost: settlements whose lease this drainer no longer held, recorded by no one.
 /// ```
-package protocol QueueDrainStorage: Sendable {
+package protocol QueueDrainStorage: QueueBodyReading {
     /// How this drainer is named in the entries it claims.
     var owner: String { get }
 
@@ -61,7 +61,11 @@ package protocol QueueDrainStorage: Sendable {
     func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int
     /// Extends ``owner``'s leases on `ids` to `lease` from `now`; entries it lost are left alone.
     func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError)
-    /// The body of a claimed entry, as the request sent at replay streams it.
+}
+
+/// Reading a stored body back: a drain's sends and a re-sealing both do.
+package protocol QueueBodyReading: Sendable {
+    /// The body of a stored entry, as the request sent at replay streams it.
     func replayBody(_ body: StoredBody) throws(QueueError) -> RequestBody
 }
 

@@ -4,7 +4,7 @@ import HTTPTypes
 
 /// One attempt, from a claimed entry to the lifecycle's transition, and the store's side of a
 /// drain's turn: the work the drain's driver hands to its child tasks and performs.
-extension OfflineQueue {
+extension QueueDrainer {
     /// Sends a claimed entry and settles how it went: the drain's child task, which hands the
     /// machine its transition (``AttemptReport``).
     ///
@@ -73,7 +73,7 @@ extension OfflineQueue {
         }
         let stored: RequestBody?
         do {
-            stored = try entry.body.map { body throws(QueueError) in try drainStore.replayBody(body) }
+            stored = try entry.body.map { body throws(QueueError) in try store.replayBody(body) }
         } catch {
             // A body file that is gone, or a row naming a file Courier never writes.
             return .invalid(message: "\(error)")
@@ -82,11 +82,11 @@ extension OfflineQueue {
         let (opened, body, hold) = try await sealing.open(entry, stored: stored, memory: verifiedBodyMemory, ahead: ahead)
         defer { withExtendedLifetime(hold) {} }
         // With no tracer, the stored context goes out as it is; a tracer sends its span's.
-        let tracer = activeTracer
+        let tracer = configuration.tracing.activeTracer
         let sendsStored = tracer == nil && configuration.tracing.delivery == .continued
         let replay: ReplayRequest
         do {
-            replay = try ReplayRequest(entry: opened, body: body, queue: self, trace: sendsStored ? entry.traceContext : nil)
+            replay = try ReplayRequest(entry: opened, body: body, drain: self, trace: sendsStored ? entry.traceContext : nil)
         } catch {
             // A template not allowed for the entry's origin lands here: nothing is sent.
             return .invalid(message: "\(error)")
@@ -115,7 +115,7 @@ extension OfflineQueue {
     /// that echoes request headers into its error body would otherwise store them.
     func classify(_ error: NetworkError, secrets: SecretScrubber = SecretScrubber()) -> AttemptOutcome {
         if case .cancelled = error { return .interrupted }
-        if isNetworkGone(error) { return .networkGone(message: secrets.scrub(error.description)) }
+        if Self.isNetworkGone(error, monitor: monitor) { return .networkGone(message: secrets.scrub(error.description)) }
         if let response = error.response {
             let retryAfter = response.headers[.retryAfter].flatMap { RetryAfter.delay(from: $0, now: configuration.clock.now().wall) }
             // What went on the wire, plugin-added credentials included.
@@ -144,7 +144,7 @@ extension OfflineQueue {
     /// refuses work from a cancelled task), so interrupted entries are always given back and
     /// what was sent is recorded.
     func perform(_ commit: DrainMachine.Commit, now: QueueTime, attemptedSince: Double?) async throws(QueueError) -> ClaimResult {
-        let store = self.drainStore
+        let store = self.store
         let claims = !Task.isCancelled && !commit.onFullDisk
         let call = activity.storeCallBegan(claims ? .claim : .settle)
         defer { activity.storeCallEnded(call) }
