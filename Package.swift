@@ -235,6 +235,19 @@ let package = Package(
             path: "Tests/TestSupport",
             swiftSettings: strictSettings
         ),
+        // The queue's fixtures (a store of each kind, a queue over it, the test cluster), shared
+        // by the test targets of the engine and SQLite store, the PostgreSQL store and QueueSystemd.
+        .target(
+            name: "QueueTestSupport",
+            dependencies: [
+                "OfflineQueue", "OfflineQueueCore", "OfflineQueuePostgres", "HTTPCore", "Reachability", "AsyncHTTPClientTransport",
+                "CourierTesting", "TestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/QueueTestSupport",
+            swiftSettings: strictSettings
+        ),
 
         // Tests
         tests("HTTPCoreTests", ["HTTPCore", "CourierTesting", "TestSupport", httpTypes]),
@@ -306,7 +319,7 @@ let package = Package(
         // Browser/console_driver.py drives headless Chromium for the console's browser tests.
         tests("SyncTests", ["OfflineQueue", "OfflineQueueCore", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")], exclude: ["Browser/console_driver.py"]),
         tests("OfflineQueueTests", [
-            "OfflineQueue", "OfflineQueueCore", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", httpTypes,
+            "OfflineQueue", "OfflineQueueCore", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", "QueueTestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -317,6 +330,18 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Tracing", package: "swift-distributed-tracing"),
             .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+        ]),
+        // What only the PostgreSQL store has (the outbox, cut connections, a server restart,
+        // its URLs and schema checks); the behaviour suites run on every store in OfflineQueueTests.
+        tests("OfflineQueuePostgresTests", [
+            "OfflineQueue", "OfflineQueuePostgres", "HTTPCore", "TestSupport", "QueueTestSupport",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        tests("QueueSystemdTests", [
+            "OfflineQueue", "QueueSystemd", "HTTPCore", "TestSupport", "QueueTestSupport",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
     ],
     swiftLanguageModes: [.v6]

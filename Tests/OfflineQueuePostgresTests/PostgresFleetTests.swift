@@ -4,6 +4,7 @@ import Logging
 import OfflineQueue
 import OfflineQueuePostgres
 import PostgresNIO
+import QueueTestSupport
 import Testing
 import TestSupport
 
@@ -90,7 +91,7 @@ struct PostgresFleetTests {
         let store = try TestStore(.postgres)
         try await removing(store) {
             let server = try await TestHTTPServer.start()
-            let (arrived, release) = ProcessTests.holdingRoute(server, "/held")
+            let (arrived, release) = QueueRoutes.holding(server, "/held")
             // Leases of an hour: only the lock that died with the connection can hand entries back.
             let policy = DeliveryPolicy(leaseDuration: .seconds(3600))
             let first = try await makeQueue(on: store, server: server, policy: policy, concurrency: 4)
@@ -157,7 +158,7 @@ struct PostgresFleetTests {
         let url = started + "?schema=restart"
         let password = try String(contentsOf: folder.appendingPathComponent("password"), encoding: .utf8)
         let server = try await TestHTTPServer.start()
-        let keys = ProcessTests.countingRoute(server, "/steady", hold: .milliseconds(10))
+        let keys = QueueRoutes.counting(server, "/steady", hold: .milliseconds(10))
         var configuration = QueueConfiguration(
             path: url.replacingOccurrences(of: "postgres://courier@", with: "postgres://courier:\(password)@"), durability: .normal,
             policy: DeliveryPolicy(backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(200))), concurrency: 8
@@ -168,7 +169,7 @@ struct PostgresFleetTests {
         logger.logLevel = ProcessInfo.processInfo.environment["COURIER_TEST_PG_TRACE"] == nil ? .info : .trace
         let queue = try await OfflineQueue.open(configuration: configuration, client: client, logger: logger)
         let total = 400
-        let tickets = try await ProcessTests.fill(queue, count: total) { server.url("/steady?n=\($0)").absoluteString }
+        let tickets = try await QueueRoutes.fill(queue, count: total) { server.url("/steady?n=\($0)").absoluteString }
         let service = queue.service(pollInterval: .milliseconds(200), logger: Logger(label: "test"))
         let running = Task { try await service.run() }
         #expect(await eventually { keys.current.count >= 50 }, "the drain is under way")

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPCore
 import OfflineQueue
+import QueueTestSupport
 import Testing
 import TestSupport
 
@@ -136,14 +137,5 @@ struct ClockTests {
         #expect(summary.dead == 1)
         #expect(try await queue.entry(old.id)?.deadReason == .expired)
         await server.shutdown()
-    }
-}
-
-extension Sequence where Element: Sendable {
-    /// `map` with an async transform, one element after another.
-    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
-        var result: [T] = []
-        for element in self { result.append(try await transform(element)) }
-        return result
     }
 }

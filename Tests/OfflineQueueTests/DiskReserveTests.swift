@@ -3,6 +3,7 @@ import GRDB
 import HTTPCore
 @testable import OfflineQueue
 @testable import OfflineQueueCore
+import QueueTestSupport
 import Testing
 import TestSupport
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import Foundation
 @testable import OfflineQueue
 @testable import OfflineQueueCore
+import QueueTestSupport
 import Testing
 
 /// The drain's policy on its own: events in, actions out, time given as numbers. No store, no

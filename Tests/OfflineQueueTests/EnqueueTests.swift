@@ -4,6 +4,7 @@ import HTTPCore
 import HTTPTypes
 import OfflineQueue
 import Reachability
+import QueueTestSupport
 import Testing
 import TestSupport
 

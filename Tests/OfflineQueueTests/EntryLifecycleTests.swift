@@ -1,6 +1,7 @@
 import Foundation
 import HTTPCore
 import OfflineQueue
+import QueueTestSupport
 import Testing
 
 /// The pure state machine, with no clock, randomness or I/O.

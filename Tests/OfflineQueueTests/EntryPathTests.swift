@@ -8,6 +8,7 @@ import OfflineQueuePostgres
 import PostgresNIO
 import QueueEncryption
 import Reachability
+import QueueTestSupport
 import Testing
 import TestSupport
 import Tracing

@@ -2,6 +2,7 @@ import Foundation
 import HTTPCore
 @testable import OfflineQueue
 @testable import OfflineQueueCore
+import QueueTestSupport
 import Testing
 
 /// Events published while subscribers are cancelled: a yield takes the subscriber task's status

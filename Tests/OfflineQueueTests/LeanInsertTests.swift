@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HTTPCore
 import OfflineQueue
+import QueueTestSupport
 import Testing
 import TestSupport
 

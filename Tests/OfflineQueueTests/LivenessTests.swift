@@ -1,6 +1,7 @@
 import HTTPCore
 @testable import OfflineQueue
 @testable import OfflineQueueCore
+import QueueTestSupport
 import Testing
 import TestSupport
 

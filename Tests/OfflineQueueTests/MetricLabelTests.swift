@@ -7,6 +7,7 @@ import Metrics
 import MetricsTestKit
 import OfflineQueue
 import Prometheus
+import QueueTestSupport
 import Testing
 import TestSupport
 

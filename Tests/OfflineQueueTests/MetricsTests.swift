@@ -3,6 +3,7 @@ import HTTPCore
 import Metrics
 import MetricsTestKit
 import OfflineQueue
+import QueueTestSupport
 import Testing
 import TestSupport
 

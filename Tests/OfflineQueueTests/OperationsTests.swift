@@ -1,6 +1,7 @@
 import Foundation
 import HTTPCore
 import OfflineQueue
+import QueueTestSupport
 import Testing
 import TestSupport
 

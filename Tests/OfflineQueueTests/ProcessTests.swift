@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HTTPCore
 import OfflineQueue
+import QueueTestSupport
 import Testing
 import TestSupport
 #if canImport(Glibc)
@@ -48,28 +49,6 @@ struct ProcessTests {
         }
     }
 
-    /// A route that holds each request for `hold` and counts keys.
-    static func countingRoute(_ server: TestHTTPServer, _ path: String, hold: Duration) -> LockedBox<[String: Int]> {
-        let counts = LockedBox<[String: Int]>([:])
-        server.route(path) { request, writer in
-            try await Task.sleep(for: hold)
-            if let key = request.values(of: "Idempotency-Key").first {
-                counts.withLock { $0[key, default: 0] += 1 }
-            }
-            try await writer.respond(status: 200)
-        }
-        return counts
-    }
-
-    static func fill(_ queue: OfflineQueue, count: Int, url: (Int) -> String) async throws -> [Ticket] {
-        var tickets: [Ticket] = []
-        for start in stride(from: 0, to: count, by: 500) {
-            let batch = (start..<min(count, start + 500)).map { QueuedRequest(method: "POST", url: url($0), body: .data(Data("{\"n\":\($0)}".utf8))) }
-            tickets += try await queue.enqueue(batch)
-        }
-        return tickets
-    }
-
     /// Runs `body` for SQLite and PostgreSQL at once: the suite runs its tests one at a time,
     /// and its two longest (kills for 20 rounds, chaos for a minute) need not take their
     /// length twice. Each store has its own queue, server and agents.
@@ -89,10 +68,10 @@ struct ProcessTests {
         let store = try TestStore(kind)
         try await removing(store) {
             let server = try await TestHTTPServer.start()
-            let keys = Self.countingRoute(server, "/kill", hold: .milliseconds(5))
+            let keys = QueueRoutes.counting(server, "/kill", hold: .milliseconds(5))
             let queue = try await makeQueue(on: store, server: server)
             let total = 3000
-            let tickets = try await Self.fill(queue, count: total) { server.url("/kill?n=\($0)").absoluteString }
+            let tickets = try await QueueRoutes.fill(queue, count: total) { server.url("/kill?n=\($0)").absoluteString }
 
             var generator = SeededGenerator(seed: 20261123)
             var progress: [Int] = []
@@ -154,10 +133,10 @@ struct ProcessTests {
         let store = try TestStore(kind)
         try await removing(store) {
             let server = try await TestHTTPServer.start()
-            let keys = Self.countingRoute(server, "/chaos", hold: .milliseconds(20))
+            let keys = QueueRoutes.counting(server, "/chaos", hold: .milliseconds(20))
             let queue = try await makeQueue(on: store, server: server)
             let total = 4000
-            let tickets = try await Self.fill(queue, count: total) { server.url("/chaos?n=\($0)").absoluteString }
+            let tickets = try await QueueRoutes.fill(queue, count: total) { server.url("/chaos?n=\($0)").absoluteString }
             var generator = SeededGenerator(seed: 1123)
             var agents = try (0..<3).map { _ in try Self.startAgent(store.path, leaseMilliseconds: 300_000, concurrency: 4) }
             var kills = 0
@@ -193,10 +172,10 @@ struct ProcessTests {
         let store = try TestStore(kind)
         try await removing(store) {
             let server = try await TestHTTPServer.start()
-            let keys = Self.countingRoute(server, "/shared", hold: .milliseconds(2))
+            let keys = QueueRoutes.counting(server, "/shared", hold: .milliseconds(2))
             let queue = try await makeQueue(on: store, server: server)
             let total = 1500
-            let tickets = try await Self.fill(queue, count: total) { server.url("/shared?n=\($0)").absoluteString }
+            let tickets = try await QueueRoutes.fill(queue, count: total) { server.url("/shared?n=\($0)").absoluteString }
             let agents = try (0..<4).map { _ in try Agent.start(store.path, leaseMilliseconds: 60_000, concurrency: 8) }
             for (index, agent) in agents.enumerated() {
                 let (status, output) = await agent.ended()
@@ -212,28 +191,12 @@ struct ProcessTests {
         }
     }
 
-    /// A route that holds its first `held` calls until `release` is set, counting arrivals.
-    static func holdingRoute(_ server: TestHTTPServer, _ path: String, held: Int = .max) -> (arrived: LockedBox<Int>, release: LockedBox<Bool>) {
-        let arrived = LockedBox(0)
-        let release = LockedBox(false)
-        server.route(path) { _, writer in
-            let call = arrived.withLock { count -> Int in
-                count += 1
-                return count
-            }
-            // The server's own wait for the test's word, not a timing assumption.
-            while call <= held && !release.current { try await Task.sleep(for: .milliseconds(5)) }
-            try await writer.respond(status: 200)
-        }
-        return (arrived, release)
-    }
-
     @Test("a live drainer renews its leases: a send longer than the lease is not taken over (injected clock, no sleeping)", arguments: StoreKind.allCases)
     func leaseRenewal(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
         try await removing(store) {
             let server = try await TestHTTPServer.start()
-            let (arrived, release) = Self.holdingRoute(server, "/long")
+            let (arrived, release) = QueueRoutes.holding(server, "/long")
             let clock = ManualQueueClock()
             let policy = DeliveryPolicy(leaseDuration: .milliseconds(400))
             let first = try await makeQueue(on: store, server: server, policy: policy) { $0.clock = clock.queueClock }
@@ -264,7 +227,7 @@ struct ProcessTests {
         let store = try TestStore(kind)
         try await removing(store) {
             let server = try await TestHTTPServer.start()
-            let (arrived, release) = Self.holdingRoute(server, "/slow-once", held: 1)
+            let (arrived, release) = QueueRoutes.holding(server, "/slow-once", held: 1)
             let clock = ManualQueueClock()
             var hung = DeliveryPolicy(leaseDuration: .milliseconds(300))
             hung.renewsLeases = false   // a drainer that hangs without dying: its lease lapses

@@ -3,6 +3,7 @@ import GRDB
 import HTTPCore
 import OfflineQueue
 import Reachability
+import QueueTestSupport
 import Testing
 import TestSupport
 

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPCore
 import OfflineQueue
+import QueueTestSupport
 import Testing
 
 /// `QueueError` is a struct over a private code: kinds match in `catch` and in a `switch` with a

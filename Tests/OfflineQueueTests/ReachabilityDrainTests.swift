@@ -6,6 +6,7 @@ import Logging
 @testable import OfflineQueueCore
 import OfflineQueuePostgres
 import Reachability
+import QueueTestSupport
 import Testing
 import TestSupport
 

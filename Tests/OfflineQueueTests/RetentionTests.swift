@@ -3,6 +3,7 @@ import GRDB
 import HTTPCore
 import Logging
 import OfflineQueue
+import QueueTestSupport
 import Testing
 import TestSupport
 

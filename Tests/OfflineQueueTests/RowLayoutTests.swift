@@ -4,6 +4,7 @@ import GRDB
 @testable import OfflineQueueCore
 @testable import OfflineQueuePostgres
 import PostgresNIO
+import QueueTestSupport
 import Testing
 import TestSupport
 

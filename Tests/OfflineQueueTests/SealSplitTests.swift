@@ -1,6 +1,7 @@
 import Foundation
 import OfflineQueue
 import QueueEncryption
+import QueueTestSupport
 import Testing
 
 /// `KeyringSealer.split`: where a sealed entry's URL is cut into its clear origin and its

@@ -2,6 +2,7 @@ import CourierTesting
 import Foundation
 import HTTPCore
 import OfflineQueue
+import QueueTestSupport
 import Testing
 import TestSupport
 

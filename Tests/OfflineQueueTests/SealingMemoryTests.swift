@@ -1,5 +1,6 @@
 import Foundation
 import QueueEncryption
+import QueueTestSupport
 import Testing
 import TestSupport
 #if canImport(Glibc)

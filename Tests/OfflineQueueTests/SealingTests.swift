@@ -6,6 +6,7 @@ import OfflineQueue
 import OfflineQueuePostgres
 import PostgresNIO
 import QueueEncryption
+import QueueTestSupport
 import Testing
 import TestSupport
 

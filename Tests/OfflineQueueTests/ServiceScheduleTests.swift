@@ -1,6 +1,7 @@
 import Foundation
 @testable import OfflineQueue
 @testable import OfflineQueueCore
+import QueueTestSupport
 import Testing
 
 /// The service's schedule without a store or a clock: readings in, steps out.

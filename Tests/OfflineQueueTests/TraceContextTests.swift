@@ -6,6 +6,7 @@ import InMemoryTracing
 import OfflineQueue
 import PostgresNIO
 import QueueEncryption
+import QueueTestSupport
 import Testing
 import TestSupport
 import Tracing

@@ -3,6 +3,7 @@ import Foundation
 import HTTPCore
 import InMemoryTracing
 import OfflineQueue
+import QueueTestSupport
 import Testing
 import TestSupport
 import Tracing

@@ -1,4 +1,5 @@
 import OfflineQueue
+import QueueTestSupport
 import Testing
 
 @Suite("VerifiedBodyMemory: the budget of plaintext kept for sends")

@@ -4,6 +4,7 @@ import Logging
 @testable import OfflineQueue
 @testable import OfflineQueueCore
 import ServiceLifecycle
+import QueueTestSupport
 import Testing
 import TestSupport
 

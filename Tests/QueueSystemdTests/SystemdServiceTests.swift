@@ -4,6 +4,7 @@ import Logging
 import OfflineQueue
 import QueueSystemd
 import ServiceLifecycle
+import QueueTestSupport
 import Testing
 import TestSupport
 
