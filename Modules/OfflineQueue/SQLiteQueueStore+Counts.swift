@@ -111,6 +111,7 @@ extension SQLiteQueueStore {
                     case .inflight: counts.inflight = count
                     case .delivered: counts.delivered = count
                     case .dead: counts.dead = count
+                    case .blocked: counts.blocked = count
                     }
                 } catch {
                     throw error.corruptDatabase(path)
@@ -154,7 +155,7 @@ extension SQLiteQueueStore {
             }
             if due.map({ $0 <= now.uptime }) ?? false {
                 if lean && !otherBoots {
-                    counts.due = try Self.dueFromIndexes(db, pendingRows: pendingRows, now: now)
+                    counts.due = try Self.dueFromIndexes(db, pendingRows: pendingRows, now: now, groupOpen: self.groupOpenStates)
                 } else {
                     // Walks the due part of the index only (and of schema 8, the claim order's
                     // index for the entries due from their start, row by row).
@@ -217,7 +218,7 @@ extension SQLiteQueueStore {
     /// ahead of this one's makes such a row: one committed between the counts' clock reading and
     /// their transaction (due by the time anyone reads the count), or one of a process whose boot
     /// clock could not be trusted, which the next drain's start rebases to due at once.
-    static func dueFromIndexes(_ db: Database, pendingRows: Int, now: QueueTime) throws -> Int {
+    static func dueFromIndexes(_ db: Database, pendingRows: Int, now: QueueTime, groupOpen: String) throws -> Int {
         let waiting = "entry.due_uptime > entry.budget_uptime AND entry.due_uptime > :uptime"
         let arguments: StatementArguments = ["uptime": now.uptime]
         var notDue = try Int.fetchOne(db.cachedStatement(sql: """
@@ -226,7 +227,7 @@ extension SQLiteQueueStore {
         for group in try String.fetchAll(db.cachedStatement(sql: "SELECT group_key FROM pause WHERE group_key IS NOT NULL")) {
             notDue += try Int.fetchOne(db.cachedStatement(sql: """
                 SELECT count(*) FROM entry INDEXED BY entry_group_open
-                WHERE group_key = :group AND state IN ('pending', 'inflight') AND entry.state = 'pending' AND NOT (\(waiting))
+                WHERE group_key = :group AND state IN \(groupOpen) AND entry.state = 'pending' AND NOT (\(waiting))
                 """), arguments: arguments + ["group": group]) ?? 0
         }
         notDue += try Int.fetchOne(db.cachedStatement(sql: """

@@ -111,7 +111,7 @@ extension SQLiteQueueStore {
             AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = e.id)
             AND (e.group_key IS NULL OR NOT EXISTS (
                 SELECT 1 FROM entry AS p INDEXED BY entry_group_open
-                WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN ('pending', 'inflight')))
+                WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN \(Schema.groupOpenStates)))
             ORDER BY e.priority DESC, e.id
             LIMIT :limit
             """)
@@ -176,11 +176,14 @@ extension SQLiteQueueStore {
             RETURNING entry.id
             """)
         let unlease = try db.cachedStatement(sql: "DELETE FROM lease WHERE owner = :owner AND entry_id IN (SELECT value FROM json_each(:ids))")
+        // Entries that wait for a settled one are decided once the settlements are recorded.
+        var children: [EntryID] = []
         for (status, ids) in deliveries {
             let list = list(ids)
             let recorded = Set(try EntryID.fetchAll(deliver, arguments: ["now": wall, "status": status, "ids": list, "owner": owner]))
             try unlease.execute(arguments: ["owner": owner, "ids": list])
             lost.formUnion(ids.filter { !recorded.contains($0) })
+            children += try parentsDelivered(db, list)
         }
         for settlement in others {
             let arguments: StatementArguments
@@ -219,8 +222,10 @@ extension SQLiteQueueStore {
                 lost.insert(settlement.id)
             } else {
                 try db.cachedStatement(sql: "DELETE FROM lease WHERE entry_id = ?").execute(arguments: [settlement.id])
+                if case .deadLetter = settlement.transition { children += try Self.children(db, of: list([settlement.id])) }
             }
         }
+        if !children.isEmpty { try resolve(db, children, now: now) }
         return lost
     }
 

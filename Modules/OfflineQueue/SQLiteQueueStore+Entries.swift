@@ -38,7 +38,9 @@ extension SQLiteQueueStore {
                 try insert.execute(arguments: arguments)
             }
             if db.changesCount == 1 {
-                tickets.append(Ticket(id: db.lastInsertedRowID, idempotencyKey: entry.idempotencyKey, deduplicated: false))
+                let id = db.lastInsertedRowID
+                if !entry.after.isEmpty { try link(db, child: id, entry, now: now) }
+                tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: false))
             } else {
                 let id = try EntryID.fetchOne(db, sql: "SELECT id FROM entry WHERE idempotency_key = ?", arguments: [entry.idempotencyKey]) ?? 0
                 tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: true))
@@ -86,6 +88,7 @@ extension SQLiteQueueStore {
             guard let ids else {
                 let changed = try EntryID.fetchAll(db, sql: "SELECT id FROM entry WHERE state = 'dead' AND state <> 'pending' ORDER BY id")
                 try db.execute(sql: "UPDATE entry \(set) WHERE state = 'dead'", arguments: StatementArguments(stamp))
+                try Self.reblock(db, Self.list(changed), now: now)
                 return changed
             }
             for id in ids {
@@ -96,6 +99,7 @@ extension SQLiteQueueStore {
                 if state == EntryState.delivered.rawValue { continue }
                 try db.execute(sql: "UPDATE entry \(set) WHERE id = :id", arguments: StatementArguments(stamp.merging(["id": id]) { $1 }))
             }
+            try Self.reblock(db, Self.list(ids), now: now)
             return ids
         }
         if !changed.isEmpty { ringWake() }
@@ -122,8 +126,9 @@ extension SQLiteQueueStore {
                 // Entries in flight (with a lease) are never purged by state.
                 let filter = "state IN (\(placeholders)) \(timeClause) AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)"
                 files = try String.fetchAll(db, sql: "SELECT body_file FROM entry WHERE \(filter) AND body_file IS NOT NULL", arguments: arguments)
-                try db.execute(sql: "DELETE FROM entry WHERE \(filter)", arguments: arguments)
-                count = db.changesCount
+                let deleted = try EntryID.fetchAll(db, sql: "DELETE FROM entry WHERE \(filter) RETURNING id", arguments: arguments)
+                count = deleted.count
+                try Self.resolve(db, Self.children(db, of: Self.list(deleted)), now: now)
             case .ids(let ids):
                 for id in ids {
                     guard let row = try Row.fetchOne(db, sql: "SELECT state, lease_owner, body_file FROM entry_view WHERE id = ?", arguments: [id]) else {
@@ -141,10 +146,13 @@ extension SQLiteQueueStore {
                     try db.execute(sql: "DELETE FROM lease WHERE entry_id = ?", arguments: [id])
                     count += 1
                 }
+                try Self.resolve(db, Self.children(db, of: Self.list(ids)), now: now)
             }
             return (count, files)
         }
         bodies.remove(files)
+        // Entries that waited for a purged one may be due now.
+        if count > 0 { ringWake() }
         return count
     }
 

@@ -65,7 +65,7 @@ extension SQLiteQueueStore {
                 for group in pauses.compactMap(\.group) {
                     held += try Int.fetchOne(db.cachedStatement(sql: """
                         SELECT count(*) FROM entry AS e INDEXED BY entry_group_open
-                        WHERE e.group_key = ? AND e.state IN ('pending', 'inflight') AND e.state = 'pending' \(notLeased)
+                        WHERE e.group_key = ? AND e.state IN \(self.groupOpenStates) AND e.state = 'pending' \(notLeased)
                         """), arguments: [group]) ?? 0
                 }
             }
@@ -143,17 +143,19 @@ extension SQLiteQueueStore {
                     WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'dead')
                         AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)
                     """, arguments: ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime, "ids": Self.list(ids)])
+                try Self.reblock(db, Self.list(ids), now: now)
                 return (change, [])
             case .purge:
                 try db.execute(sql: "DELETE FROM entry WHERE id IN (SELECT value FROM json_each(?))", arguments: [Self.list(ids)])
                 // The leases of drainers that are gone go with their entries.
                 try db.execute(sql: "DELETE FROM lease WHERE entry_id IN (SELECT value FROM json_each(?))", arguments: [Self.list(ids)])
+                try Self.resolve(db, Self.children(db, of: Self.list(ids)), now: now)
                 return (change, changed.compactMap(\.bodyReference))
             }
         }
         let (change, files) = dryRun ? try await read(work) : try await write(work)
         bodies.remove(files)
-        if operation == .retry && !change.ids.isEmpty && !dryRun { ringWake() }
+        if !change.ids.isEmpty && !dryRun { ringWake() }
         return change
     }
 }

@@ -47,6 +47,13 @@ enum Schema {
     /// The first schema with the entries' trace context (`traceparent`, `tracestate`).
     static let firstTraceVersion = version(after: "v10-trace-context")
 
+    /// The first schema with entries that wait for others (`entry_edge`, the `blocked` state).
+    static let firstDependencyVersion = version(after: "v11-dependencies")
+
+    /// The states of `entry_group_open`'s rows (schema 11 on): a group's open entries, which its
+    /// later entries wait behind.
+    static let groupOpenStates = "('pending', 'inflight', 'blocked')"
+
     /// The oldest schema a read-only queue reads as it is: it cannot migrate, and schema 3
     /// changed only the file header, not a column.
     static let oldestReadOnlyVersion = version(after: "v2-boot-clock")
@@ -78,7 +85,7 @@ enum Schema {
     }
 
     /// The tables Courier creates; any other (outside SQLite's own) marks a foreign file.
-    static let tables: Set<String> = ["entry", "pause", "lease", "queue_meta", "queue_key", "grdb_migrations"]
+    static let tables: Set<String> = ["entry", "entry_edge", "pause", "lease", "queue_meta", "queue_key", "grdb_migrations"]
 
     /// `entry_view` as schema 9 made it, its entry columns followed by `columns` (each after a
     /// comma): an entry and its lease, in flight where a lease holds it.
@@ -378,6 +385,102 @@ enum Schema {
                 DROP VIEW entry_view;
                 \(entryView(adding: ", traceparent, tracestate"))
                 PRAGMA user_version = 10;
+                """)
+        }
+        migrator.registerMigration("v11-dependencies") { db in
+            // Entries that wait for others (Docs/OfflineQueue.md, "Offline work in steps"): an
+            // `entry_edge` row per link, and a `blocked` state outside the claim order's index,
+            // so a claim walks what it walked before however many entries wait. SQLite cannot
+            // change a CHECK in place: the table is copied once, its states and dead reasons
+            // widened (with the states later steps of that work keep, so this is the last copy),
+            // and a blocked entry holds its group's later entries as a pending one does.
+            let columns = """
+                id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name, group_key,
+                priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, last_attempt_at,
+                finished_at, waiting_network, lease_owner, lease_expires_at, last_status, last_error, response_excerpt,
+                clock_boot, budget_uptime, due_uptime, lease_uptime, attempt_uptime, dead_reason, seal_key, seal,
+                traceparent, tracestate
+                """
+            try db.execute(sql: """
+                DROP VIEW entry_view;
+                DROP TRIGGER entry_id_floor;
+                CREATE TABLE entry_v11 (
+                    id INTEGER PRIMARY KEY,
+                    idempotency_key TEXT NOT NULL UNIQUE,
+                    method TEXT NOT NULL,
+                    url TEXT NOT NULL,
+                    headers TEXT NOT NULL,
+                    body BLOB,
+                    body_file TEXT,
+                    body_length INTEGER,
+                    scopes TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    group_key TEXT,
+                    priority INTEGER NOT NULL DEFAULT 0,
+                    timeout_ms INTEGER,
+                    state TEXT NOT NULL
+                        CHECK (state IN ('pending', 'inflight', 'delivered', 'dead', 'blocked', 'conflict', 'superseded')),
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    created_at REAL NOT NULL,
+                    budget_from REAL NOT NULL,
+                    next_attempt_at REAL NOT NULL,
+                    last_attempt_at REAL,
+                    finished_at REAL,
+                    waiting_network INTEGER NOT NULL DEFAULT 0,
+                    lease_owner TEXT,
+                    lease_expires_at REAL,
+                    last_status INTEGER,
+                    last_error TEXT,
+                    response_excerpt TEXT,
+                    clock_boot TEXT,
+                    budget_uptime REAL NOT NULL DEFAULT 0,
+                    due_uptime REAL NOT NULL DEFAULT 0,
+                    lease_uptime REAL,
+                    attempt_uptime REAL,
+                    dead_reason TEXT
+                        CHECK (dead_reason IN ('rejected', 'attemptsExhausted', 'expired', 'unsendable', 'parentDead', 'conflict')),
+                    seal_key TEXT,
+                    seal BLOB,
+                    traceparent TEXT,
+                    tracestate TEXT
+                );
+                INSERT INTO entry_v11 (\(columns)) SELECT \(columns) FROM entry;
+                DROP TABLE entry;
+                ALTER TABLE entry_v11 RENAME TO entry;
+                -- Claim order: priority first, then age, among pending entries only.
+                CREATE INDEX entry_pending ON entry(priority DESC, id) WHERE state = 'pending';
+                -- "Is an earlier entry of this group still open?" for FIFO per group.
+                CREATE INDEX entry_group_open ON entry(group_key, id)
+                    WHERE group_key IS NOT NULL AND state IN ('pending', 'inflight', 'blocked');
+                -- Entries waiting only for the network, woken when it is back.
+                CREATE INDEX entry_network_wait ON entry(id) WHERE state = 'pending' AND waiting_network = 1;
+                -- The next due time of entries given a wait, on the boot clock.
+                CREATE INDEX entry_due ON entry(due_uptime) WHERE state = 'pending' AND due_uptime > budget_uptime;
+                -- Counts, listings and purges of entries not pending (blocked ones among them).
+                CREATE INDEX entry_state ON entry(state, id) WHERE state <> 'pending';
+                CREATE TRIGGER entry_id_floor AFTER DELETE ON entry
+                WHEN OLD.id > (SELECT id_floor FROM queue_meta) AND NOT EXISTS (SELECT 1 FROM entry WHERE id > OLD.id)
+                BEGIN
+                    UPDATE queue_meta SET id_floor = OLD.id;
+                END;
+                -- What an entry waits for: one row per link, with the child's policy and whether
+                -- the parent was delivered (kept once retention removes the parent).
+                CREATE TABLE entry_edge (
+                    child INTEGER NOT NULL,
+                    parent INTEGER NOT NULL,
+                    when_parent_dies TEXT NOT NULL CHECK (when_parent_dies IN ('die', 'wait', 'proceed')),
+                    parent_delivered INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (child, parent)
+                ) WITHOUT ROWID;
+                -- The children of a settled, retried or purged entry.
+                CREATE INDEX entry_edge_parent ON entry_edge(parent);
+                -- An entry's links go with it.
+                CREATE TRIGGER entry_edge_gone AFTER DELETE ON entry
+                BEGIN
+                    DELETE FROM entry_edge WHERE child = OLD.id;
+                END;
+                \(entryView(adding: ", traceparent, tracestate"))
+                PRAGMA user_version = 11;
                 """)
         }
         return migrator

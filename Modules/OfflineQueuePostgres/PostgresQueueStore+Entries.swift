@@ -34,6 +34,7 @@ extension PostgresQueueStore {
                     entry.seal?.keyID, entry.seal?.blob, entry.traceContext?.traceparent, entry.traceContext?.tracestate
                 ), logger: logger).decodeAll(Int64.self)
             if let id = inserted.first {
+                if !entry.after.isEmpty { try await link(child: id, entry, fleet: fleet, on: connection) }
                 tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: false))
             } else {
                 let id = try await connection.query(PostgresQuery(unsafeSQL: sql("SELECT id FROM §.entry WHERE idempotency_key = $1"))
@@ -67,10 +68,12 @@ extension PostgresQueueStore {
                     changed = true
                 }
                 result = ids
+                try await self.reblock(ids, fleet: fleet, on: connection)
             } else {
                 result = try await connection.query(PostgresQuery(unsafeSQL: self.sql("UPDATE §.entry \(set) WHERE state = 'dead' RETURNING id"))
                     .with(fleet), logger: self.logger).decodeAll(Int64.self).sorted()
                 changed = !result.isEmpty
+                try await self.reblock(result, fleet: fleet, on: connection)
             }
             if changed { try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger) }
             return result
@@ -79,19 +82,21 @@ extension PostgresQueueStore {
 
     func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int {
         let lockName = self.lockName
+        let fleet = try await fleetTime(now)
         return try await transaction { connection in
             var references: [String] = []
-            var count = 0
+            var deleted: [EntryID] = []
             switch selection {
             case .states(let states, let before):
                 let chosen = states.subtracting([.inflight]).map(\.rawValue).sorted()
                 guard !chosen.isEmpty else { return 0 }
-                let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                for try await (id, reference) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                     DELETE FROM §.entry WHERE state = ANY($1) AND ($2::float8 IS NULL OR COALESCE(finished_at, created_at) < $2)
-                    RETURNING body_ref
-                    """)).with(chosen, before?.timeIntervalSince1970), logger: self.logger).decodeAll(String?.self)
-                count = rows.count
-                references = rows.compactMap { $0 }
+                    RETURNING id, body_ref
+                    """)).with(chosen, before?.timeIntervalSince1970), logger: self.logger).decode((Int64, String?).self) {
+                    deleted.append(id)
+                    if let reference { references.append(reference) }
+                }
             case .ids(let ids):
                 for id in ids {
                     let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
@@ -105,13 +110,16 @@ extension PostgresQueueStore {
                     }
                     guard found else { throw QueueError.noSuchEntry(id) }
                     try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.entry WHERE id = $1")).with(id), logger: self.logger)
-                    count += 1
+                    deleted.append(id)
                 }
             }
+            // Entries that waited for a purged one are decided, and woken when due.
+            try await self.resolveChildren(of: deleted, fleet: fleet, on: connection)
+            if !deleted.isEmpty { try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger) }
             if !references.isEmpty {
                 try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.body WHERE ref = ANY($1)")).with(references), logger: self.logger)
             }
-            return count
+            return deleted.count
         }
     }
 
@@ -281,6 +289,7 @@ extension PostgresQueueStore {
                 case .inflight: counts.inflight = Int(count)
                 case .delivered: counts.delivered = Int(count)
                 case .dead: counts.dead = Int(count)
+                case .blocked: counts.blocked = Int(count)
                 }
             }
             counts.oldestPendingCreatedAt = try await connection.query(

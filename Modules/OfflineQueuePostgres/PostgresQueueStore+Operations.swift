@@ -124,9 +124,12 @@ extension PostgresQueueStore {
                         finished_at = NULL
                     WHERE id = ANY($2) AND state IN ('pending', 'dead')
                     """)).with(fleet, ids), logger: self.logger)
+                try await self.reblock(ids, fleet: fleet, on: connection)
                 try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger)
             case .purge:
                 try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.entry WHERE id = ANY($1)")).with(ids), logger: self.logger)
+                try await self.resolveChildren(of: ids, fleet: fleet, on: connection)
+                try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger)
                 let bodies = changed.compactMap(\.bodyReference)
                 if !bodies.isEmpty {
                     try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.body WHERE ref = ANY($1)")).with(bodies), logger: self.logger)

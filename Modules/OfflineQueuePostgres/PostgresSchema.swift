@@ -137,7 +137,87 @@ enum PostgresSchema {
             ))
             """
         },
+        // Entries that wait for others (Docs/OfflineQueue.md, "Offline work in steps"): an
+        // `entry_edge` row per link, and a `blocked` state outside the claim order's index, so a
+        // claim reads what it read before however many entries wait (the states later steps of
+        // that work keep are allowed at once). A blocked entry holds its group's later entries
+        // as a pending one does. `resolve_blocked` is DependencyRule's verdict in SQL, applied
+        // by `settle_and_claim` to the children of what it settles, in its one statement, and
+        // by the store's retries, purges and inserts in theirs.
+        Migration(name: "v5-dependencies") { schema in
+            """
+            ALTER TABLE "\(schema)".entry DROP CONSTRAINT entry_state_check;
+            ALTER TABLE "\(schema)".entry ADD CONSTRAINT entry_state_check
+                CHECK (state IN ('pending', 'inflight', 'delivered', 'dead', 'blocked', 'conflict', 'superseded')) NOT VALID;
+            DROP INDEX "\(schema)".entry_group_open;
+            CREATE INDEX entry_group_open ON "\(schema)".entry (group_key, id)
+                WHERE group_key IS NOT NULL AND state IN ('pending', 'inflight', 'blocked');
+            CREATE TABLE "\(schema)".entry_edge (
+                child bigint NOT NULL REFERENCES "\(schema)".entry (id) ON DELETE CASCADE,
+                parent bigint NOT NULL,
+                when_parent_dies text NOT NULL CHECK (when_parent_dies IN ('die', 'wait', 'proceed')),
+                parent_delivered boolean NOT NULL DEFAULT false,
+                PRIMARY KEY (child, parent)
+            );
+            CREATE INDEX entry_edge_parent ON "\(schema)".entry_edge (parent);
+            \(resolveBlocked(schema))
+            \(dropSettleAndClaim(schema))
+            \(settleAndClaim(
+                schema, outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text",
+                columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate", dependencies: true
+            ))
+            """
+        },
     ]
+
+    /// `resolve_blocked(candidates, fleet)`: the blocked entries among `candidates` become what
+    /// ``DependencyRule/verdict(parents:policy:)`` says (due when every parent is delivered, or
+    /// dead and the policy proceeds; dead with the first parent, by id, that died or was purged
+    /// unsent where the policy dies with it, or waits for a retry that can no longer come), and
+    /// the children of each that died are decided next.
+    private static func resolveBlocked(_ schema: String) -> String {
+        """
+        CREATE FUNCTION "\(schema)".resolve_blocked(candidates bigint[], fleet double precision) RETURNS void
+        LANGUAGE plpgsql
+        AS $$
+        DECLARE
+            died bigint[];
+        BEGIN
+            WHILE cardinality(candidates) > 0 LOOP
+                WITH links AS (
+                    SELECT g.child, g.parent, g.when_parent_dies AS policy,
+                        CASE WHEN g.parent_delivered THEN 'delivered' ELSE coalesce(p.state, 'gone') END AS parent_state
+                    FROM "\(schema)".entry_edge AS g
+                    JOIN "\(schema)".entry AS c ON c.id = g.child AND c.state = 'blocked'
+                    LEFT JOIN "\(schema)".entry AS p ON p.id = g.parent
+                    WHERE g.child = ANY(candidates)
+                ), verdict AS (
+                    SELECT child,
+                        (array_agg(parent ORDER BY parent) FILTER (WHERE parent_state IN ('dead', 'gone')
+                            AND (policy = 'die' OR (parent_state = 'gone' AND policy = 'wait'))))[1] AS killer,
+                        (array_agg(parent_state = 'gone' ORDER BY parent) FILTER (WHERE parent_state IN ('dead', 'gone')
+                            AND (policy = 'die' OR (parent_state = 'gone' AND policy = 'wait'))))[1] AS purged,
+                        bool_and(parent_state = 'delivered' OR (parent_state IN ('dead', 'gone') AND policy = 'proceed')) AS due
+                    FROM links GROUP BY child
+                ), released AS (
+                    UPDATE "\(schema)".entry AS e SET state = 'pending'
+                    FROM verdict AS v WHERE e.id = v.child AND e.state = 'blocked' AND v.killer IS NULL AND v.due
+                    RETURNING e.id
+                ), killed AS (
+                    UPDATE "\(schema)".entry AS e SET state = 'dead', dead_reason = 'parentDead', finished_at = fleet, waiting_network = false,
+                        last_error = 'entry ' || v.killer || ' it waits for '
+                            || CASE WHEN v.purged THEN 'was purged before it was delivered' ELSE 'is dead' END || '; not sent'
+                    FROM verdict AS v WHERE e.id = v.child AND e.state = 'blocked' AND v.killer IS NOT NULL
+                    RETURNING e.id
+                )
+                SELECT array_agg(killed.id) INTO died FROM killed;
+                SELECT coalesce(array_agg(g.child), '{}') INTO candidates
+                    FROM "\(schema)".entry_edge AS g WHERE g.parent = ANY(coalesce(died, '{}'));
+            END LOOP;
+        END
+        $$;
+        """
+    }
 
     /// Drops `settle_and_claim` (v2's arguments, which every later definition keeps), so that a
     /// migration can make it again with other result columns.
@@ -153,8 +233,29 @@ enum PostgresSchema {
     /// `settle_and_claim` as v2 made it, returning its claimed rows' columns up to `dead_reason`,
     /// then `columns` (declared as `outputs`; each starts with a comma), before the tag: one
     /// definition for every migration that adds a column to what a claim reads.
-    private static func settleAndClaim(_ schema: String, outputs: String = "", columns: String = "") -> String {
-        """
+    ///
+    /// With `dependencies` (v5 on): a blocked entry holds its group, and the children of the
+    /// entries it delivers or gives up on are decided (`resolve_blocked`) before it claims.
+    private static func settleAndClaim(_ schema: String, outputs: String = "", columns: String = "", dependencies: Bool = false) -> String {
+        let groupOpen = dependencies ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
+        let recordedColumns = dependencies ? "array_agg(done.id), array_agg(done.id) FILTER (WHERE done.state = 'delivered'), array_agg(done.id) FILTER (WHERE done.state = 'dead')" : "array_agg(done.id)"
+        let recordedInto = dependencies ? "recorded, delivered, died" : "recorded"
+        let resolve = dependencies ? """
+                IF delivered IS NOT NULL OR died IS NOT NULL THEN
+                    WITH marked AS (
+                        UPDATE "\(schema)".entry_edge SET parent_delivered = true WHERE parent = ANY(coalesce(delivered, '{}')) RETURNING child
+                    )
+                    SELECT array_agg(k.child) INTO children FROM (
+                        SELECT child FROM marked
+                        UNION ALL SELECT g.child FROM "\(schema)".entry_edge AS g WHERE g.parent = ANY(coalesce(died, '{}'))
+                    ) AS k;
+                    IF children IS NOT NULL THEN
+                        PERFORM "\(schema)".resolve_blocked(children, fleet);
+                    END IF;
+                END IF;
+            """ : ""
+        let declarations = dependencies ? "\n    delivered bigint[];\n    died bigint[];\n    children bigint[];" : ""
+        return """
         CREATE FUNCTION "\(schema)".settle_and_claim(
             mine bigint[], fleet double precision,
             s_id bigint[], s_kind text[], s_attempts integer[], s_next double precision[], s_waiting boolean[],
@@ -174,7 +275,7 @@ enum PostgresSchema {
         SET enable_sort = off
         AS $$
         DECLARE
-            recorded bigint[];
+            recorded bigint[];\(declarations)
         BEGIN
             IF cardinality(s_id) > 0 THEN
                 -- Materialized: the join reads the arrays once, not once per row it updates.
@@ -196,9 +297,10 @@ enum PostgresSchema {
                         lease_owner = NULL, lease_drainer = NULL, lease_expires_at = NULL
                     FROM s
                     WHERE e.id = ANY(s_id) AND e.id = s.id AND e.state = 'inflight' AND e.lease_drainer = ANY(mine)
-                    RETURNING e.id
+                    RETURNING e.id\(dependencies ? ", e.state" : "")
                 )
-                SELECT array_agg(done.id) INTO recorded FROM done;
+                SELECT \(recordedColumns) INTO \(recordedInto) FROM done;
+        \(resolve)
                 o_tag := 'lost';
                 FOR o_id IN SELECT u FROM unnest(s_id) AS u WHERE u <> ALL(coalesce(recorded, '{}')) LOOP
                     RETURN NEXT;
@@ -233,7 +335,7 @@ enum PostgresSchema {
                         AND NOT EXISTS (SELECT 1 FROM "\(schema)".pause AS z WHERE z.group_key IS NULL OR z.group_key = c.group_key)
                         AND (c.group_key IS NULL OR NOT EXISTS (
                             SELECT 1 FROM "\(schema)".entry AS p
-                            WHERE p.group_key = c.group_key AND p.id < c.id AND p.state IN ('pending', 'inflight')))
+                            WHERE p.group_key = c.group_key AND p.id < c.id AND p.state IN \(groupOpen)))
                         ORDER BY c.priority DESC, c.id
                         LIMIT claim_limit
                         FOR UPDATE SKIP LOCKED

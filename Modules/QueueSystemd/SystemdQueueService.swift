@@ -158,7 +158,7 @@ public struct SystemdQueueService: Service {
             let delivered = counts.lastDeliveredAt.map { Date.ISO8601FormatStyle().format($0) } ?? "none yet"
             let oldest = counts.oldestPendingCreatedAt.map { AgeText.format(max(0, now.timeIntervalSince($0))) } ?? "-"
             var line = "pending \(counts.pending) (due \(counts.due)), in flight \(counts.inflight) (\(counts.inflightHere) here), "
-                + "dead \(counts.dead), oldest pending \(oldest), last delivery \(delivered); "
+                + "dead \(counts.dead), " + (counts.blocked > 0 ? "blocked \(counts.blocked), " : "") + "oldest pending \(oldest), last delivery \(delivered); "
                 + "here: \(activity.deliveredLastMinute) delivered in the last minute"
             let verdict = service.liveness()
             if let reason = verdict.reason { line = "stuck: \(reason); " + line }

@@ -618,11 +618,16 @@ struct Spec {
     /// The whole URL, instead of `https://example.test` and the path.
     var url: String?
     var traceContext: TraceContext?
+    /// The entries it waits for, and what it does when one dies.
+    var after: [EntryID] = []
+    var whenParentDies: ParentDeathPolicy = .die
 
     init(
         key: String? = nil, group: String? = nil, priority: Int = 0, notBefore: Date? = nil, path: String? = nil, name: String? = nil, url: String? = nil,
-        traceContext: TraceContext? = nil
+        traceContext: TraceContext? = nil, after: [EntryID] = [], whenParentDies: ParentDeathPolicy = .die
     ) {
+        self.after = after
+        self.whenParentDies = whenParentDies
         self.key = key
         self.group = group
         self.priority = priority
@@ -636,11 +641,14 @@ struct Spec {
     var entry: NewEntry { entry(key: key ?? UUID().uuidString) }
 
     func entry(key: String) -> NewEntry {
-        NewEntry(
+        var entry = NewEntry(
             idempotencyKey: key, method: "POST", url: url ?? "https://example.test" + (path ?? "/" + key),
             headers: [StoredHeader(name: "X-Key", value: key)], body: nil, scopes: [], name: name ?? "POST /test",
             group: group, priority: priority, timeout: nil, notBefore: notBefore, traceContext: traceContext
         )
+        entry.after = after
+        entry.whenParentDies = whenParentDies
+        return entry
     }
 }
 

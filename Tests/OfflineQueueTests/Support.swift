@@ -22,9 +22,21 @@ func expectRefused(
     #expect(!FileManager.default.fileExists(atPath: path + "-wal"), sourceLocation: sourceLocation)
 }
 
+/// SQL that takes a file of this version back to schema 10, as Courier wrote it before entries
+/// could wait for others: schema 11's links gone, a group's open entries as schema 10 indexed
+/// them (the entry table keeps schema 11's wider checks, which no schema 10 row breaks).
+let backToSchema10 = """
+    DROP TRIGGER entry_edge_gone; DROP TABLE entry_edge;
+    DROP INDEX entry_group_open;
+    CREATE INDEX entry_group_open ON entry(group_key, id) WHERE group_key IS NOT NULL AND state IN ('pending', 'inflight');
+    DELETE FROM grdb_migrations WHERE identifier = 'v11-dependencies';
+    PRAGMA user_version = 10;
+
+    """
+
 /// SQL that takes a file of this version back to schema 9, as Courier wrote it before entries
 /// kept a trace context: schema 10's columns gone, its view as schema 9 had it.
-let backToSchema9 = """
+let backToSchema9 = backToSchema10 + """
     DROP VIEW entry_view;
     ALTER TABLE entry DROP COLUMN traceparent; ALTER TABLE entry DROP COLUMN tracestate;
     \(Schema.entryView())

@@ -136,7 +136,7 @@ struct TraceContextTests {
         #expect(try await reader.entries().count == 3, "a reader reads schema 9 as it is")
         let queue = try makeQueue(path: folder.databasePath, server: server)
         let version = try await DatabaseQueue(path: folder.databasePath).read { try Int.fetchOne($0, sql: "PRAGMA user_version") }
-        #expect(version == 10)
+        #expect(version == 11)
         #expect(try await queue.entries().allSatisfy { $0.traceContext == nil })
         #expect(try await queue.drain().delivered == 3)
         #expect(server.requests.allSatisfy { $0.values(of: "traceparent").isEmpty })
@@ -154,8 +154,15 @@ struct TraceContextTests {
                 for _ in 0..<3 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString) }
                 await queue.close()
             }
-            // v4 undone: its columns and its record gone (it makes `settle_and_claim` anew).
+            // v5 and v4 undone: their tables, functions, columns and records gone (each makes
+            // `settle_and_claim` anew).
             _ = try await withPostgres(store.path) { connection in
+                for statement in [
+                    "DROP FUNCTION \"\(schema)\".resolve_blocked(bigint[], double precision)", "DROP TABLE \"\(schema)\".entry_edge",
+                    "DELETE FROM \"\(schema)\".migration WHERE name = 'v5-dependencies'",
+                ] {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: testLogger)
+                }
                 try await connection.query(PostgresQuery(unsafeSQL: """
                     ALTER TABLE "\(schema)".entry DROP COLUMN traceparent, DROP COLUMN tracestate
                     """), logger: testLogger)

@@ -54,6 +54,27 @@ struct ConsoleStoreParityTests {
         }
     }
 
+    @Test("an entry that waits for another: blocked in the overview and the entries, linked both ways on its page", arguments: ConsoleStore.available)
+    func dependencies(_ store: ConsoleStore) async throws {
+        try await ConsoleFixture.with(store) { fixture, client in
+            let parent = try await fixture.enqueue("/missing", name: "orders")
+            let child = try await fixture.queue.enqueue([QueuedRequest(
+                method: "POST", url: "https://api.example.com/ok", options: EnqueueOptions(after: [parent], whenParentDies: .wait)
+            )])[0].id
+            let overview = try await client.send(.get, "/", json: true).decode(OverviewJSON.self)
+            #expect(overview.counts.blocked == 1 && overview.counts.pending == 1 && overview.counts.total == 2)
+            #expect(try await client.send(.get, "/entries?state=blocked", json: true).decode(EntriesJSON.self).entries.map(\.id) == [child])
+            let page = try await client.send(.get, "/entries/\(child)", json: true).decode(EntryJSON.self)
+            #expect(page.state == "blocked" && page.parents == [parent] && page.whenParentDies == "wait")
+            #expect(try await client.send(.get, "/entries/\(parent)", json: true).decode(EntryJSON.self).children == [child])
+            let html = try await client.send(.get, "/entries/\(child)").text
+            #expect(html.contains(#"<a href="/entries/\#(parent)">entry \#(parent)</a>"#) || html.contains("entry \(parent)</a>"))
+            // The parent dies: the child waits for its retry.
+            try await fixture.drain()
+            #expect(try await fixture.queue.entry(child)?.state == .blocked)
+        }
+    }
+
     @Test("actions: retry, discard, bulk by id, bulk by filter after its confirmation, pause and resume", arguments: ConsoleStore.available)
     func actions(_ store: ConsoleStore) async throws {
         try await ConsoleFixture.with(store) { fixture, client in

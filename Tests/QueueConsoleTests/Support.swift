@@ -152,7 +152,7 @@ extension TestResponse {
 
 /// The JSON twins' shapes, as much as the tests read.
 struct OverviewJSON: Decodable {
-    struct Counts: Decodable { var pending, delivered, dead, inflight, total, waitingForNetwork: Int }
+    struct Counts: Decodable { var pending, delivered, dead, inflight, blocked, total, waitingForNetwork: Int }
     struct Group: Decodable { var name: String }
     struct Tally: Decodable { var label, key, query: String; var pending, inflight, delivered, dead, total: Int; var paused: Bool }
     var counts: Counts
@@ -183,6 +183,9 @@ struct EntryJSON: Decodable {
     var attempts: Int
     var lastStatus: String
     var deadReason: String
+    var parents: [Int64] = []
+    var children: [Int64] = []
+    var whenParentDies: String = ""
 }
 
 struct ActionJSON: Decodable {

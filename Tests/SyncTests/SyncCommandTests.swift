@@ -66,7 +66,7 @@ struct SyncCommandTests {
         let stats = try await sync("--json", "stats")
         let counts = try #require(try stats.json() as? [String: Any])
         #expect(Set(counts.keys) == [
-            "pending", "due", "inflight", "inflight_orphaned", "delivered", "dead", "oldest_pending_age_seconds", "next_attempt_at",
+            "pending", "due", "inflight", "inflight_orphaned", "delivered", "dead", "blocked", "oldest_pending_age_seconds", "next_attempt_at",
             "last_delivered_at", "paused", "paused_groups", "pending_paused",
         ])
         #expect(counts["pending"] as? Int == 2)
@@ -151,6 +151,33 @@ struct SyncCommandTests {
         #expect(try await sync("purge", "--delivered").stdout == "1 entries purged\n")
         #expect(try await sync("retry", "99").status == 65)
         #expect(try await sync("purge", "99").status == 65)
+        await fixture.finish()
+    }
+
+    @Test("enqueue --after: blocked until its parent is delivered, shown both ways; a missing parent is refused (65) with nothing stored", arguments: [false, true])
+    func after(postgres: Bool) async throws {
+        let fixture = try await Fixture(postgres: postgres)
+        let sync = fixture.sync
+        let arrivals = LockedBox([String]())
+        fixture.server.route("/steps") { request, writer in
+            arrivals.withLock { $0.append(request.queryValue("n") ?? "?") }
+            try await writer.respond(status: 201)
+        }
+        #expect(try await sync("enqueue", "POST", fixture.url("/steps?n=create")).stdout == "1\n")
+        let child = try await sync("enqueue", "POST", fixture.url("/steps?n=tag"), "--priority", "9", "--after", "1", "--when-parent-dies", "wait")
+        #expect(child.status == 0 && child.stdout == "2\n")
+        let blocked = try #require(try await sync("--json", "list", "--state", "blocked").json() as? [[String: Any]])
+        #expect(blocked.map { $0["id"] as? Int } == [2])
+        let shown = try #require(try await sync("--json", "show", "2").json() as? [String: Any])
+        #expect(shown["state"] as? String == "blocked" && shown["after"] as? [Int] == [1] && shown["when_parent_dies"] as? String == "wait")
+        #expect(try await sync("show", "1").stdout.contains("waited_for_by: 2"))
+        #expect((try await sync("--json", "stats").json() as? [String: Any])?["blocked"] as? Int == 1)
+        let missing = try await sync("enqueue", "POST", fixture.url("/steps?n=orphan"), "--after", "99")
+        #expect(missing.status == 65 && missing.stderr.contains("no entry 99 to wait for"))
+        #expect(try await sync("enqueue", "POST", fixture.url("/steps?n=bad"), "--after", "0").status == 64)
+        #expect(try await sync("drain", "--no-reachability").status == 0)
+        #expect(arrivals.current == ["create", "tag"], "the child goes after its parent, whatever its priority; nothing else was stored")
+        #expect((try await sync("--json", "show", "2").json() as? [String: Any])?["state"] as? String == "delivered")
         await fixture.finish()
     }
 

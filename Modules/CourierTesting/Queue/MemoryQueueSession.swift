@@ -48,7 +48,9 @@ final class MemoryQueueSession: QueueStorage {
     // MARK: - Enqueue
 
     func insert(_ entries: [NewEntry], now: QueueTime) async throws(QueueError) -> [Ticket] {
-        let tickets = store.state.withLock { $0.insert(entries, now: now) }
+        let tickets = try store.state.withLock { state in
+            Result { () throws(QueueError) in try state.insert(entries, now: now) }
+        }.get()
         if tickets.contains(where: { !$0.deduplicated }) { store.ring() }
         return tickets
     }
@@ -162,6 +164,10 @@ final class MemoryQueueSession: QueueStorage {
         store.state.withLock { $0.pauseStatus() }
     }
 
+    func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {
+        store.state.withLock { $0.dependencies(of: id) }
+    }
+
     func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
         let changed = try store.state.withLock { state in
             Result { () throws(QueueError) in try state.retry(ids: ids, now: now) }
@@ -171,14 +177,17 @@ final class MemoryQueueSession: QueueStorage {
     }
 
     func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int {
-        try store.state.withLock { state in
-            Result { () throws(QueueError) in try state.purge(selection) }
+        let purged = try store.state.withLock { state in
+            Result { () throws(QueueError) in try state.purge(selection, now: now) }
         }.get()
+        // Children of what went may be due now.
+        if purged > 0 { store.ring() }
+        return purged
     }
 
     func change(_ operation: BulkOperation, matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
         let change = store.state.withLock { $0.change(operation, matching: selection, now: now, dryRun: dryRun) }
-        if operation == .retry && !dryRun && !change.ids.isEmpty { store.ring() }
+        if !dryRun && !change.ids.isEmpty { store.ring() }
         return change
     }
 

@@ -32,11 +32,21 @@ struct MemoryQueueState {
     /// The queue's id and the key-check values recorded per key id (``QueueSealStorage``).
     let queueID = UUID()
     var keyChecks: [String: String] = [:]
+    /// What each entry that waits for others waits for, and under which policy.
+    var links: [EntryID: (parents: [EntryID], policy: ParentDeathPolicy)] = [:]
+    /// The entries that wait for each entry.
+    var children: [EntryID: Set<EntryID>] = [:]
+    /// The entries delivered that others waited for: delivered still once retention removed them.
+    var deliveredParents: Set<EntryID> = []
 
     // MARK: - Enqueue
 
-    mutating func insert(_ entries: [NewEntry], now: QueueTime) -> [Ticket] {
-        entries.map { new in
+    /// Refuses the whole call, storing nothing, when an entry waits for one the queue lacks.
+    mutating func insert(_ entries: [NewEntry], now: QueueTime) throws(QueueError) -> [Ticket] {
+        for new in entries where byKey[new.idempotencyKey] == nil {
+            if let missing = new.after.first(where: { rows[$0] == nil }) { throw .noSuchDependency(missing) }
+        }
+        return entries.map { new in
             if let id = byKey[new.idempotencyKey] { return Ticket(id: id, idempotencyKey: new.idempotencyKey, deduplicated: true) }
             lastID += 1
             let wait = max(0, (new.notBefore?.timeIntervalSince(now.wall) ?? 0))
@@ -53,6 +63,12 @@ struct MemoryQueueState {
             stored.traceContext = new.traceContext
             rows[lastID] = Row(entry: stored, due: now.uptime + wait)
             byKey[new.idempotencyKey] = lastID
+            if !new.after.isEmpty {
+                links[lastID] = (new.after, new.whenParentDies)
+                for parent in new.after { children[parent, default: []].insert(lastID) }
+                rows[lastID]?.entry.state = .blocked
+                resolve([lastID], now: now)
+            }
             return Ticket(id: lastID, idempotencyKey: new.idempotencyKey, deduplicated: false)
         }
     }
@@ -63,6 +79,8 @@ struct MemoryQueueState {
     /// holds (nothing changed for those).
     mutating func settle(_ settlements: [Settlement], owner: String, now: QueueTime) -> Set<EntryID> {
         var lost: Set<EntryID> = []
+        var finished: [EntryID] = []
+        defer { resolveChildren(of: finished, now: now) }
         for settlement in settlements {
             guard var row = rows[settlement.id], row.entry.state == .inflight, row.entry.leaseOwner == owner else {
                 lost.insert(settlement.id)
@@ -71,6 +89,8 @@ struct MemoryQueueState {
             var entry = row.entry
             switch settlement.transition {
             case .deliver(let status):
+                finished.append(settlement.id)
+                if children[settlement.id] != nil { deliveredParents.insert(settlement.id) }
                 entry.state = .delivered
                 entry.attempts += 1
                 entry.finishedAt = now.wall
@@ -87,6 +107,7 @@ struct MemoryQueueState {
                 entry.lastError = retry.error
                 entry.responseExcerpt = retry.excerpt
             case .deadLetter(let dead):
+                finished.append(settlement.id)
                 entry.state = .dead
                 entry.attempts += dead.consumesAttempt ? 1 : 0
                 entry.finishedAt = now.wall
@@ -131,7 +152,7 @@ struct MemoryQueueState {
         let queuePaused = pauses.keys.contains(nil)
         // The first open entry of each group: a later one waits, whatever holds the first.
         var heads: [String: EntryID] = [:]
-        for (id, row) in rows where row.entry.state == .pending || row.entry.state == .inflight {
+        for (id, row) in rows where row.entry.state == .pending || row.entry.state == .inflight || row.entry.state == .blocked {
             guard let group = row.entry.group else { continue }
             if id < heads[group, default: .max] { heads[group] = id }
         }
@@ -199,6 +220,11 @@ struct MemoryQueueState {
         row.entry.deadReason = nil
         row.due = now.uptime
         rows[id] = row
+        // An entry that waits for others is blocked again until they are delivered.
+        if links[id] != nil {
+            rows[id]?.entry.state = .blocked
+            resolve([id], now: now)
+        }
     }
 
     /// Refuses the whole call, changing nothing, for an id missing or in flight.
@@ -216,11 +242,17 @@ struct MemoryQueueState {
         return ids
     }
 
-    /// Deletes the rows of `ids`; returns the names of their bodies kept apart.
-    private mutating func delete(_ ids: [EntryID]) -> [String] {
+    /// Deletes the rows of `ids`; returns the names of their bodies kept apart. The blocked
+    /// children of an entry deleted unsent are decided at `now` (retention deletes delivered
+    /// entries only, whose children were released at their delivery: it passes `nil`).
+    private mutating func delete(_ ids: [EntryID], now: QueueTime?) -> [String] {
         var names: [String] = []
+        defer { if let now { resolveChildren(of: ids, now: now) } }
         for id in ids {
             guard let row = rows.removeValue(forKey: id) else { continue }
+            if let link = links.removeValue(forKey: id) {
+                for parent in link.parents { children[parent]?.remove(id) }
+            }
             byKey[row.entry.idempotencyKey] = nil
             if case .file(let name, _) = row.entry.body {
                 names.append(name)
@@ -232,14 +264,14 @@ struct MemoryQueueState {
 
     /// Refuses the whole call, changing nothing, for an id missing or in flight under a
     /// drainer that lives.
-    mutating func purge(_ selection: PurgeSelection) throws(QueueError) -> Int {
+    mutating func purge(_ selection: PurgeSelection, now: QueueTime) throws(QueueError) -> Int {
         switch selection {
         case .states(let states, let before):
             let chosen = states.subtracting([.inflight])
             let ids = rows.values.filter { row in
                 chosen.contains(row.entry.state) && before.map { (row.entry.finishedAt ?? row.entry.createdAt) < $0 } ?? true
             }.map(\.entry.id)
-            _ = delete(ids)
+            _ = delete(ids, now: now)
             return ids.count
         case .ids(let ids):
             for id in ids {
@@ -247,7 +279,7 @@ struct MemoryQueueState {
                 if held(row) { throw .entryInFlight(id) }
             }
             let unique = Array(Set(ids))
-            _ = delete(unique)
+            _ = delete(unique, now: now)
             return unique.count
         }
     }
@@ -280,7 +312,7 @@ struct MemoryQueueState {
         } else {
             switch operation {
             case .retry: for id in change.ids { restart(id, now: now) }
-            case .purge: _ = delete(change.ids)
+            case .purge: _ = delete(change.ids, now: now)
             }
         }
         return change
@@ -290,7 +322,7 @@ struct MemoryQueueState {
 
     mutating func deleteDelivered(finishedBefore cutoff: Date) -> RetentionSummary {
         let ids = rows.values.filter { $0.entry.state == .delivered && ($0.entry.finishedAt ?? .distantFuture) < cutoff }.map(\.entry.id)
-        let names = delete(ids)
+        let names = delete(ids, now: nil)
         return RetentionSummary(deletedEntries: ids.count, deletedBodyFiles: names.count)
     }
 

@@ -70,6 +70,7 @@ extension OfflineQueue {
         operations.countsCache.offer(counts)
         metrics.update(counts, now: configuration.clock.now().wall)
         summary.remaining = counts.pending
+        summary.blocked = counts.blocked
         if counts.pending > 0 { summary.paused = try await operations.pauses().pendingHeld }
         summary.nextAttemptAt = counts.nextAttemptAt
         summary.nextDue = counts.nextDue

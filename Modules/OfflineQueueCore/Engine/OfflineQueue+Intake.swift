@@ -1,5 +1,5 @@
 import Foundation
-package import HTTPCore
+import HTTPCore
 
 /// The one way into the queue. Every entrance (``OfflineQueue/enqueue(_:)`` and the forms that
 /// call it, ``OfflineQueue/send(_:options:)`` when it stores, the OpenAPI queue, `sync enqueue`,

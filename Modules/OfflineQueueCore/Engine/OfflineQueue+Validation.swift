@@ -58,7 +58,7 @@ extension OfflineQueue {
             headers.append(StoredHeader(name: name, value: value))
         }
         try checkTimes(request)
-        return NewEntry(
+        var entry = NewEntry(
             idempotencyKey: key ?? RandomUUID.lowercased(),
             method: method,
             url: target.url,
@@ -72,6 +72,23 @@ extension OfflineQueue {
             notBefore: request.options.notBefore,
             traceContext: traceContext
         )
+        if !request.options.after.isEmpty {
+            entry.after = try Self.checkedParents(request.options.after)
+            entry.whenParentDies = request.options.whenParentDies
+        }
+        return entry
+    }
+
+    /// The entries to wait for, each once, in id order: ids are positive, and at most
+    /// ``DependencyRule/maxParents``. Whether the queue holds them is the store's check, in the
+    /// insert's transaction.
+    private static func checkedParents(_ ids: [EntryID]) throws(QueueError) -> [EntryID] {
+        let parents = Array(Set(ids)).sorted()
+        if let bad = parents.first(where: { $0 <= 0 }) { throw .invalidRequest("entry id \(bad) to wait for is not an entry id") }
+        guard parents.count <= DependencyRule.maxParents else {
+            throw .invalidRequest("an entry may wait for at most \(DependencyRule.maxParents) others, not \(parents.count)")
+        }
+        return parents
     }
 
     /// The trace context an entry keeps: the one given with the request, else the request's own

@@ -239,6 +239,11 @@ public final class OfflineQueue: Sendable {
     /// The entry with `id`, or `nil`.
     public func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? { try await operations.entry(id) }
 
+    /// The entries `id` waits for (``EnqueueOptions/after``) and those that wait for it.
+    public func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {
+        try await operations.dependencies(of: id)
+    }
+
     /// The entry with this idempotency key, or `nil`.
     public func entry(idempotencyKey: String) async throws(QueueError) -> QueueEntry? {
         try await operations.entry(idempotencyKey: idempotencyKey)

@@ -221,13 +221,14 @@ final class QueueMetrics: Sendable {
         gauge("due").record(counts.due)
         gauge("inflight").record(counts.inflight)
         gauge("dead").record(counts.dead)
+        gauge("blocked").record(counts.blocked)
         gauge("oldest_pending_age_seconds").record(counts.oldestPendingCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
     }
 }
 
 extension OfflineQueue {
     /// Reads the counts into the gauges (`courier_queue_pending`, `_due`, `_inflight`, `_dead`,
-    /// `_oldest_pending_age_seconds`): the queue's state as the store holds it, whichever
+    /// `_blocked`, `_oldest_pending_age_seconds`): the queue's state as the store holds it, whichever
     /// process did the work. A drain does this when it ends, and ``QueueService`` every
     /// ``QueueMetricsOptions/gaugeInterval``; call it yourself when you drain by hand and want
     /// the gauges fresh in between. The counts it reads are kept for the process's other

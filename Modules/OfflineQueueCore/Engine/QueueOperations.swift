@@ -26,6 +26,8 @@ struct QueueOperations: Sendable {
 
     func entry(_ id: EntryID) async throws(QueueError) -> QueueEntry? { try await store.entry(id, now: clock.now()) }
 
+    func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies { try await store.dependencies(of: id) }
+
     func entry(idempotencyKey: String) async throws(QueueError) -> QueueEntry? {
         try await store.entry(idempotencyKey: idempotencyKey, now: clock.now())
     }

@@ -10,11 +10,12 @@ package enum BulkOperation: Sendable, Hashable {
     case purge
 
     /// The states `selection` matches: its own, or this operation's default (pending and dead
-    /// for a retry, every state for a purge). A retry never touches a delivered entry. Empty:
+    /// for a retry, every state for a purge). A retry never touches a delivered entry, nor a
+    /// blocked one (its parents decide when it goes). Empty:
     /// there is nothing to do.
     package func states(of selection: EntrySelection) -> Set<EntryState> {
         switch self {
-        case .retry: (selection.states.isEmpty ? [.pending, .dead] : selection.states).subtracting([.delivered])
+        case .retry: (selection.states.isEmpty ? [.pending, .dead] : selection.states).subtracting([.delivered, .blocked])
         case .purge: selection.matchedStates
         }
     }

@@ -84,6 +84,9 @@ public enum DeadReason: String, Sendable, Hashable, Codable {
     case expired
     /// The request could not be sent as stored, or failed in a way retrying will not cure.
     case unsendable
+    /// An entry it waited for (``EnqueueOptions/after``) died or was purged unsent, and its
+    /// ``ParentDeathPolicy`` said to die with it. Never sent.
+    case parentDead
 }
 
 /// The entry lifecycle as pure functions: no clock, no randomness, no I/O.
@@ -98,6 +101,9 @@ public enum DeadReason: String, Sendable, Hashable, Codable {
 ///   │  / lease  │     waiting for network)    │
 ///   │  expired  │                             └──4xx, budget, age──► dead
 ///   └───────────┴──────── manual retry ◄─────────────────────────────┘
+///
+///   enqueue --after P ──► blocked ──P delivered──► pending
+///                            └──────P dead (policy: die)──► dead (parentDead)
 /// ```
 public enum EntryLifecycle {
     /// Whether an entry `age` old (on the boot clock, since its budget started) may still be

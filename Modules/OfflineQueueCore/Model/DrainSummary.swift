@@ -20,6 +20,9 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     public var remaining = 0
     /// Of ``remaining``, those a pause holds back (``OfflineQueue/pause(group:)``).
     public var paused = 0
+    /// Entries still waiting for others to be delivered when the drain ended
+    /// (``EntryState/blocked``; not among ``remaining``).
+    public var blocked = 0
     /// Entries in flight under other drainers that live, when the drain ended.
     public var inflightElsewhere = 0
     /// Those drainers (``QueueCounts/drainers``).

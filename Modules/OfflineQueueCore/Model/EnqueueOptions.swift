@@ -12,11 +12,36 @@ public struct EnqueueOptions: Sendable, Hashable {
     public var idempotencyKey: String?
     /// The earliest time to send it.
     public var notBefore: Date?
+    /// Entries of this queue (by id, as ``Ticket/id`` gives them) that must be delivered before
+    /// this one is sent, by any drainer of any process. Until then it is
+    /// ``EntryState/blocked``. Each must exist when this one is enqueued: an id the queue does
+    /// not hold is refused (``QueueError/noSuchDependency(_:)``), nothing stored.
+    public var after: [EntryID]
+    /// What becomes of this entry when one it waits for dies.
+    public var whenParentDies: ParentDeathPolicy
 
-    public init(group: String? = nil, priority: Int = 0, idempotencyKey: String? = nil, notBefore: Date? = nil) {
+    public init(
+        group: String? = nil, priority: Int = 0, idempotencyKey: String? = nil, notBefore: Date? = nil,
+        after: [EntryID] = [], whenParentDies: ParentDeathPolicy = .die
+    ) {
         self.group = group
         self.priority = priority
         self.idempotencyKey = idempotencyKey
         self.notBefore = notBefore
+        self.after = after
+        self.whenParentDies = whenParentDies
     }
+}
+
+/// What becomes of an entry when an entry it waits for (``EnqueueOptions/after``) dies, or is
+/// purged before it was delivered: the caller's choice, per entry.
+public enum ParentDeathPolicy: String, Sendable, Hashable, Codable, CaseIterable {
+    /// It dies too, with a reason naming the parent (``DeadReason/parentDead``). The default.
+    case die
+    /// It stays blocked until an operator retries the parent and the parent is delivered. A
+    /// parent purged unsent can no longer be retried: then it dies.
+    case wait
+    /// It goes anyway, once every other entry it waits for is settled: for a request that
+    /// needs the parent's attempt, not its success.
+    case proceed
 }

@@ -5,6 +5,10 @@ import HTTPCore
 public enum EntryState: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
     /// Waiting to be sent: due now, backing off, or waiting for the network.
     case pending
+    /// Waiting for entries it depends on (``EnqueueOptions/after``) to be delivered; never
+    /// claimed before then. Counted among the open entries, and its group's later entries wait
+    /// behind it.
+    case blocked
     /// Claimed by a drainer, under a lease, and being sent.
     case inflight
     /// The server accepted it (a 2xx status).

@@ -7,6 +7,9 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     public var inflight: Int
     public var delivered: Int
     public var dead: Int
+    /// Entries waiting for others to be delivered first (``EntryState/blocked``): never claimed
+    /// before then, so not ``due``.
+    public var blocked = 0
     /// Entries in flight whose drainer is gone (its process died, or the machine rebooted):
     /// the next claim by any drainer takes them back.
     public var inflightOrphaned = 0
@@ -39,7 +42,7 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     }
 
     /// Entries not yet delivered or dead.
-    public var open: Int { pending + inflight }
+    public var open: Int { pending + inflight + blocked }
     /// Every entry.
-    public var total: Int { pending + inflight + delivered + dead }
+    public var total: Int { pending + inflight + delivered + dead + blocked }
 }

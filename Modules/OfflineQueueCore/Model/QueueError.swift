@@ -27,7 +27,7 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         fileprivate enum Code: String, Sendable, Hashable {
             case corruptDatabase, newerSchema, cannotCreate, readOnly, databaseMissing, diskFull, io
             case invalidRequest, secretHeader, noSuchEntry, entryInFlight, unavailable
-            case keyUnavailable, sealBroken
+            case keyUnavailable, sealBroken, noSuchDependency
         }
 
         fileprivate let code: Code
@@ -69,6 +69,9 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         /// A sealed entry failed to open (its bytes were changed, cut or moved): it was left
         /// as it is, unsent, its attempts unchanged.
         public static let sealBroken = Kind(code: .sealBroken)
+        /// An enqueued entry names an entry to wait for (``EnqueueOptions/after``) that the
+        /// queue does not hold. Nothing was stored.
+        public static let noSuchDependency = Kind(code: .noSuchDependency)
 
         /// The kind's name, such as `diskFull`.
         public var description: String { code.rawValue }
@@ -92,7 +95,7 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Why, in words, for the kinds that say: `corruptDatabase`, `cannotCreate`, `io`,
     /// `invalidRequest`, `unavailable`.
     public let reason: String?
-    /// The entry, for `noSuchEntry` and `entryInFlight`.
+    /// The entry, for `noSuchEntry`, `entryInFlight`, `sealBroken` and `noSuchDependency`.
     public let entryID: EntryID?
     /// The header refused, for `secretHeader`.
     public let headerName: String?
@@ -130,6 +133,7 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func unavailable(location: String, reason: String) -> QueueError { QueueError(.unavailable, path: location, reason: reason) }
     public static func keyUnavailable(_ reason: String) -> QueueError { QueueError(.keyUnavailable, reason: reason) }
     public static func sealBroken(_ id: EntryID, reason: String) -> QueueError { QueueError(.sealBroken, reason: reason, entryID: id) }
+    public static func noSuchDependency(_ id: EntryID) -> QueueError { QueueError(.noSuchDependency, entryID: id) }
 
     public var description: String {
         let path = path ?? "?", reason = reason ?? "", id = entryID.map(String.init) ?? "?"
@@ -149,6 +153,7 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unavailable: "cannot reach the queue's database at \(path): \(reason); nothing was changed"
         case .keyUnavailable: "\(reason); nothing in the queue was changed"
         case .sealBroken: "entry \(id) cannot be opened (\(reason)): it was left as it is, unsent"
+        case .noSuchDependency: "the queue holds no entry \(id) to wait for (--after); nothing was stored"
         }
     }
 }

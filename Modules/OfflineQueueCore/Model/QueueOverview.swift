@@ -18,6 +18,8 @@ public struct QueueOverview: Sendable, Hashable {
         public var inflight = 0
         public var delivered = 0
         public var dead = 0
+        /// Entries waiting for others to be delivered (``EntryState/blocked``).
+        public var blocked = 0
         /// How many keys this sums: 1 for a group or name of its own.
         public var keys = 1
         /// Whether a pause holds the group back (the whole queue's pause holds every group).
@@ -25,7 +27,7 @@ public struct QueueOverview: Sendable, Hashable {
 
         public init(key: String?) { self.key = key }
 
-        public var total: Int { pending + inflight + delivered + dead }
+        public var total: Int { pending + inflight + delivered + dead + blocked }
 
         mutating func add(_ state: EntryState, _ count: Int) {
             switch state {
@@ -33,6 +35,7 @@ public struct QueueOverview: Sendable, Hashable {
             case .inflight: inflight += count
             case .delivered: delivered += count
             case .dead: dead += count
+            case .blocked: blocked += count
             }
         }
 
@@ -41,6 +44,7 @@ public struct QueueOverview: Sendable, Hashable {
             inflight += other.inflight
             delivered += other.delivered
             dead += other.dead
+            blocked += other.blocked
         }
     }
 

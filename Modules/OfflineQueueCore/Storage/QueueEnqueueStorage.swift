@@ -45,6 +45,11 @@ package struct NewEntry: Sendable {
     package var seal: StoredSeal?
     /// The trace the request was enqueued in, stored in clear beside the request.
     package var traceContext: TraceContext?
+    /// The entries this one waits for (none for most): the store checks each exists, records
+    /// the links and inserts the entry as ``DependencyRule/verdict(parents:policy:)`` decides
+    /// on the parents' states, in the insert's transaction.
+    package var after: [EntryID] = []
+    package var whenParentDies: ParentDeathPolicy = .die
 
     package init(
         idempotencyKey: String, method: String, url: String, headers: [StoredHeader], body: StoredBody?, scopes: [String],

@@ -34,6 +34,9 @@ package protocol QueueOperatorStorage: Sendable {
     func counts(now: QueueTime) async throws(QueueError) -> QueueCounts
     /// The pauses in force and the pending entries they hold.
     func pauseStatus() async throws(QueueError) -> PauseStatus
+    /// The entries `id` waits for and the entries that wait for it (none for an entry the
+    /// queue does not hold).
+    func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies
 
     // MARK: Changing
 

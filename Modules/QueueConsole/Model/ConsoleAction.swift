@@ -23,7 +23,7 @@ public enum ConsoleAction: String, Sendable, Hashable, CaseIterable, Codable {
         case .retry: [.pending, .dead]
         // An entry in flight under a live drainer may be on the wire: deleting it would lose
         // what the server answers.
-        case .discard: [.pending, .delivered, .dead]
+        case .discard: [.pending, .blocked, .delivered, .dead]
         case .purgeDelivered: [.delivered]
         case .pause, .resume: Set(EntryState.allCases)
         }

@@ -53,6 +53,7 @@ enum ConsoleTemplates {
     <tr><th>Held by a dead owner</th><td>{{counts.inflightOrphaned}}</td></tr>
     <tr><th>Delivered</th><td><a href="{{prefix}}/entries?state=delivered">{{counts.delivered}}</a></td></tr>
     <tr><th>Dead</th><td><a href="{{prefix}}/entries?state=dead">{{counts.dead}}</a></td></tr>
+    <tr><th>Waiting for other entries</th><td><a href="{{prefix}}/entries?state=blocked">{{counts.blocked}}</a></td></tr>
     </table>
     <p>Oldest pending: {{#hasOldestPending}}{{oldestPendingAt}} ({{oldestPendingAgeSeconds}} s ago){{/hasOldestPending}}{{^hasOldestPending}}none{{/hasOldestPending}}.
     Last delivery: {{#hasLastDelivery}}{{lastDeliveredAt}}{{/hasLastDelivery}}{{^hasLastDelivery}}none{{/hasLastDelivery}}.
@@ -136,6 +137,8 @@ enum ConsoleTemplates {
     <dt>Enqueued</dt><dd>{{createdAt}}</dd>
     <dt>Last attempt</dt><dd>{{lastAttemptAt}}</dd>
     <dt>Finished</dt><dd>{{finishedAt}}</dd>
+    {{#hasParents}}<dt>Waits for</dt><dd><ul class="parents">{{#parents}}<li><a href="{{prefix}}/entries/{{.}}">entry {{.}}</a></li>{{/parents}}</ul> (when one dies: {{whenParentDies}})</dd>{{/hasParents}}
+    {{#hasChildren}}<dt>Waited for by</dt><dd><ul class="children">{{#children}}<li><a href="{{prefix}}/entries/{{.}}">entry {{.}}</a></li>{{/children}}</ul></dd>{{/hasChildren}}
     </dl>
     {{#canAct}}
     {{#canRetry}}<form method="post" action="{{prefix}}/entries/{{id}}/retry{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><button>Retry now</button></form>{{/canRetry}}

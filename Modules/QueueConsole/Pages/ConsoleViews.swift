@@ -11,7 +11,7 @@ import OfflineQueueCore
 /// the recent deliveries.
 struct OverviewView: Encodable, Sendable {
     struct Counts: Encodable, Sendable {
-        var pending, due, waitingForNetwork, inflight, inflightOrphaned, delivered, dead, total: Int
+        var pending, due, waitingForNetwork, inflight, inflightOrphaned, delivered, dead, blocked, total: Int
     }
     struct PausedGroup: Encodable, Sendable {
         var name: String
@@ -84,7 +84,8 @@ struct OverviewView: Encodable, Sendable {
         let pauses = overview.pauses
         self.counts = Counts(
             pending: counts.pending, due: counts.due, waitingForNetwork: overview.waitingForNetwork, inflight: counts.inflight,
-            inflightOrphaned: counts.inflightOrphaned, delivered: counts.delivered, dead: counts.dead, total: counts.total
+            inflightOrphaned: counts.inflightOrphaned, delivered: counts.delivered, dead: counts.dead, blocked: counts.blocked,
+            total: counts.total
         )
         queuePaused = pauses.queuePaused
         pausedGroups = pauses.pausedGroups.map { PausedGroup(name: $0, query: "group=" + formEncode($0)) }
@@ -207,6 +208,20 @@ struct EntryDetailView: Encodable, Sendable {
     var hasTrace: Bool
     var traceURL: String
     var hasTraceURL: Bool
+    /// The entries it waits for and those that wait for it (``EnqueueOptions/after``).
+    var parents: [EntryID] = []
+    var children: [EntryID] = []
+    var hasParents = false
+    var hasChildren = false
+    var whenParentDies = ""
+
+    mutating func link(_ dependencies: EntryDependencies) {
+        parents = dependencies.parents
+        children = dependencies.children
+        hasParents = !parents.isEmpty
+        hasChildren = !children.isEmpty
+        whenParentDies = dependencies.whenParentDies?.rawValue ?? ""
+    }
 
     init(_ entry: QueueEntry, now: QueueTime, traceLink: String? = nil) {
         id = entry.id

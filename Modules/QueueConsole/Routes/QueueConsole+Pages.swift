@@ -49,7 +49,8 @@ extension QueueConsole {
     func entry(_ request: Request, _ context: ConsoleContext) async throws -> Response {
         guard let id = context.parameters.get("id", as: EntryID.self) else { throw HTTPError(.badRequest, message: "not an entry id") }
         guard let entry = try await queue.entry(id) else { throw HTTPError(.notFound, message: "no entry \(id)") }
-        let view = EntryDetailView(entry, now: queue.configuration.clock.now(), traceLink: traceLink)
+        var view = EntryDetailView(entry, now: queue.configuration.clock.now(), traceLink: traceLink)
+        view.link(try await queue.dependencies(of: id))
         return try respond(request, context, view, title: "Entry \(id)", template: "entry", route: "/entries/\(id)")
     }
 

@@ -154,7 +154,8 @@ struct SyncConsoleBrowserTests {
             let stats = try await scene.stats()
             var shown: [String: Int] = [:]
             for row in try await browser.table("table.counts") where row.count == 2 { shown[row[0]] = Int(row[1]) }
-            let keys = ["Pending": "pending", "Due now": "due", "In flight": "inflight", "Held by a dead owner": "inflight_orphaned", "Delivered": "delivered", "Dead": "dead"]
+            let keys = ["Pending": "pending", "Due now": "due", "In flight": "inflight", "Held by a dead owner": "inflight_orphaned", "Delivered": "delivered", "Dead": "dead",
+                        "Waiting for other entries": "blocked"]
             // And the entries waiting for the network, which `sync stats` does not count: none here.
             #expect(Set(shown.keys) == Set(keys.keys).union(["Waiting for the network"]), "\(shown)")
             #expect(shown["Waiting for the network"] == 0)

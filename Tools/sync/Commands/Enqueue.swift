@@ -3,6 +3,19 @@ import Foundation
 import HTTPCore
 import OfflineQueue
 
+/// What an entry does when one it waits for dies, as the command line spells it.
+enum ParentDeathChoice: String, ExpressibleByArgument, CaseIterable {
+    case die, wait, proceed
+
+    var policy: ParentDeathPolicy {
+        switch self {
+        case .die: .die
+        case .wait: .wait
+        case .proceed: .proceed
+        }
+    }
+}
+
 struct Enqueue: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Store a request in the queue and print its id.",
@@ -17,6 +30,11 @@ struct Enqueue: AsyncParsableCommand {
             TRACESTATE (W3C values, as OpenTelemetry passes them to a command), and each delivery \
             continues that trace; a malformed value is left out with a warning.
 
+            With --after ID (repeatable) the entry waits, blocked, until each of those entries is \
+            delivered, by any drainer of any process; --when-parent-dies says what it does when \
+            one of them dies instead: die too (the default), wait for an operator to retry it, or \
+            proceed anyway. An id the queue does not hold is refused, nothing stored.
+
             The entry's name labels the queue's metrics (endpoint="…") and its log lines. Without \
             --name it is the method and the origin (POST https://api.example.com), never the \
             path, whose ids would make a metric series per entry: name a route with --name.
@@ -26,6 +44,7 @@ struct Enqueue: AsyncParsableCommand {
               sync enqueue PUT https://api.example.com/files/a.bin --data-file ./a.bin --group files
               sync enqueue POST https://api.example.com/orders/42/items --name 'POST /orders/{id}/items' --data '{"sku":7}'
               sync --json enqueue DELETE https://api.example.com/items/7 --idempotency-key delete-item-7
+              sync enqueue POST https://api.example.com/notes/7/tags --data '{"tag":"x"}' --after 41 --after 42
               sync enqueue POST https://api.example.com/events --data '{"n":1}' --keyring /etc/courier/queue.keyring --sealing required
               TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 sync enqueue POST https://api.example.com/events
             """
@@ -63,6 +82,12 @@ struct Enqueue: AsyncParsableCommand {
     @Option(name: .long, help: "A key of yours; enqueueing the same key twice stores one entry.")
     var idempotencyKey: String?
 
+    @Option(name: .long, help: ArgumentHelp("An entry to wait for: this one is sent once it is delivered. Repeatable.", valueName: "id"))
+    var after: [EntryID] = []
+
+    @Option(name: .long, help: ArgumentHelp("When an entry it waits for dies: die, wait (for a retry of it) or proceed.", valueName: "policy"))
+    var whenParentDies: ParentDeathChoice = .die
+
     @Flag(name: .long, help: "Store secret headers as given (the database then holds the secret).")
     var storeSecrets = false
 
@@ -73,6 +98,8 @@ struct Enqueue: AsyncParsableCommand {
         if data != nil && dataFile != nil { throw ValidationError("give --data or --data-file, not both") }
         if count < 1 { throw ValidationError("--count must be at least 1") }
         if count > 1 && idempotencyKey != nil { throw ValidationError("--count cannot be combined with --idempotency-key") }
+        if !after.isEmpty && count > 1 { throw ValidationError("--count cannot be combined with --after") }
+        if let bad = after.first(where: { $0 <= 0 }) { throw ValidationError("--after \(bad) is not an entry id") }
         for header in headers where !header.contains(":") {
             throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
         }
@@ -120,7 +147,9 @@ struct Enqueue: AsyncParsableCommand {
         let trace = Self.traceContext(ProcessInfo.processInfo.environment)
         try await reporting {
             try await options.withQueue(create: true, secrets: storeSecrets ? .store : .reject) { queue in
-                let options = EnqueueOptions(group: group, priority: priority, idempotencyKey: idempotencyKey)
+                let options = EnqueueOptions(
+                    group: group, priority: priority, idempotencyKey: idempotencyKey, after: after, whenParentDies: whenParentDies.policy
+                )
                 if count > 1 {
                     try await enqueueMany(queue, headers: parsed, body: body, options: options, trace: trace)
                     return

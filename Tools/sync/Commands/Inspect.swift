@@ -4,11 +4,12 @@ import OfflineQueue
 
 /// A state filter as the command line spells it.
 enum StateChoice: String, ExpressibleByArgument, CaseIterable {
-    case pending, inflight, delivered, dead, all
+    case pending, blocked, inflight, delivered, dead, all
 
     var states: Set<EntryState> {
         switch self {
         case .pending: [.pending]
+        case .blocked: [.blocked]
         case .inflight: [.inflight]
         case .delivered: [.delivered]
         case .dead: [.dead]
@@ -108,18 +109,26 @@ struct Show: AsyncParsableCommand {
         try await reporting {
             try await options.withQueue(create: false, readOnly: true) { queue in
                 guard let entry = try await queue.entry(id) else { throw QueueError.noSuchEntry(id) }
-                let object = Output.object(entry, full: true, reveal: revealSecrets, bodyFolder: DatabaseLocation.isPostgresURL(options.path) ? nil : options.path + ".bodies")
+                var object = Output.object(entry, full: true, reveal: revealSecrets, bodyFolder: DatabaseLocation.isPostgresURL(options.path) ? nil : options.path + ".bodies")
+                let links = try await queue.dependencies(of: id)
+                if !links.parents.isEmpty {
+                    object["after"] = links.parents
+                    object["when_parent_dies"] = links.whenParentDies?.rawValue
+                }
+                if !links.children.isEmpty { object["waited_for_by"] = links.children }
                 if options.json {
                     Output.json(object)
                     return
                 }
                 let order = ["id", "state", "method", "url", "idempotency_key", "group", "priority", "attempts", "created_at",
                              "last_attempt_at", "next_attempt_at", "finished_at", "waiting_for_network", "lease_owner",
-                             "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes", "sealed_key_id", "trace_id", "traceparent", "tracestate"]
+                             "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes", "sealed_key_id", "trace_id", "traceparent", "tracestate",
+                             "after", "when_parent_dies", "waited_for_by"]
                 for key in order {
                     let value = object[key]
                     if value == nil || value is NSNull { continue }
-                    print("\(key): \(Output.terminalSafe("\(value!)"))")
+                    let text = (value as? [EntryID]).map { $0.map(String.init).joined(separator: ", ") } ?? "\(value!)"
+                    print("\(key): \(Output.terminalSafe(text))")
                 }
                 print(entry.sealKeyID == nil ? "headers:" : "headers: sealed (the URL's path and query, the headers and the body)")
                 for (name, value) in Output.headers(entry, reveal: revealSecrets) { print(Output.terminalSafe("  \(name): \(value)")) }
@@ -138,7 +147,8 @@ struct Stats: AsyncParsableCommand {
         discussion: """
             With --json the keys are pending, due (pending entries due now that no pause \
             holds), inflight, inflight_orphaned (in flight under a drainer that is gone; the next \
-            drain takes them back at once), delivered, dead, oldest_pending_age_seconds, \
+            drain takes them back at once), delivered, dead, blocked (waiting for entries to be \
+            delivered first), oldest_pending_age_seconds, \
             next_attempt_at (null when none), last_delivered_at (null when none), paused (the \
             whole queue), paused_groups and pending_paused (pending entries a pause holds back). \
             Due times are kept on the boot clock and shown by this process's wall clock.
@@ -168,6 +178,7 @@ struct Stats: AsyncParsableCommand {
                         "inflight_orphaned": counts.inflightOrphaned,
                         "delivered": counts.delivered,
                         "dead": counts.dead,
+                        "blocked": counts.blocked,
                         "oldest_pending_age_seconds": age.map { ($0 * 1000).rounded() / 1000 as Any } ?? NSNull(),
                         "next_attempt_at": Output.timestamp(counts.nextAttemptAt),
                         "last_delivered_at": Output.timestamp(counts.lastDeliveredAt),
@@ -183,6 +194,7 @@ struct Stats: AsyncParsableCommand {
                 print("inflight   \(counts.inflight)" + (counts.inflightOrphaned > 0 ? " (\(counts.inflightOrphaned) under a drainer that is gone)" : ""))
                 print("delivered  \(counts.delivered)")
                 print("dead       \(counts.dead)")
+                if counts.blocked > 0 { print("blocked    \(counts.blocked) (waiting for entries to be delivered first)") }
                 print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")
                 print("next attempt    \(counts.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
                 print("last delivery   \(counts.lastDeliveredAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")

@@ -1,0 +1,41 @@
+import Foundation
+import OfflineQueueCore
+
+/// Entries that wait for others, as the rule decides (``DependencyRule``).
+extension MemoryQueueState {
+    /// The blocked entries among `ids` become what the rule says; a death cascades to the
+    /// children of the entry that died.
+    mutating func resolve(_ ids: [EntryID], now: QueueTime) {
+        var next = ids
+        while let id = next.popLast() {
+            guard let row = rows[id], row.entry.state == .blocked, let link = links[id] else { continue }
+            let parents = link.parents.map { parent in
+                DependencyRule.Parent(id: parent, state: deliveredParents.contains(parent) ? .delivered : rows[parent]?.entry.state)
+            }
+            switch DependencyRule.verdict(parents: parents, policy: link.policy) {
+            case .blocked:
+                continue
+            case .due:
+                rows[id]?.entry.state = .pending
+            case .dead(let dead):
+                rows[id]?.entry.state = .dead
+                rows[id]?.entry.deadReason = dead.reason
+                rows[id]?.entry.lastError = dead.error
+                rows[id]?.entry.finishedAt = now.wall
+                next.append(contentsOf: children[id] ?? [])
+            }
+        }
+    }
+
+    /// The children of `parents`, settled, retried or deleted.
+    mutating func resolveChildren(of parents: some Sequence<EntryID>, now: QueueTime) {
+        resolve(parents.flatMap { children[$0].map(Array.init) ?? [] }, now: now)
+    }
+
+    /// The entries `id` waits for and those that wait for it, in id order.
+    func dependencies(of id: EntryID) -> EntryDependencies {
+        EntryDependencies(
+            parents: links[id]?.parents ?? [], children: (children[id] ?? []).sorted(), whenParentDies: links[id]?.policy
+        )
+    }
+}

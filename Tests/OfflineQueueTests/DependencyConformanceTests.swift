@@ -1,0 +1,148 @@
+import CourierTesting
+import Foundation
+import HTTPCore
+import OfflineQueue
+import QueueTestSupport
+import Testing
+import TestSupport
+
+/// Entries that wait for others (``EnqueueOptions/after``), as the storage contract keeps them,
+/// on every store: blocked until each parent is delivered, by any drainer; what the child's
+/// policy says when a parent dies or is purged; a retry or a purge of a parent; the claim,
+/// the group order and the counts around them.
+@Suite("Store conformance: entries that wait for others, on every store")
+struct DependencyConformanceTests {
+    private static let delivered = Transition.deliver(status: 201)
+    private static let rejected = Transition.deadLetter(.init(.rejected, status: 422, error: "HTTP 422"))
+
+    private func state(_ contract: Contract, _ id: EntryID) async throws -> EntryState? {
+        try await contract.storage.entry(id, now: contract.now)?.state
+    }
+
+    @Test("a child is blocked, never claimed, until every parent is delivered; then it is due in the same commit", arguments: StoreKind.allCases)
+    func blockedUntilDelivered(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let parents = try await contract.insert([Spec(), Spec()])
+            let child = try await contract.insert([Spec(after: parents)])[0]
+            #expect(try await state(contract, child) == .blocked)
+            let counts = try await contract.storage.counts(now: contract.now)
+            #expect(counts.blocked == 1 && counts.pending == 2 && counts.due == 2 && counts.open == 3, "a blocked entry is open but neither pending nor due")
+            #expect(try await contract.claim().claimed.map(\.id) == parents, "the child is not claimed with its parents")
+            // One parent delivered: still blocked.
+            let first = try await contract.claim(settling: [Settlement(id: parents[0], transition: Self.delivered)])
+            #expect(first.claimed.isEmpty)
+            #expect(try await state(contract, child) == .blocked)
+            // The last one delivered: the same commit claims the child.
+            let second = try await contract.claim(settling: [Settlement(id: parents[1], transition: Self.delivered)])
+            #expect(second.claimed.map(\.id) == [child])
+            let links = try await contract.storage.dependencies(of: child)
+            #expect(links == EntryDependencies(parents: parents, children: [], whenParentDies: .die))
+            #expect(try await contract.storage.dependencies(of: parents[0]) == EntryDependencies(parents: [], children: [child]))
+        }
+    }
+
+    @Test("a parent delivered by another drainer releases the child for every drainer; one delivered before the child is enqueued does not block it", arguments: StoreKind.allCases)
+    func otherDrainers(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let other = try await contract.drainer()
+            let parent = try await contract.insert([Spec()])[0]
+            let child = try await contract.insert([Spec(after: [parent])])[0]
+            #expect(try await contract.claim(other).claimed.map(\.id) == [parent])
+            _ = try await contract.settle([Settlement(id: parent, transition: Self.delivered)], by: other)
+            #expect(try await contract.claim().claimed.map(\.id) == [child], "another drainer's delivery releases it")
+            let late = try await contract.insert([Spec(after: [parent])])[0]
+            #expect(try await state(contract, late) == .pending, "its parent was delivered already")
+            await other.close()
+        }
+    }
+
+    @Test("a parent that dies: the child dies with it by default (and its own children), waits for a retry, or proceeds", arguments: StoreKind.allCases)
+    func parentDies(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let parent = try await contract.insert([Spec()])[0]
+            let children = try await contract.insert([
+                Spec(after: [parent]), Spec(after: [parent], whenParentDies: .wait), Spec(after: [parent], whenParentDies: .proceed),
+            ])
+            let (dies, waits, proceeds) = (children[0], children[1], children[2])
+            let grandchild = try await contract.insert([Spec(after: [dies])])[0]
+            #expect(try await contract.claim().claimed.map(\.id) == [parent])
+            let result = try await contract.claim(settling: [Settlement(id: parent, transition: Self.rejected)])
+            #expect(result.claimed.map(\.id) == [proceeds], "the child that proceeds goes in the same commit")
+            let dead = try #require(try await contract.storage.entry(dies, now: contract.now))
+            #expect(dead.state == .dead && dead.deadReason == .parentDead && dead.attempts == 0 && dead.finishedAt != nil)
+            #expect(dead.lastError == "entry \(parent) it waits for is dead; not sent")
+            let grand = try #require(try await contract.storage.entry(grandchild, now: contract.now))
+            #expect(grand.state == .dead && grand.lastError == "entry \(dies) it waits for is dead; not sent", "the death cascades")
+            #expect(try await state(contract, waits) == .blocked)
+            // The operator retries the parent; once it is delivered the waiting child goes.
+            #expect(try await contract.storage.retry(ids: [parent], now: contract.now) == [parent])
+            #expect(try await contract.claim().claimed.map(\.id) == [parent])
+            #expect(try await contract.claim(settling: [Settlement(id: parent, transition: Self.delivered)]).claimed.map(\.id) == [waits])
+        }
+    }
+
+    @Test("a retried child waits for its parents again; a purged parent releases or kills its children by their policy", arguments: StoreKind.allCases)
+    func retryAndPurge(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let parents = try await contract.insert([Spec(), Spec()])
+            let dies = try await contract.insert([Spec(after: [parents[0]])])[0]
+            #expect(try await contract.claim(limit: 1).claimed.map(\.id) == [parents[0]])
+            _ = try await contract.settle([Settlement(id: parents[0], transition: Self.rejected)])
+            #expect(try await state(contract, dies) == .dead)
+            // Retrying the dead child alone: its parent is still dead, so it dies again at once.
+            _ = try await contract.storage.retry(ids: [dies], now: contract.now)
+            #expect(try await state(contract, dies) == .dead)
+            // Retrying every dead entry: the parent is pending again, so the child waits.
+            #expect(Set(try await contract.storage.retry(ids: nil, now: contract.now)) == [parents[0], dies])
+            #expect(try await state(contract, dies) == .blocked)
+            // Purging a parent unsent: a waiting child dies (nothing can retry it), one that proceeds goes.
+            let waits = try await contract.insert([Spec(after: [parents[1]], whenParentDies: .wait)])[0]
+            let proceeds = try await contract.insert([Spec(after: [parents[1]], whenParentDies: .proceed)])[0]
+            #expect(try await contract.storage.purge(.ids([parents[1]]), now: contract.now) == 1)
+            let gone = try #require(try await contract.storage.entry(waits, now: contract.now))
+            #expect(gone.state == .dead && gone.lastError == "entry \(parents[1]) it waits for was purged before it was delivered; not sent")
+            #expect(try await state(contract, proceeds) == .pending)
+            // A bulk purge of the other parent kills its child too.
+            let change = try await contract.storage.change(.purge, matching: EntrySelection(states: [.pending]), now: contract.now, dryRun: false)
+            #expect(change.ids.contains(parents[0]))
+            #expect(try await state(contract, dies) == .dead)
+        }
+    }
+
+    @Test("a blocked entry holds its group's later entries; retention of a delivered parent leaves its children's view of it delivered", arguments: StoreKind.allCases)
+    func groupsAndRetention(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let parents = try await contract.insert([Spec(), Spec()])
+            let ids = try await contract.insert([Spec(group: "note-1", after: parents), Spec(group: "note-1")])
+            #expect(try await contract.claim().claimed.map(\.id) == parents, "the group's second entry waits behind its blocked head")
+            _ = try await contract.settle([Settlement(id: parents[0], transition: Self.delivered)])
+            // An hour on, as the retention conformance test does: PostgreSQL dates `finished_at` on
+            // the server's clock, ahead of this manual clock by the time the test took so far.
+            contract.clock.advance(by: .seconds(3600))
+            let removed = try await contract.storage.deleteDelivered(finishedBefore: contract.now.wall.addingTimeInterval(-30))
+            #expect(removed.deletedEntries == 1)
+            #expect(try await contract.claim(settling: [Settlement(id: parents[1], transition: Self.delivered)]).claimed.map(\.id) == [ids[0]],
+                    "the parent removed by retention still counts as delivered")
+            #expect(try await contract.claim(settling: [Settlement(id: ids[0], transition: Self.delivered)]).claimed.map(\.id) == [ids[1]])
+        }
+    }
+
+    @Test("an entry that waits for one the queue does not hold is refused with nothing stored; so is the whole batch", arguments: StoreKind.allCases)
+    func missingParent(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let parent = try await contract.insert([Spec()])[0]
+            let entries = [Spec(key: "fine").entry, Spec(key: "orphan", after: [parent, 9_999]).entry]
+            await #expect(throws: QueueError.noSuchDependency(9_999)) {
+                _ = try await contract.storage.insert(entries, now: contract.now)
+            }
+            #expect(try await contract.storage.counts(now: contract.now).total == 1, "nothing of the batch is stored")
+            #expect(try await contract.storage.entry(idempotencyKey: "fine", now: contract.now) == nil)
+        }
+    }
+}
