@@ -191,6 +191,48 @@ struct ProcessTests {
         }
     }
 
+    @Test("four processes draining chains of entries that wait for each other: each step arrives after the one it waits for, whatever its priority, and none twice", arguments: StoreKind.shared)
+    func chains(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let arrivals = LockedBox([String]())
+            server.route("/step") { request, writer in
+                try await Task.sleep(for: .milliseconds(2))
+                arrivals.withLock { $0.append(request.queryValue("s") ?? "?") }
+                try await writer.respond(status: 201)
+            }
+            let queue = try await makeQueue(on: store, server: server)
+            let chains = 100, steps = 3
+            // Each step a transaction of its own, at a higher priority than the step it waits for.
+            var previous: [Ticket] = []
+            for step in 0..<steps {
+                previous = try await queue.enqueue((0..<chains).map { chain in
+                    QueuedRequest(
+                        method: "POST", url: server.url("/step?s=\(chain).\(step)").absoluteString,
+                        options: EnqueueOptions(priority: step * 5, after: step == 0 ? [] : [previous[chain].id])
+                    )
+                })
+            }
+            #expect(try await queue.counts().blocked == chains * (steps - 1))
+            let agents = try (0..<4).map { _ in try Agent.start(store.path, leaseMilliseconds: 60_000, concurrency: 8) }
+            for (index, agent) in agents.enumerated() {
+                let (status, output) = await agent.ended()
+                #expect(status == 0, "agent \(index) exited \(status): \(output)")
+            }
+            let order = arrivals.current
+            #expect(order.count == chains * steps && Set(order).count == order.count, "every step sent, none twice")
+            let position = Dictionary(order.enumerated().map { ($1, $0) }) { first, _ in first }
+            for chain in 0..<chains {
+                let at = (0..<steps).map { position["\(chain).\($0)"] ?? -1 }
+                #expect(at == at.sorted() && !at.contains(-1), "chain \(chain) arrived as \(at)")
+            }
+            let counts = try await queue.counts()
+            #expect(counts.delivered == chains * steps && counts.open == 0)
+            await server.shutdown()
+        }
+    }
+
     @Test("a live drainer renews its leases: a send longer than the lease is not taken over (injected clock, no sleeping)", arguments: StoreKind.allCases)
     func leaseRenewal(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)

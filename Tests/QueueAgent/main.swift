@@ -3,7 +3,7 @@
 //
 //     queue-agent DB_PATH_OR_URL [--concurrency N] [--lease-ms N] [--limit-seconds N]
 //
-// Drains until no entry is open (pending or in flight), sleeping until the next due time
+// Drains until no entry is open (pending, blocked or in flight), sleeping until the next due time
 // between drains, for at most `--limit-seconds` (default 60). Prints one summary line:
 // `delivered=N failed=N dead=N lost=N open=N drains=N …` with the queue's last counts, and the
 // last failure of an attempt on standard error. Exit 0 when nothing is open, 75 otherwise.
