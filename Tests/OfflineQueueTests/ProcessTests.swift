@@ -233,6 +233,46 @@ struct ProcessTests {
         }
     }
 
+    @Test("children enqueued while four processes deliver their parents (pending, in flight or delivered by then): none is left blocked, each arrives after its parent", arguments: StoreKind.shared)
+    func childrenDuringDelivery(_ kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let arrivals = LockedBox([String]())
+            server.route("/step") { request, writer in
+                try await Task.sleep(for: .milliseconds(3))
+                arrivals.withLock { $0.append(request.queryValue("s") ?? "?") }
+                try await writer.respond(status: 201)
+            }
+            let queue = try await makeQueue(on: store, server: server)
+            let total = 300
+            let parents = try await queue.enqueue((0..<total).map { QueuedRequest(method: "POST", url: server.url("/step?s=p\($0)").absoluteString) })
+            let agents = try (0..<4).map { _ in try Agent.start(store.path, leaseMilliseconds: 60_000, concurrency: 8) }
+            // One child per parent, each its own transaction, racing the agents' settlements.
+            for (index, parent) in parents.enumerated() {
+                _ = try await queue.enqueue([QueuedRequest(
+                    method: "POST", url: server.url("/step?s=c\(index)").absoluteString, options: EnqueueOptions(after: [parent.id])
+                )])
+            }
+            for (index, agent) in agents.enumerated() {
+                let (status, output) = await agent.ended()
+                #expect(status == 0, "agent \(index) exited \(status): \(output)")
+            }
+            // Agents that found nothing open before the last children came in have left them.
+            _ = try await drainUntilSettled(queue)
+            let counts = try await queue.counts()
+            #expect(counts.blocked == 0 && counts.pending == 0, "no child left waiting for a parent delivered meanwhile")
+            #expect(counts.delivered == 2 * total)
+            let order = arrivals.current
+            #expect(order.count == 2 * total && Set(order).count == order.count, "every entry sent, none twice")
+            let position = Dictionary(order.enumerated().map { ($1, $0) }) { first, _ in first }
+            for index in 0..<total {
+                #expect((position["p\(index)"] ?? .max) < (position["c\(index)"] ?? -1), "child \(index) after its parent")
+            }
+            await server.shutdown()
+        }
+    }
+
     @Test("a live drainer renews its leases: a send longer than the lease is not taken over (injected clock, no sleeping)", arguments: StoreKind.allCases)
     func leaseRenewal(_ kind: StoreKind) async throws {
         let store = try TestStore(kind)
