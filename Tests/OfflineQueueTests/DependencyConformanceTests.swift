@@ -129,6 +129,16 @@ struct DependencyConformanceTests {
             #expect(try await contract.claim(settling: [Settlement(id: parents[1], transition: Self.delivered)]).claimed.map(\.id) == [ids[0]],
                     "the parent removed by retention still counts as delivered")
             #expect(try await contract.claim(settling: [Settlement(id: ids[0], transition: Self.delivered)]).claimed.map(\.id) == [ids[1]])
+            // A child enqueued after its parent's delivery, the parent then removed by retention,
+            // the child rejected and retried: the parent still counts as delivered.
+            _ = try await contract.settle([Settlement(id: ids[1], transition: Self.delivered)])
+            let late = try await contract.insert([Spec(after: [ids[1]])])[0]
+            #expect(try await contract.claim().claimed.map(\.id) == [late])
+            _ = try await contract.settle([Settlement(id: late, transition: Self.rejected)])
+            contract.clock.advance(by: .seconds(3600))
+            #expect(try await contract.storage.deleteDelivered(finishedBefore: contract.now.wall.addingTimeInterval(-30)).deletedEntries >= 1)
+            #expect(try await contract.storage.retry(ids: [late], now: contract.now) == [late])
+            #expect(try await state(contract, late) == .pending)
         }
     }
 

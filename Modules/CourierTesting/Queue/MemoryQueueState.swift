@@ -65,7 +65,10 @@ struct MemoryQueueState {
             byKey[new.idempotencyKey] = lastID
             if !new.after.isEmpty {
                 links[lastID] = (new.after, new.whenParentDies)
-                for parent in new.after { children[parent, default: []].insert(lastID) }
+                for parent in new.after {
+                    children[parent, default: []].insert(lastID)
+                    if rows[parent]?.entry.state == .delivered { deliveredParents.insert(parent) }
+                }
                 rows[lastID]?.entry.state = .blocked
                 resolve([lastID], now: now)
             }
