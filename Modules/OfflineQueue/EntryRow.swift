@@ -9,7 +9,7 @@ enum EntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyFile, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, budgetUptime, deadReason, dueUptime, clockBoot
-    case sealKey, seal, traceparent, tracestate
+    case sealKey, seal, traceparent, tracestate, keepResponse
 
     private static let names = columnNames()
 
@@ -24,6 +24,7 @@ enum EntryColumn: Int, EntryColumnMap {
         case .dueUptime, .clockBoot: Schema.firstDueViewVersion
         case .sealKey, .seal: Schema.firstSealVersion
         case .traceparent, .tracestate: Schema.firstTraceVersion
+        case .keepResponse: Schema.firstKeptResponseVersion
         default: 1
         }
     }
@@ -105,6 +106,7 @@ extension QueueEntry {
         )
         if let key: String = row[.sealKey] { seal = StoredSeal(keyID: key, blob: row[.seal] ?? Data()) }
         traceContext = TraceContext(stored: row[.traceparent], tracestate: row[.tracestate])
+        if let keep: String = row[.keepResponse] { keepResponse = ResponseKeeping(stored: keep) }
     }
 
     /// The reason a dead row of schema 3 or older, read without migrating it, kept as the

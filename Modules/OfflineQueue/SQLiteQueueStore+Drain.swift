@@ -17,6 +17,7 @@ extension SQLiteQueueStore {
         let owner = self.owner
         guard !settlements.isEmpty || claimLimit > 0 || chores.carryOver || chores.reclaimOrphans else { return ClaimResult() }
         let path = self.path
+        defer { if settlements.contains(where: \.ends) { ringSettled() } }
         return try await write { db in
             var result = ClaimResult()
             result.lost = try Self.settle(db, settlements, owner: owner, now: now)
@@ -151,6 +152,7 @@ extension SQLiteQueueStore {
     func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
         guard !settlements.isEmpty else { return [] }
         let owner = self.owner
+        defer { if settlements.contains(where: \.ends) { ringSettled() } }
         return try await write { db in try Self.settle(db, settlements, owner: owner, now: now) }
     }
 
@@ -178,12 +180,18 @@ extension SQLiteQueueStore {
         let unlease = try db.cachedStatement(sql: "DELETE FROM lease WHERE owner = :owner AND entry_id IN (SELECT value FROM json_each(:ids))")
         // Entries that wait for a settled one are decided once the settlements are recorded.
         var children: [EntryID] = []
+        var keeps = false
         for (status, ids) in deliveries {
             let list = list(ids)
             let recorded = Set(try EntryID.fetchAll(deliver, arguments: ["now": wall, "status": status, "ids": list, "owner": owner]))
             try unlease.execute(arguments: ["owner": owner, "ids": list])
             lost.formUnion(ids.filter { !recorded.contains($0) })
             children += try parentsDelivered(db, list)
+            keeps = keeps || !recorded.isEmpty
+        }
+        // The responses deliveries keep, in the transaction that records them.
+        if keeps && settlements.contains(where: { $0.kept != nil }) {
+            try keepResponses(db, settlements, delivered: Set(settlements.map(\.id)).subtracting(lost))
         }
         for settlement in others {
             let arguments: StatementArguments
@@ -249,6 +257,7 @@ extension SQLiteQueueStore {
         if readOnly { throw Self.readOnlyRefusal(path) }
         let owner = self.owner
         let reserve = self.reserve
+        defer { if settlements.contains(where: \.ends) { ringSettled() } }
         do {
             return try await pool.writeWithoutTransaction { db in
                 reserve.release()

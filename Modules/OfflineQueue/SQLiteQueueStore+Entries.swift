@@ -32,7 +32,10 @@ extension SQLiteQueueStore {
                 entry.body?.length, LineCoding.encode(entry.scopes), entry.name, entry.group, entry.priority, timeout,
                 wall, wall, wall + wait, now.boot, now.uptime, now.uptime + wait, entry.seal?.keyID, entry.seal?.blob,
             ]
-            if let trace = entry.traceContext {
+            if let keep = entry.keepResponse {
+                let trace = entry.traceContext
+                try db.cachedStatement(sql: keepingInsertSQL).execute(arguments: arguments + [trace?.traceparent, trace?.tracestate, keep.stored])
+            } else if let trace = entry.traceContext {
                 try db.cachedStatement(sql: tracedInsertSQL).execute(arguments: arguments + [trace.traceparent, trace.tracestate])
             } else {
                 try insert.execute(arguments: arguments)
@@ -53,17 +56,19 @@ extension SQLiteQueueStore {
     /// AUTOINCREMENT, whose sequence row would cost a page write per insert). An entry without
     /// a trace context binds no trace columns: two more arguments cost an enqueue fifteen
     /// allocations (measured), which most entries need not pay.
+    /// An entry that keeps its response binds the trace columns too (`NULL` without a trace).
     private static let insertSQL = insertSQL(traced: false)
     private static let tracedInsertSQL = insertSQL(traced: true)
+    private static let keepingInsertSQL = insertSQL(traced: true, keeping: true)
 
-    private static func insertSQL(traced: Bool) -> String {
+    private static func insertSQL(traced: Bool, keeping: Bool = false) -> String {
         """
         INSERT INTO entry (id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
             group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at,
-            clock_boot, budget_uptime, due_uptime, seal_key, seal\(traced ? ", traceparent, tracestate" : ""))
+            clock_boot, budget_uptime, due_uptime, seal_key, seal\(traced ? ", traceparent, tracestate" : "")\(keeping ? ", keep_response" : ""))
         VALUES (
             max((SELECT COALESCE(max(id), 0) FROM entry), (SELECT id_floor FROM queue_meta)) + 1,
-            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, ?, ?\(traced ? ", ?, ?" : ""))
+            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, ?, ?\(traced ? ", ?, ?" : "")\(keeping ? ", ?" : ""))
         ON CONFLICT (idempotency_key) DO NOTHING
         """
     }
@@ -152,7 +157,10 @@ extension SQLiteQueueStore {
         }
         bodies.remove(files)
         // Entries that waited for a purged one may be due now.
-        if count > 0 { ringWake() }
+        if count > 0 {
+            ringWake()
+            ringSettled()
+        }
         return count
     }
 

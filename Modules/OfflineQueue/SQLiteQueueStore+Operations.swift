@@ -155,7 +155,10 @@ extension SQLiteQueueStore {
         }
         let (change, files) = dryRun ? try await read(work) : try await write(work)
         bodies.remove(files)
-        if !change.ids.isEmpty && !dryRun { ringWake() }
+        if !change.ids.isEmpty && !dryRun {
+            ringWake()
+            if operation == .purge { ringSettled() }
+        }
         return change
     }
 }

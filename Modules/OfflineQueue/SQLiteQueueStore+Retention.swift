@@ -31,6 +31,7 @@ extension SQLiteQueueStore {
             bodies.remove(names)
             summary.deletedEntries += files.count
             summary.deletedBodyFiles += names.count
+            if !files.isEmpty { ringSettled() }
             if files.count < batch { return summary }
         }
     }

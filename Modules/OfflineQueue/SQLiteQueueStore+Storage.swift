@@ -34,6 +34,7 @@ extension SQLiteQueueStore {
     /// the last connection's close removing them.
     func shutDown() async {
         wakeFile.stop()
+        settledFile.stop()
         // The checkpointer's connection first: the writer, closing last, removes the log.
         await checkpointer?.close()
         if !readOnly { _ = try? await pool.writeWithoutTransaction { _ in } }

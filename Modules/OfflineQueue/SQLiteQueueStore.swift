@@ -59,6 +59,10 @@ final class SQLiteQueueStore: QueueStorage {
     let wakeFile: WakeFile
     /// What a ring from any process calls, once a drain has started watching.
     let remoteWake = LockedBox<(@Sendable () -> Void)?>(nil)
+    /// Rung after each commit that delivers, kills or removes entries; watched while anyone in
+    /// this process awaits an outcome (``observeSettlements(_:)``).
+    let settledFile: WakeFile
+    let settledObservers = SettlementObservers()
 
     /// Opens (and, when `create` is set, creates) the database at `path`; with `readOnly`,
     /// opens an existing one for reading only.
@@ -76,6 +80,7 @@ final class SQLiteQueueStore: QueueStorage {
         self.ownerLock = OwnerLock(databasePath: path, boot: boot)
         self.bodies = BodyStore(databasePath: path, readOnly: readOnly)
         self.wakeFile = WakeFile(databasePath: path)
+        self.settledFile = WakeFile(path: path + ".settled")
         let exists = FileManager.default.fileExists(atPath: path)
         if !exists && (readOnly || !create) { throw .databaseMissing(path: path) }
         try bodies.checkFolder()

@@ -50,6 +50,9 @@ enum Schema {
     /// The first schema with entries that wait for others (`entry_edge`, the `blocked` state).
     static let firstDependencyVersion = version(after: "v11-dependencies")
 
+    /// The first schema with kept responses (`entry.keep_response`, `entry_response`).
+    static let firstKeptResponseVersion = version(after: "v12-kept-responses")
+
     /// The states of `entry_group_open`'s rows (schema 11 on): a group's open entries, which its
     /// later entries wait behind.
     static let groupOpenStates = "('pending', 'inflight', 'blocked')"
@@ -85,7 +88,7 @@ enum Schema {
     }
 
     /// The tables Courier creates; any other (outside SQLite's own) marks a foreign file.
-    static let tables: Set<String> = ["entry", "entry_edge", "pause", "lease", "queue_meta", "queue_key", "grdb_migrations"]
+    static let tables: Set<String> = ["entry", "entry_edge", "entry_response", "pause", "lease", "queue_meta", "queue_key", "grdb_migrations"]
 
     /// `entry_view` as schema 9 made it, its entry columns followed by `columns` (each after a
     /// comma): an entry and its lease, in flight where a lease holds it.
@@ -481,6 +484,30 @@ enum Schema {
                 END;
                 \(entryView(adding: ", traceparent, tracestate"))
                 PRAGMA user_version = 11;
+                """)
+        }
+        migrator.registerMigration("v12-kept-responses") { db in
+            // Responses entries keep (Docs/OfflineQueue.md, "Offline work in steps"): what an
+            // entry asks to keep (`keep_response`, NULL for most), and a row per delivery that
+            // kept one, written in the transaction that records the delivery and removed with
+            // the entry. A column added and a table made: nothing is copied.
+            try db.execute(sql: """
+                ALTER TABLE entry ADD COLUMN keep_response TEXT;
+                DROP VIEW entry_view;
+                \(entryView(adding: ", traceparent, tracestate, keep_response"))
+                CREATE TABLE entry_response (
+                    entry INTEGER PRIMARY KEY,
+                    seal_key TEXT,
+                    response BLOB NOT NULL
+                );
+                DROP TRIGGER entry_edge_gone;
+                -- An entry's links and kept response go with it.
+                CREATE TRIGGER entry_edge_gone AFTER DELETE ON entry
+                BEGIN
+                    DELETE FROM entry_edge WHERE child = OLD.id;
+                    DELETE FROM entry_response WHERE entry = OLD.id;
+                END;
+                PRAGMA user_version = 12;
                 """)
         }
         return migrator

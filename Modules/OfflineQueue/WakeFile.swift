@@ -24,6 +24,12 @@ final class WakeFile: Sendable {
         path = databasePath + ".wake"
     }
 
+    /// A file of the same kind at `path`: `<db>.settled`, which settling commits ring and
+    /// awaited outcomes watch (``SQLiteQueueStore/observeSettlements(_:)``).
+    init(path: String) {
+        self.path = path
+    }
+
     deinit { stop() }
 
     /// Tells every watcher that entries became due. A missing file means no drainer has

@@ -14,7 +14,7 @@ enum PostgresEntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyRef, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, deadReason
-    case sealKey, seal, traceparent, tracestate
+    case sealKey, seal, traceparent, tracestate, keepResponse
 
     /// The columns' names in the `entry` table, in order.
     static let names = columnNames()
@@ -86,6 +86,7 @@ extension PostgresQueueStore {
             entry.seal = StoredSeal(keyID: key, blob: try cells.decode(.seal, as: Data?.self) ?? Data())
         }
         entry.traceContext = TraceContext(stored: try cells.decode(.traceparent), tracestate: try cells.decode(.tracestate))
+        if let keep = try cells.decode(.keepResponse, as: String?.self) { entry.keepResponse = ResponseKeeping(stored: keep) }
         return entry
     }
 }

@@ -67,21 +67,49 @@ extension PostgresQueueStore {
         query.binds.append(owner)
         query.binds.append(fleet + lease.seconds)
         query.binds.append(since)
-        return try await writing { [query] connection in
-            var result = ClaimResult()
-            var claimed: [QueueEntry] = []
-            claimed.reserveCapacity(claimLimit)
-            for try await row in try await connection.query(query, logger: self.logger) {
-                let cells = row.makeRandomAccess()
-                switch try cells[PostgresEntryColumn.tag].decode(String.self) {
-                case "claimed": claimed.append(try Self.entry(cells, fleet: fleet, at: now, leaseOwner: owner))
-                case "lost": result.lost.insert(try cells.decode(.id, as: EntryID.self))
-                default: result.reclaimed += Int(try cells.decode(.id, as: Int64.self))
-                }
+        // Responses deliveries keep go in with the settlements, in one transaction.
+        if settlements.contains(where: { $0.kept != nil }) {
+            let kept = settlements.filter { $0.kept != nil }
+            return try await transaction { [query] connection in
+                let result = try await self.commit(query, fleet: fleet, now: now, owner: owner, claimLimit: claimLimit, on: connection)
+                try await self.keepResponses(kept.filter { !result.lost.contains($0.id) }, on: connection)
+                return result
             }
-            claimed.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
-            result.claimed = claimed
-            return result
+        }
+        return try await writing { [query] connection in
+            try await self.commit(query, fleet: fleet, now: now, owner: owner, claimLimit: claimLimit, on: connection)
+        }
+    }
+
+    /// Runs the commit `query` on `connection` and reads what it did.
+    private func commit(
+        _ query: PostgresQuery, fleet: Double, now: QueueTime, owner: String, claimLimit: Int, on connection: PostgresConnection
+    ) async throws -> ClaimResult {
+        var result = ClaimResult()
+        var claimed: [QueueEntry] = []
+        claimed.reserveCapacity(claimLimit)
+        for try await row in try await connection.query(query, logger: logger) {
+            let cells = row.makeRandomAccess()
+            switch try cells[PostgresEntryColumn.tag].decode(String.self) {
+            case "claimed": claimed.append(try Self.entry(cells, fleet: fleet, at: now, leaseOwner: owner))
+            case "lost": result.lost.insert(try cells.decode(.id, as: EntryID.self))
+            default: result.reclaimed += Int(try cells.decode(.id, as: Int64.self))
+            }
+        }
+        claimed.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
+        result.claimed = claimed
+        return result
+    }
+
+    /// Stores the responses `settlements` keep (each recorded as delivered by this commit), in
+    /// its transaction.
+    private func keepResponses(_ settlements: [Settlement], on connection: PostgresConnection) async throws {
+        for settlement in settlements {
+            guard let kept = settlement.kept, case .deliver = settlement.transition else { continue }
+            try await connection.query(PostgresQuery(unsafeSQL: sql("""
+                INSERT INTO §.entry_response (entry, seal_key, response) VALUES ($1, $2, $3)
+                ON CONFLICT (entry) DO UPDATE SET seal_key = EXCLUDED.seal_key, response = EXCLUDED.response
+                """)).with(settlement.id, kept.keyID, kept.bytes), logger: logger)
         }
     }
 

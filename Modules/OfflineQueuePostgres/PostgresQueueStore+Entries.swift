@@ -23,15 +23,16 @@ extension PostgresQueueStore {
             let inserted = try await connection.query(PostgresQuery(unsafeSQL: sql("""
                 INSERT INTO §.entry (idempotency_key, method, url, headers, body, body_ref, body_length, scopes, name,
                     group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, seal_key, seal,
-                    traceparent, tracestate)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14, $15, $16, $17, $18)
+                    traceparent, tracestate, keep_response)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14, $15, $16, $17, $18, $19)
                 ON CONFLICT (idempotency_key) DO NOTHING
                 RETURNING id
                 """)).with(
                     entry.idempotencyKey, entry.method, entry.url, LineCoding.encode(entry.headers), inline, reference,
                     entry.body.map { Int64($0.length) }, LineCoding.encode(entry.scopes), entry.name, entry.group,
                     Int32(clamping: entry.priority), entry.timeout.map(\.saturatingMilliseconds), fleet, fleet + wait,
-                    entry.seal?.keyID, entry.seal?.blob, entry.traceContext?.traceparent, entry.traceContext?.tracestate
+                    entry.seal?.keyID, entry.seal?.blob, entry.traceContext?.traceparent, entry.traceContext?.tracestate,
+                    entry.keepResponse?.stored
                 ), logger: logger).decodeAll(Int64.self)
             if let id = inserted.first {
                 if !entry.after.isEmpty { try await link(child: id, entry, fleet: fleet, on: connection) }

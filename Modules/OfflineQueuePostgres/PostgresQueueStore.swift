@@ -49,6 +49,9 @@ final class PostgresQueueStore: QueueStorage {
     private let wake = LockedBox<(@Sendable () -> Void)?>(nil)
     /// What waits on a connection, failed when it closes.
     let closes = CloseWatch()
+    /// Those awaiting outcomes, and the connection that listens for them while there are any.
+    let settledObservers = SettlementObservers()
+    let settledListener = LockedBox<SettledListener?>(nil)
 
     /// Bodies are kept in chunks of this many bytes.
     static let chunkSize = 256 * 1024
@@ -146,6 +149,10 @@ final class PostgresQueueStore: QueueStorage {
         session.withLock { session in
             session?.end()
             session = nil
+        }
+        settledListener.withLock { listener in
+            listener?.stop()
+            listener = nil
         }
         running.cancel()
         await running.value

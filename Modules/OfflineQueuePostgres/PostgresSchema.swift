@@ -168,7 +168,47 @@ enum PostgresSchema {
             ))
             """
         },
+        // Responses entries keep (Docs/OfflineQueue.md, "Offline work in steps"): what an entry
+        // asks to keep (`keep_response`, NULL for most, returned with its claim, so
+        // `settle_and_claim` is made again with it), and a row per delivery that kept one,
+        // written in the transaction that records the delivery and removed with the entry.
+        // Whoever awaits an outcome listens on `<schema>.settled`, which a trigger notifies
+        // when an entry is delivered or dies, and once per statement that removes entries.
+        Migration(name: "v6-kept-responses") { schema in
+            """
+            ALTER TABLE "\(schema)".entry ADD COLUMN keep_response text;
+            CREATE TABLE "\(schema)".entry_response (
+                entry bigint PRIMARY KEY REFERENCES "\(schema)".entry (id) ON DELETE CASCADE,
+                seal_key text,
+                response bytea NOT NULL
+            );
+            CREATE FUNCTION "\(schema)".notify_settled() RETURNS trigger
+            LANGUAGE plpgsql
+            AS $$
+            BEGIN
+                PERFORM pg_notify(\(literal(settledChannel(schema))), '');
+                RETURN NULL;
+            END
+            $$;
+            CREATE TRIGGER entry_settled AFTER UPDATE OF state ON "\(schema)".entry
+                FOR EACH ROW WHEN (NEW.state IN ('delivered', 'dead') AND OLD.state IS DISTINCT FROM NEW.state)
+                EXECUTE FUNCTION "\(schema)".notify_settled();
+            CREATE TRIGGER entry_removed AFTER DELETE ON "\(schema)".entry
+                FOR EACH STATEMENT EXECUTE FUNCTION "\(schema)".notify_settled();
+            \(dropSettleAndClaim(schema))
+            \(settleAndClaim(
+                schema, outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text, o_keep_response text",
+                columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate, e.keep_response", dependencies: true
+            ))
+            """
+        },
     ]
+
+    /// The channel those awaiting outcomes listen on: `<schema>.settled`.
+    static func settledChannel(_ schema: String) -> String { schema + ".settled" }
+
+    /// `text` as an SQL string literal.
+    static func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
 
     /// `resolve_blocked(candidates, fleet)`: the blocked entries among `candidates` become what
     /// ``DependencyRule/verdict(parents:policy:)`` says (due when every parent is delivered, or

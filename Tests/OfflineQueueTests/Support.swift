@@ -22,10 +22,24 @@ func expectRefused(
     #expect(!FileManager.default.fileExists(atPath: path + "-wal"), sourceLocation: sourceLocation)
 }
 
+/// SQL that takes a file of this version back to schema 11, as Courier wrote it before entries
+/// kept responses: schema 12's column, table and view gone, the trigger as schema 11 made it.
+let backToSchema11 = """
+    DROP VIEW entry_view;
+    DROP TRIGGER entry_edge_gone;
+    CREATE TRIGGER entry_edge_gone AFTER DELETE ON entry BEGIN DELETE FROM entry_edge WHERE child = OLD.id; END;
+    DROP TABLE entry_response;
+    ALTER TABLE entry DROP COLUMN keep_response;
+    \(Schema.entryView(adding: ", traceparent, tracestate"))
+    DELETE FROM grdb_migrations WHERE identifier = 'v12-kept-responses';
+    PRAGMA user_version = 11;
+
+    """
+
 /// SQL that takes a file of this version back to schema 10, as Courier wrote it before entries
 /// could wait for others: schema 11's links gone, a group's open entries as schema 10 indexed
 /// them (the entry table keeps schema 11's wider checks, which no schema 10 row breaks).
-let backToSchema10 = """
+let backToSchema10 = backToSchema11 + """
     DROP TRIGGER entry_edge_gone; DROP TABLE entry_edge;
     DROP INDEX entry_group_open;
     CREATE INDEX entry_group_open ON entry(group_key, id) WHERE group_key IS NOT NULL AND state IN ('pending', 'inflight');

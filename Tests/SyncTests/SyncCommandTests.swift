@@ -181,6 +181,65 @@ struct SyncCommandTests {
         await fixture.finish()
     }
 
+    @Test("enqueue --keep-response, wait and show from outside: a waiter in another process wakes on the delivery (the .settled file, NOTIFY); dead exits 3, purged 4, open at its timeout 75, unknown 65", arguments: [false, true])
+    func keptAndWaited(postgres: Bool) async throws {
+        let fixture = try await Fixture(postgres: postgres)
+        let sync = fixture.sync
+        fixture.server.route("/notes") { _, writer in
+            try await writer.respond(
+                status: 201,
+                headers: [HeaderField(name: "Location", value: "/notes/7"), HeaderField(name: "X-Title", value: "kept"),
+                          HeaderField(name: "X-Other", value: "dropped")],
+                body: Data("{\"id\":7,\"text\":\"\u{1B}[2J\"}".utf8)
+            )
+        }
+        fixture.server.script("/refused", status: 422)
+        let keep = ["--keep-header", "location", "--keep-header", "x-title"]
+        #expect(try await sync.run(["enqueue", "POST", fixture.url("/notes")] + keep).stdout == "1\n")
+        #expect(try await sync("enqueue", "POST", fixture.url("/refused"), "--keep-response").stdout == "2\n")
+        #expect(try await sync("enqueue", "POST", fixture.url("/notes"), "--keep-body-limit", "2000000").status == 64)
+        let open = try await sync("--json", "wait", "1", "--timeout", "0")
+        #expect(open.status == 75)
+        #expect((try open.json() as? [String: Any])?["outcome"] is NSNull)
+        // A waiter in a process of its own that only the queue's word can wake within the guard.
+        async let waited = sync.run(["--json", "wait", "1", "--recheck", "3600"])
+        #expect(try await eventually { try await Self.listening(fixture, database: sync.database, postgres: postgres) }, "the waiter never watched")
+        let drained = try await sync("drain", "--no-reachability")
+        #expect(drained.status == 0, "\(drained.stdout) \(drained.stderr)")
+        let delivered = try await waited
+        #expect(delivered.status == 0, "\(delivered.stderr)")
+        let outcome = try #require(try delivered.json() as? [String: Any])
+        #expect(outcome["outcome"] as? String == "delivered" && outcome["status"] as? Int == 201)
+        let response = try #require(outcome["response"] as? [String: Any])
+        #expect(response["headers"] as? [[String]] == [["location", "/notes/7"], ["x-title", "kept"]])
+        #expect(response["text"] as? String == "{\"id\":7,\"text\":\"\u{1B}[2J\"}" && response["truncated"] as? Bool == false)
+        let shown = try #require(try await sync("--json", "show", "1").json() as? [String: Any])
+        #expect((shown["response"] as? [String: Any])?["status"] as? Int == 201)
+        #expect((shown["keeps_response"] as? [String: Any])?["headers"] as? [String] == ["location", "x-title"])
+        let text = try await sync("show", "1").stdout
+        #expect(text.contains("response: 201, ") && text.contains("location: /notes/7"), "\(text)")
+        #expect(!text.contains("\u{1B}") && text.contains("\\x1b[2J"), "the body escaped for the terminal: \(text)")
+        let dead = try await sync("wait", "2")
+        #expect(dead.status == 3 && dead.stdout.hasPrefix("dead (rejected)"), "\(dead.stdout)")
+        #expect(try await sync("purge", "1").status == 0)
+        let purged = try await sync("--json", "wait", "1")
+        #expect(purged.status == 4)
+        #expect((try purged.json() as? [String: Any])?["outcome"] as? String == "purged")
+        let unknown = try await sync("wait", "99")
+        #expect(unknown.status == 65 && unknown.stderr.contains("no entry with id 99"))
+        await fixture.finish()
+    }
+
+    /// Whether a `sync wait` watches the queue: the `.settled` file beside a SQLite queue
+    /// exists (its watcher makes it), or a connection listens on the PostgreSQL schema's channel.
+    static func listening(_ fixture: Fixture, database: String, postgres: Bool) async throws -> Bool {
+        guard postgres else { return FileManager.default.fileExists(atPath: database + ".settled") }
+        let schema = database.components(separatedBy: "schema=").last ?? ""
+        let query = "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%' AND query LIKE '%\(schema).settled%'"
+        let result = try await runTool("/usr/bin/psql", [String(database.prefix { $0 != "?" }), "-Atc", query])
+        return String(decoding: result.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+    }
+
     @Test("enqueue --name stores the name as given; without it the entry is named by method and origin, never the path")
     func names() async throws {
         let fixture = try await Fixture()

@@ -18,6 +18,7 @@ struct Sync: AsyncParsableCommand {
               sync enqueue POST https://api.example.com/events -H 'Content-Type: application/json' --data '{"kind":"click"}'
               sync drain --concurrency 16
               sync list --state pending --limit 20
+              sync wait 42 --timeout 60
               sync --json stats
               sync retry --group user-42 --status 5xx --dry-run
               sync pause --group user-42
@@ -41,7 +42,7 @@ struct Sync: AsyncParsableCommand {
             or OTEL_* variables asking for a span export other than OTLP/HTTP.
             """,
         subcommands: [
-            Enqueue.self, Drain.self, List.self, Show.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Console.self, Keys.self, Demo.self,
+            Enqueue.self, Drain.self, List.self, Show.self, Wait.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Console.self, Keys.self, Demo.self,
         ]
     )
 

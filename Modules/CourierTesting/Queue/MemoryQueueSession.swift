@@ -82,6 +82,7 @@ final class MemoryQueueSession: QueueStorage {
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult {
         let owner = self.owner
+        defer { if settlements.contains(where: \.ends) { store.settled.notify() } }
         return store.state.withLock { state in
             var result = ClaimResult()
             result.lost = state.settle(settlements, owner: owner, now: now)
@@ -95,7 +96,22 @@ final class MemoryQueueSession: QueueStorage {
 
     func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
         let owner = self.owner
+        defer { if settlements.contains(where: \.ends) { store.settled.notify() } }
         return store.state.withLock { $0.settle(settlements, owner: owner, now: now) }
+    }
+
+    // MARK: - Outcomes
+
+    func keptResponse(of id: EntryID) async throws(QueueError) -> StoredResponse? {
+        store.state.withLock { state in state.rows[id]?.entry.state == .delivered ? state.responses[id] : nil }
+    }
+
+    func wasIssued(_ id: EntryID) async throws(QueueError) -> Bool {
+        id > 0 && id <= store.state.withLock { $0.lastID }
+    }
+
+    func observeSettlements(_ wake: @escaping @Sendable () -> Void) async -> SettlementWatch {
+        store.settled.observe(wake, start: {}, stop: {})
     }
 
     /// Memory keeps no disk reserve.
@@ -181,13 +197,19 @@ final class MemoryQueueSession: QueueStorage {
             Result { () throws(QueueError) in try state.purge(selection, now: now) }
         }.get()
         // Children of what went may be due now.
-        if purged > 0 { store.ring() }
+        if purged > 0 {
+            store.ring()
+            store.settled.notify()
+        }
         return purged
     }
 
     func change(_ operation: BulkOperation, matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
         let change = store.state.withLock { $0.change(operation, matching: selection, now: now, dryRun: dryRun) }
-        if !dryRun && !change.ids.isEmpty { store.ring() }
+        if !dryRun && !change.ids.isEmpty {
+            store.ring()
+            if operation == .purge { store.settled.notify() }
+        }
         return change
     }
 
@@ -208,7 +230,9 @@ final class MemoryQueueSession: QueueStorage {
     // MARK: - Upkeep
 
     func deleteDelivered(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
-        store.state.withLock { $0.deleteDelivered(finishedBefore: cutoff) }
+        let summary = store.state.withLock { $0.deleteDelivered(finishedBefore: cutoff) }
+        if summary.deletedEntries > 0 { store.settled.notify() }
+        return summary
     }
 
     /// Memory gives back what it frees at once: nothing to release.

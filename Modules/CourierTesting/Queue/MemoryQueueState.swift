@@ -38,6 +38,8 @@ struct MemoryQueueState {
     var children: [EntryID: Set<EntryID>] = [:]
     /// The entries delivered that others waited for: delivered still once retention removed them.
     var deliveredParents: Set<EntryID> = []
+    /// The responses delivered entries kept, by entry.
+    var responses: [EntryID: StoredResponse] = [:]
 
     // MARK: - Enqueue
 
@@ -61,6 +63,7 @@ struct MemoryQueueState {
             var stored = entry
             stored.seal = new.seal
             stored.traceContext = new.traceContext
+            stored.keepResponse = new.keepResponse
             rows[lastID] = Row(entry: stored, due: now.uptime + wait)
             byKey[new.idempotencyKey] = lastID
             if !new.after.isEmpty {
@@ -100,6 +103,7 @@ struct MemoryQueueState {
                 entry.lastStatus = status
                 entry.lastError = nil
                 entry.waitingForNetwork = false
+                if let kept = settlement.kept { responses[settlement.id] = kept }
             case .retry(let retry):
                 entry.state = .pending
                 entry.attempts += retry.consumesAttempt ? 1 : 0
@@ -253,6 +257,7 @@ struct MemoryQueueState {
         defer { if let now { resolveChildren(of: ids, now: now) } }
         for id in ids {
             guard let row = rows.removeValue(forKey: id) else { continue }
+            responses[id] = nil
             if let link = links.removeValue(forKey: id) {
                 for parent in link.parents { children[parent]?.remove(id) }
             }

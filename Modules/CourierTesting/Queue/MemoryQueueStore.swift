@@ -37,6 +37,8 @@ public final class MemoryQueueStore: Sendable {
     let name = "memory:" + UUID().uuidString.prefix(8).lowercased()
     /// Numbers the drainers of this store.
     let drainers = LockedBox(0)
+    /// Those awaiting outcomes (``MemoryQueueSession/observeSettlements(_:)``).
+    let settled = SettlementObservers()
 
     public init() {}
 

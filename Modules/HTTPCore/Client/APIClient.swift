@@ -73,6 +73,20 @@ public final class APIClient: Sendable {
         try await perform(name: name, scopes: scopes, validation: validation, build: { () throws(NetworkError) in request }, read: Self.dropBody)
     }
 
+    /// ``send(_:name:scopes:validation:)`` keeping the body's first `limit` bytes: the offline
+    /// queue's replay of an entry that keeps its response. The rest of a longer body is read
+    /// and dropped (so the connection can be reused), and `truncated` says so.
+    package func send(
+        _ request: PreparedRequest, name: String, scopes: Set<PluginScope>, keepingUpTo limit: Int, validation: StatusValidation = .successful
+    ) async throws(NetworkError) -> Response<(body: Data, truncated: Bool)> {
+        try await perform(name: name, scopes: scopes, validation: validation, build: { () throws(NetworkError) in request }) { raw, _ in
+            var body = try await raw.body.collectPrefix(limit + 1)
+            let truncated = body.count > limit
+            if truncated { body = body.prefix(limit) }
+            return ((body, truncated), body, body.count)
+        }
+    }
+
     /// Sends a request built elsewhere (an OpenAPI-generated client's, through the
     /// `OpenAPITransport` module) as a call named `name` in `scopes`, as
     /// ``send(_:name:scopes:validation:)`` does, and returns the response with its body still

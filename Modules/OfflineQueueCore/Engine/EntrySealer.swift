@@ -25,6 +25,14 @@ package protocol EntrySealer: Sendable {
     /// a body it keeps apart; or why they do not open: ``QueueError/Kind/keyUnavailable`` or
     /// ``QueueError/Kind/sealBroken``.
     func open(_ entry: QueueEntry, seal: StoredSeal, queueID: UUID) -> Result<OpenedEntry, QueueError>
+
+    /// `plaintext`, the response `entry` kept at its delivery (``KeptResponse/encoded``),
+    /// sealed under the primary key for the queue `queueID`.
+    func sealResponse(_ plaintext: Data, of entry: QueueEntry, queueID: UUID) -> StoredResponse
+
+    /// The plaintext of a response `entry` kept (`stored`, sealed by ``sealResponse(_:of:queueID:)``),
+    /// or why it does not open: ``QueueError/Kind/keyUnavailable`` or ``QueueError/Kind/sealBroken``.
+    func openResponse(_ stored: StoredResponse, of entry: QueueEntry, queueID: UUID) -> Result<Data, QueueError>
 }
 
 /// What opens the body a sealed entry keeps apart, with the key its url and headers were

@@ -73,6 +73,30 @@ package struct EntrySealing: Sendable {
         return (opened, body, hold)
     }
 
+    /// `response`, which `entry` kept at its delivery, as the store keeps it: sealed when new
+    /// entries are sealed or `entry` is, in clear otherwise.
+    package func keep(_ response: KeptResponse, of entry: QueueEntry) -> StoredResponse {
+        let bytes = response.encoded
+        guard sealsNewEntries || entry.seal != nil, let sealer else { return StoredResponse(bytes: bytes, keyID: nil) }
+        return sealer.sealResponse(bytes, of: entry, queueID: queueID)
+    }
+
+    /// The response `entry` kept, opened.
+    ///
+    /// - Throws: ``QueueError/Kind/keyUnavailable`` for a sealed response and no keyring;
+    ///   ``QueueError/Kind/sealBroken`` for one that does not authenticate or does not decode.
+    package func open(_ stored: StoredResponse, of entry: QueueEntry) throws(QueueError) -> KeptResponse {
+        var bytes = stored.bytes
+        if let keyID = stored.keyID {
+            guard let sealer else {
+                throw .keyUnavailable("the response entry \(entry.id) kept is sealed under key \(keyID), but no keyring was given")
+            }
+            bytes = try sealer.openResponse(stored, of: entry, queueID: queueID).get()
+        }
+        guard let response = KeptResponse(encoded: bytes) else { throw .sealBroken(entry.id, reason: "its kept response does not decode") }
+        return response
+    }
+
     /// The size of a body as enqueued, from the size it is stored with once sealed.
     package static func plaintextLength(sealedLength: Int) -> Int {
         SealedSize.plaintext(sealed: sealedLength) ?? sealedLength

@@ -76,6 +76,7 @@ extension OfflineQueue {
             entry.after = try Self.checkedParents(request.options.after)
             entry.whenParentDies = request.options.whenParentDies
         }
+        entry.keepResponse = try request.options.keepResponse?.checked()
         return entry
     }
 

@@ -17,8 +17,9 @@ extension QueueDrainer {
         activity.sendBegan(entry.id, timeout: entry.timeout ?? client.configuration.timeout, margin: QueueActivity.sendMargin)
         let outcome: AttemptOutcome
         var trace: SentTrace?
+        var kept: KeptResponse?
         do throws(QueueError) {
-            outcome = try await attempt(entry, age: age, sealing: sealing, ahead: ahead, sentTrace: &trace)
+            outcome = try await attempt(entry, age: age, sealing: sealing, ahead: ahead, sentTrace: &trace, kept: &kept)
         } catch {
             // A sealed entry that does not open stays as it was: given back unsent, nothing
             // counted, and the drain stops with the error.
@@ -45,7 +46,10 @@ extension QueueDrainer {
         }
         logAttempt(of: entry, transition: transition, trace: trace)
         let gone = if case .networkGone = outcome { true } else { false }
-        return AttemptReport(settlement: Settlement(id: entry.id, transition: transition), networkGone: gone, failure: nil)
+        var settlement = Settlement(id: entry.id, transition: transition)
+        // Kept in the transaction that records the delivery, sealed as the entry is.
+        if case .deliver = transition, let kept { settlement.kept = sealing.keep(kept, of: entry) }
+        return AttemptReport(settlement: settlement, networkGone: gone, failure: nil)
     }
 
     /// What became of one claimed entry's attempt.
@@ -61,10 +65,11 @@ extension QueueDrainer {
     /// Sends one claimed entry through the client (its plugins run again) and says how it went.
     /// A sealed entry is opened first, its body verified in full; it throws only when the entry
     /// cannot be opened, and then nothing was sent. `sentTrace`: the trace context the request
-    /// went out with, for the attempt's log line (set only when that line is logged).
+    /// went out with, for the attempt's log line (set only when that line is logged). `kept`:
+    /// the response, for an entry that keeps it (``QueueEntry/keepResponse``).
     func attempt(
         _ entry: QueueEntry, age: Duration, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil,
-        sentTrace: inout SentTrace?
+        sentTrace: inout SentTrace?, kept: inout KeptResponse?
     ) async throws(QueueError) -> AttemptOutcome {
         if Task.isCancelled { return .interrupted }
         // An entry too old at its claim is not sent; `settlements` turns it into an expiry.
@@ -95,10 +100,10 @@ extension QueueDrainer {
             let scopes = Set(entry.scopes.map { PluginScope($0) })
             let response: Response<Void>
             if let tracer {
-                response = try await send(replay.request, for: entry, scopes: scopes, tracer: tracer, sentTrace: &sentTrace)
+                response = try await send(replay.request, for: entry, scopes: scopes, tracer: tracer, sentTrace: &sentTrace, kept: &kept)
             } else {
                 if sendsStored, let stored = entry.traceContext, logsAttempts { sentTrace = SentTrace(traceID: stored.traceID, spanID: nil) }
-                response = try await client.send(replay.request, name: entry.name, scopes: scopes)
+                response = try await transmit(replay.request, for: entry, scopes: scopes, kept: &kept)
             }
             return .delivered(status: response.status.code)
         } catch .cancelled where !Task.isCancelled {
@@ -108,6 +113,21 @@ extension QueueDrainer {
         } catch {
             return classify(error, secrets: replay.secrets)
         }
+    }
+
+    /// Sends `request` for `entry` through the client; for an entry that keeps its response,
+    /// collects what it keeps into `kept` (the body's rest is read and dropped).
+    func transmit(
+        _ request: PreparedRequest, for entry: QueueEntry, scopes: Set<PluginScope>, kept: inout KeptResponse?
+    ) async throws(NetworkError) -> Response<Void> {
+        guard let keeping = entry.keepResponse else { return try await client.send(request, name: entry.name, scopes: scopes) }
+        let response = try await client.send(request, name: entry.name, scopes: scopes, keepingUpTo: keeping.bodyLimit)
+        var headers: [StoredHeader] = []
+        for field in response.headers where keeping.headers.contains(field.name.canonicalName) {
+            headers.append(StoredHeader(name: field.name.canonicalName, value: field.value))
+        }
+        kept = KeptResponse(status: response.status.code, headers: headers, body: response.body.body, truncated: response.body.truncated)
+        return response.map { _ in () }
     }
 
     /// A failed send in the lifecycle's terms. `secrets` are values the request carried

@@ -14,7 +14,8 @@ extension QueueDrainer {
     /// `sentTrace`: the attempt span's trace and span ids, as the request carries them, when the
     /// attempt's log line is logged.
     func send(
-        _ request: PreparedRequest, for entry: QueueEntry, scopes: Set<PluginScope>, tracer: any Tracer, sentTrace: inout SentTrace?
+        _ request: PreparedRequest, for entry: QueueEntry, scopes: Set<PluginScope>, tracer: any Tracer, sentTrace: inout SentTrace?,
+        kept: inout KeptResponse?
     ) async throws(NetworkError) -> Response<Void> {
         let drain = ServiceContext.current ?? .topLevel
         var enqueuer: ServiceContext?
@@ -37,22 +38,26 @@ extension QueueDrainer {
         if logsAttempts, let sent = TraceContext(stored: traced.headers[TraceCarrier.traceparentField], tracestate: nil) {
             sentTrace = SentTrace(traceID: sent.traceID, spanID: sent.parentID)
         }
-        let result = await ServiceContext.$current.withValue(span.context) { () async -> Result<Response<Void>, NetworkError> in
+        let result = await ServiceContext.$current.withValue(span.context) { () async -> Result<(Response<Void>, KeptResponse?), NetworkError> in
             do throws(NetworkError) {
-                return .success(try await client.send(traced, name: entry.name, scopes: scopes))
+                var kept: KeptResponse?
+                let response = try await transmit(traced, for: entry, scopes: scopes, kept: &kept)
+                return .success((response, kept))
             } catch {
                 return .failure(error)
             }
         }
         switch result {
-        case .success(let response):
+        case .success(let (response, _)):
             if span.isRecording { span.attributes["http.response.status_code"] = response.status.code }
         case .failure(let error):
             if let status = error.response?.status.code, span.isRecording { span.attributes["http.response.status_code"] = status }
             span.recordError(error)
             span.setStatus(SpanStatus(code: .error, message: "\(error)"))
         }
-        return try result.get()
+        let (response, keptHere) = try result.get()
+        kept = keptHere
+        return response
     }
 
     /// Whether each attempt's line is logged: ``QueueTracing/logger`` at debug level or below.

@@ -19,10 +19,14 @@ public struct EnqueueOptions: Sendable, Hashable {
     public var after: [EntryID]
     /// What becomes of this entry when one it waits for dies.
     public var whenParentDies: ParentDeathPolicy
+    /// Keep the response of its delivery (status, the header fields named, the body up to a
+    /// limit), for ``OfflineQueue/outcome(of:)`` in any process, `sync show` and `sync wait`.
+    /// `nil` (the default) keeps nothing, and costs nothing.
+    public var keepResponse: ResponseKeeping?
 
     public init(
         group: String? = nil, priority: Int = 0, idempotencyKey: String? = nil, notBefore: Date? = nil,
-        after: [EntryID] = [], whenParentDies: ParentDeathPolicy = .die
+        after: [EntryID] = [], whenParentDies: ParentDeathPolicy = .die, keepResponse: ResponseKeeping? = nil
     ) {
         self.group = group
         self.priority = priority
@@ -30,6 +34,7 @@ public struct EnqueueOptions: Sendable, Hashable {
         self.notBefore = notBefore
         self.after = after
         self.whenParentDies = whenParentDies
+        self.keepResponse = keepResponse
     }
 }
 

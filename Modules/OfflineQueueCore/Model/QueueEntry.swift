@@ -72,6 +72,9 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     /// enqueued outside any trace (or by a Courier that kept none). Clear even when the entry
     /// is sealed.
     public var traceContext: TraceContext? = nil
+    /// What of its delivery's response the entry keeps (``EnqueueOptions/keepResponse``);
+    /// `nil` when it keeps none.
+    public var keepResponse: ResponseKeeping? = nil
 
     /// The id of the key the entry is sealed under, or `nil` when it is stored in clear.
     public var sealKeyID: String? { seal?.keyID }

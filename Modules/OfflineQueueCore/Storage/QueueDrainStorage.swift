@@ -73,10 +73,25 @@ package protocol QueueBodyReading: Sendable {
 package struct Settlement: Sendable {
     package var id: EntryID
     package var transition: Transition
+    /// The response a delivered entry keeps (``QueueEntry/keepResponse``), stored in the
+    /// transaction that records the delivery; `nil` for every other.
+    package var kept: StoredResponse?
 
-    package init(id: EntryID, transition: Transition) {
+    package init(id: EntryID, transition: Transition, kept: StoredResponse? = nil) {
         self.id = id
         self.transition = transition
+        self.kept = kept
+    }
+}
+
+extension Settlement {
+    /// Whether it ends its entry (a delivery or a death): what those awaiting outcomes hear of
+    /// (``QueueOutcomeStorage/observeSettlements(_:)``).
+    package var ends: Bool {
+        switch transition {
+        case .deliver, .deadLetter: true
+        case .retry, .release: false
+        }
     }
 }
 

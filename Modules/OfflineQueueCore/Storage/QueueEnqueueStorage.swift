@@ -50,6 +50,8 @@ package struct NewEntry: Sendable {
     /// on the parents' states, in the insert's transaction.
     package var after: [EntryID] = []
     package var whenParentDies: ParentDeathPolicy = .die
+    /// What of its delivery's response to keep (``ResponseKeeping/stored``); `nil` for most.
+    package var keepResponse: ResponseKeeping?
 
     package init(
         idempotencyKey: String, method: String, url: String, headers: [StoredHeader], body: StoredBody?, scopes: [String],

@@ -1,13 +1,14 @@
 /// The storage contract: every read and write the engine (``OfflineQueue``, the drain, the
-/// service) and `sync` make, and nothing else, as five roles, each caller seeing only its own:
+/// service) and `sync` make, and nothing else, as six roles, each caller seeing only its own:
 ///
 /// - ``QueueDrainStorage``: what a drain needs (claim, settle, give back, renew, wake).
 /// - ``QueueEnqueueStorage``: what an enqueue needs (insert, bodies kept apart).
 /// - ``QueueOperatorStorage``: what people and `sync` need (list, count, retry, purge, pause).
 /// - ``QueueUpkeepStorage``: what keeps the store healthy (retention, orphan bodies, checks).
 /// - ``QueueSealStorage``: what sealing at rest keeps (the queue's id, key checks) and re-sealing.
+/// - ``QueueOutcomeStorage``: how entries ended (kept responses, word of settlements).
 ///
-/// Three stores keep all five: ``SQLiteQueueStore`` (SQLite, one host, the default), the PostgreSQL
+/// Three stores keep all six: ``SQLiteQueueStore`` (SQLite, one host, the default), the PostgreSQL
 /// store of `OfflineQueuePostgres` (a fleet), and the in-memory store of `CourierTesting` (one
 /// process, for tests).
 ///
@@ -29,7 +30,7 @@
 /// the same way on all of them.
 ///
 /// Every method throws ``QueueError`` only, and leaves nothing half done when it throws.
-package protocol QueueStorage: QueueDrainStorage, QueueEnqueueStorage, QueueOperatorStorage, QueueUpkeepStorage, QueueSealStorage {
+package protocol QueueStorage: QueueDrainStorage, QueueEnqueueStorage, QueueOperatorStorage, QueueUpkeepStorage, QueueSealStorage, QueueOutcomeStorage {
     /// Where the rows live, for messages: a file path, or a database URL without its password.
     var location: String { get }
 

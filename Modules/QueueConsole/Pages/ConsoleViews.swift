@@ -215,6 +215,25 @@ struct EntryDetailView: Encodable, Sendable {
     var hasChildren = false
     var whenParentDies = ""
 
+    /// The response it kept at its delivery (``EnqueueOptions/keepResponse``): escaped by the
+    /// page as every value is; a body that is not UTF-8 is shown by its length alone.
+    var hasResponse = false
+    var responseSealed = false
+    var responseStatus = 0
+    var responseHeaders: [HeaderView] = []
+    var responseBody = ""
+    var responseLength = 0
+    var responseTruncated = false
+
+    mutating func keep(_ response: KeptResponse) {
+        hasResponse = true
+        responseStatus = response.status
+        responseHeaders = response.headers.map { HeaderView(name: $0.name, value: $0.value, redacted: false) }
+        responseBody = String(data: response.body, encoding: .utf8) ?? ""
+        responseLength = response.body.count
+        responseTruncated = response.truncated
+    }
+
     mutating func link(_ dependencies: EntryDependencies) {
         parents = dependencies.parents
         children = dependencies.children

@@ -32,6 +32,9 @@ public struct SealedField: Sendable, Hashable, CustomStringConvertible {
     /// The request (as in ``request``) followed by its body, as one value (version 3): for an
     /// entry whose body is kept in its row and fits one chunk with the request.
     public static let entry = SealedField("entry")
+    /// The response an entry kept at its delivery (status, kept header fields, body), sealed
+    /// with a salt of its own under the entry's idempotency key.
+    public static let response = SealedField("response")
 
     public var description: String { name }
 }

@@ -211,6 +211,34 @@ package struct KeyringSealer: EntrySealer {
         }
     }
 
+    // MARK: - Kept responses
+
+    /// A response `entry` kept, sealed under the primary key: `0x02 ‖ salt ‖ sealed value`,
+    /// field `response`, with a salt of its own, bound to the queue and the entry's key.
+    package func sealResponse(_ plaintext: Data, of entry: QueueEntry, queueID: UUID) -> StoredResponse {
+        let cipher = EntryCipher(sealingWith: keyring, queueID: queueID, idempotencyKey: entry.idempotencyKey)
+        var blob = Self.sealStart(cipher, capacity: SealFormat.sealedSize(plaintextSize: plaintext.count))
+        cipher.seal(plaintext, field: .response, appendingTo: &blob)
+        return StoredResponse(bytes: blob, keyID: cipher.entrySeal.keyID.rawValue)
+    }
+
+    package func openResponse(_ stored: StoredResponse, of entry: QueueEntry, queueID: UUID) -> Result<Data, QueueError> {
+        guard let keyID = stored.keyID else { return .success(stored.bytes) }
+        do throws(QueueError) {
+            let cipher = try cipher(for: entry, seal: StoredSeal(keyID: keyID, blob: stored.bytes), queueID: queueID)
+            guard cipher.entrySeal.version == SealFormat.version else {
+                throw .sealBroken(entry.id, reason: "its kept response has format version \(cipher.entrySeal.version), not \(SealFormat.version)")
+            }
+            do throws(SealError) {
+                return .success(try cipher.open(Data(stored.bytes.dropFirst(1 + SealFormat.saltSize)), field: .response))
+            } catch {
+                throw .sealBroken(entry.id, reason: "its kept response: \(error.description)")
+            }
+        } catch {
+            return .failure(error)
+        }
+    }
+
     package func cipher(for entry: QueueEntry, seal: StoredSeal, queueID: UUID) throws(QueueError) -> EntryCipher {
         guard let keyID = KeyID(seal.keyID) else { throw .sealBroken(entry.id, reason: "its key id \(seal.keyID.debugDescription) is not one") }
         guard seal.blob.count >= 1 + SealFormat.saltSize else { throw .sealBroken(entry.id, reason: "its seal is cut short") }

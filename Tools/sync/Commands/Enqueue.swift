@@ -88,6 +88,15 @@ struct Enqueue: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("When an entry it waits for dies: die, wait (for a retry of it) or proceed.", valueName: "policy"))
     var whenParentDies: ParentDeathChoice = .die
 
+    @Flag(name: .long, help: "Keep the response of its delivery (status, location, etag, content-type, last-modified, the body up to 64 KiB), for `sync wait` and `sync show`.")
+    var keepResponse = false
+
+    @Option(name: .long, help: ArgumentHelp("A response header field to keep (instead of the four by default). Repeatable; implies --keep-response.", valueName: "name"))
+    var keepHeader: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("The most bytes of the response body to keep (0 to 1048576; default 65536). Implies --keep-response.", valueName: "bytes"))
+    var keepBodyLimit: Int?
+
     @Flag(name: .long, help: "Store secret headers as given (the database then holds the secret).")
     var storeSecrets = false
 
@@ -104,6 +113,18 @@ struct Enqueue: AsyncParsableCommand {
             throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
         }
         if let name { try Self.check(name: name) }
+        if let keepBodyLimit, !(0...ResponseKeeping.maxBodyLimit).contains(keepBodyLimit) {
+            throw ValidationError("--keep-body-limit must be 0 to \(ResponseKeeping.maxBodyLimit)")
+        }
+    }
+
+    /// What of the response to keep, from --keep-response, --keep-header and --keep-body-limit.
+    var keeping: ResponseKeeping? {
+        guard keepResponse || !keepHeader.isEmpty || keepBodyLimit != nil else { return nil }
+        return ResponseKeeping(
+            headers: keepHeader.isEmpty ? ResponseKeeping.defaultHeaders : keepHeader,
+            bodyLimit: keepBodyLimit ?? ResponseKeeping.defaultBodyLimit
+        )
     }
 
     /// The longest `--name`, in characters: a name is a metric label value and a column of
@@ -148,7 +169,8 @@ struct Enqueue: AsyncParsableCommand {
         try await reporting {
             try await options.withQueue(create: true, secrets: storeSecrets ? .store : .reject) { queue in
                 let options = EnqueueOptions(
-                    group: group, priority: priority, idempotencyKey: idempotencyKey, after: after, whenParentDies: whenParentDies.policy
+                    group: group, priority: priority, idempotencyKey: idempotencyKey, after: after, whenParentDies: whenParentDies.policy,
+                    keepResponse: keeping
                 )
                 if count > 1 {
                     try await enqueueMany(queue, headers: parsed, body: body, options: options, trace: trace)

@@ -116,6 +116,9 @@ struct Show: AsyncParsableCommand {
                     object["when_parent_dies"] = links.whenParentDies?.rawValue
                 }
                 if !links.children.isEmpty { object["waited_for_by"] = links.children }
+                if let keeping = entry.keepResponse { object["keeps_response"] = Output.object(keeping) }
+                let kept = try await Output.keptResponse(of: entry, in: queue)
+                if let kept { object["response"] = kept }
                 if options.json {
                     Output.json(object)
                     return
@@ -136,6 +139,7 @@ struct Show: AsyncParsableCommand {
                     print("body: \(body["length"] ?? 0) bytes, \(body["stored"] ?? "")\((body["path"] as? String).map { " at \($0)" } ?? "")")
                     if let text = body["text"] as? String { print(Output.terminalSafe(text, keepingLineBreaks: true)) }
                 }
+                if let kept { Output.printKeptResponse(kept) }
             }
         }
     }
