@@ -22,13 +22,6 @@ extension SQLiteQueueStore {
         try resolve(db, [child], now: now)
     }
 
-    /// Records that `parents` were delivered; returns their children.
-    static func parentsDelivered(_ db: Database, _ parents: String) throws -> [EntryID] {
-        try EntryID.fetchAll(db.cachedStatement(sql: """
-            UPDATE entry_edge SET parent_delivered = 1 WHERE parent IN (SELECT value FROM json_each(?)) RETURNING child
-            """), arguments: [parents])
-    }
-
     /// The children of `parents` (a JSON array of ids).
     static func children(_ db: Database, of parents: String) throws -> [EntryID] {
         try EntryID.fetchAll(db.cachedStatement(sql: "SELECT child FROM entry_edge WHERE parent IN (SELECT value FROM json_each(?))"), arguments: [parents])

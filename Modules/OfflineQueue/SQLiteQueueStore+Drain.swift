@@ -171,11 +171,14 @@ extension SQLiteQueueStore {
         }
         // An entry is settled only under a lease `owner` still holds; the row takes the
         // attempt's time from the lease, which then goes.
+        // Each delivered row comes back with whether others wait for it; the trigger
+        // `entry_delivered` marks their links in the same statement, so a delivery with no
+        // children costs no statement more.
         let deliver = try db.cachedStatement(sql: """
             UPDATE entry SET state = 'delivered', attempts = attempts + 1, finished_at = :now, last_status = :status,
                 last_error = NULL, waiting_network = 0, last_attempt_at = lease.attempt_wall, attempt_uptime = lease.attempt_uptime
             FROM lease WHERE lease.entry_id = entry.id AND lease.owner = :owner AND entry.id IN (SELECT value FROM json_each(:ids))
-            RETURNING entry.id
+            RETURNING entry.id, EXISTS (SELECT 1 FROM entry_edge WHERE entry_edge.parent = entry.id)
             """)
         let unlease = try db.cachedStatement(sql: "DELETE FROM lease WHERE owner = :owner AND entry_id IN (SELECT value FROM json_each(:ids))")
         // Entries that wait for a settled one are decided once the settlements are recorded.
@@ -183,10 +186,17 @@ extension SQLiteQueueStore {
         var keeps = false
         for (status, ids) in deliveries {
             let list = list(ids)
-            let recorded = Set(try EntryID.fetchAll(deliver, arguments: ["now": wall, "status": status, "ids": list, "owner": owner]))
+            var recorded: Set<EntryID> = []
+            var parents: [EntryID] = []
+            let rows = try Row.fetchCursor(deliver, arguments: ["now": wall, "status": status, "ids": list, "owner": owner])
+            while let row = try rows.next() {
+                let id: EntryID = row[0]
+                recorded.insert(id)
+                if row[1] as Bool { parents.append(id) }
+            }
             try unlease.execute(arguments: ["owner": owner, "ids": list])
             lost.formUnion(ids.filter { !recorded.contains($0) })
-            children += try parentsDelivered(db, list)
+            if !parents.isEmpty { children += try Self.children(db, of: Self.list(parents)) }
             keeps = keeps || !recorded.isEmpty
         }
         // The responses deliveries keep, in the transaction that records them.

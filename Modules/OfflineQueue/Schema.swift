@@ -490,7 +490,8 @@ enum Schema {
             // Responses entries keep (Docs/OfflineQueue.md, "Offline work in steps"): what an
             // entry asks to keep (`keep_response`, NULL for most), and a row per delivery that
             // kept one, written in the transaction that records the delivery and removed with
-            // the entry. A column added and a table made: nothing is copied.
+            // the entry. A column added and a table made: nothing is copied. The links of a
+            // delivered entry are marked by a trigger of the delivering statement.
             try db.execute(sql: """
                 ALTER TABLE entry ADD COLUMN keep_response TEXT;
                 DROP VIEW entry_view;
@@ -506,6 +507,12 @@ enum Schema {
                 BEGIN
                     DELETE FROM entry_edge WHERE child = OLD.id;
                     DELETE FROM entry_response WHERE entry = OLD.id;
+                END;
+                -- A delivered entry's links say so, in the statement that delivers it (schema 11
+                -- marked them in a statement of their own, at every settlement).
+                CREATE TRIGGER entry_delivered AFTER UPDATE OF state ON entry WHEN NEW.state = 'delivered'
+                BEGIN
+                    UPDATE entry_edge SET parent_delivered = 1 WHERE parent = NEW.id;
                 END;
                 PRAGMA user_version = 12;
                 """)

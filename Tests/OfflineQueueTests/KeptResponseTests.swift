@@ -15,7 +15,7 @@ struct KeptResponseTests {
 
     // MARK: - The storage contract
 
-    @Test("a delivery keeps its response in the commit that records it, a lost one keeps none, a purge removes it; ids given stay known", arguments: StoreKind.allCases)
+    @Test("a delivery keeps its response in the commit that records it, a lost one keeps none, retention removes it; ids given stay known", arguments: StoreKind.allCases)
     func contract(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
         try await removing(contract) {
@@ -47,8 +47,9 @@ struct KeptResponseTests {
             #expect(try await contract.storage.keptResponse(of: ids[0]) == response)
             #expect(try await contract.storage.keptResponse(of: ids[1]) == nil)
             #expect(try await contract.storage.keptResponse(of: ids[2]) == nil, "a lost settlement keeps nothing")
-            #expect(try await contract.storage.purge(.ids([ids[0]]), now: contract.now) == 1)
-            #expect(try await contract.storage.keptResponse(of: ids[0]) == nil, "a purge removes the kept response")
+            let retention = try await contract.storage.deleteDelivered(finishedBefore: contract.now.wall.addingTimeInterval(86_400))
+            #expect(retention.deletedEntries == 2)
+            #expect(try await contract.storage.keptResponse(of: ids[0]) == nil, "retention removes the kept response with its entry")
             #expect(try await contract.storage.wasIssued(ids[0]), "a purged id was given")
             #expect(try await contract.storage.wasIssued(ids[2]))
             #expect(try await !contract.storage.wasIssued(ids[2] + 1))
@@ -141,6 +142,7 @@ struct KeptResponseTests {
             #expect(ended, "an outcome was not heard of: \(progress.step)")
             #expect(try await waiter.outcome(of: plain.id) == .delivered(status: 201, response: nil), "an entry that keeps nothing")
             _ = try await waiter.purge(.ids([create.id]))
+            #expect(try await waiter.store.keptResponse(of: create.id) == nil, "a purge removes the kept response")
             #expect(try await waiter.outcome(of: create.id) == .purged)
             await #expect(throws: QueueError.noSuchEntry(plain.id + 1)) { _ = try await waiter.outcome(of: plain.id + 1) }
             await #expect(throws: QueueError.invalidRequest("a kept response's body limit must be 0 to 1048576 bytes, not -1")) {

@@ -26,6 +26,7 @@ func expectRefused(
 /// kept responses: schema 12's column, table and view gone, the trigger as schema 11 made it.
 let backToSchema11 = """
     DROP VIEW entry_view;
+    DROP TRIGGER entry_delivered;
     DROP TRIGGER entry_edge_gone;
     CREATE TRIGGER entry_edge_gone AFTER DELETE ON entry BEGIN DELETE FROM entry_edge WHERE child = OLD.id; END;
     DROP TABLE entry_response;

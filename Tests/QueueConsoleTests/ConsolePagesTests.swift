@@ -147,6 +147,27 @@ struct ConsolePagesTests {
         }
     }
 
+    @Test func entryDetailShowsTheKeptResponseEscaped() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            let id = try await fixture.queue.enqueue([QueuedRequest(
+                method: "POST", url: "https://api.example.com/created", options: EnqueueOptions(keepResponse: ResponseKeeping())
+            )])[0].id
+            try await fixture.drain()
+            let entry = try await client.send(.get, "/entries/\(id)", json: true).decode(EntryJSON.self)
+            #expect(entry.state == "delivered" && entry.hasResponse && entry.responseStatus == 201)
+            #expect(entry.responseHeaders.map(\.name) == ["location", "etag"])
+            #expect(entry.responseBody == #"{"note":"<script>alert(3)</script>"}"#)
+            let html = try await client.send(.get, "/entries/\(id)").text
+            #expect(html.contains("Kept response") && html.contains("201, 36 bytes"))
+            #expect(!html.contains("<script>alert(3)") && html.contains("&lt;script&gt;alert(3)&lt;/script&gt;"), "the body escaped")
+            #expect(!html.contains("<b>7</b>") && html.contains("/notes/&lt;b&gt;7&lt;/b&gt;"), "a header value escaped")
+            // An entry that keeps nothing shows none.
+            let plain = try await fixture.queue.enqueue(method: "POST", url: "https://api.example.com/ok").id
+            try await fixture.drain()
+            #expect(try await client.send(.get, "/entries/\(plain)", json: true).decode(EntryJSON.self).hasResponse == false)
+        }
+    }
+
     @Test func entryDetailShowsItsTraceLinkedThroughTheTemplate() async throws {
         let trace = "4bf92f3577b34da6a3ce929d0e0e4736"
         try await ConsoleFixture.with { fixture, client in

@@ -65,6 +65,9 @@ struct ConsoleFixture {
     private static func client() -> APIClient {
         let transport = StubTransport(fallback: StubTransport.Stub(status: .badRequest, body: Data(#"<script>alert(1)</script>"><img src=x onerror=alert(2)>"#.utf8)))
         transport.on(.post, "/ok", respond: .status(200))
+        transport.on(.post, "/created", respond: StubTransport.Stub(
+            status: .created, headers: [.location: "/notes/<b>7</b>", .eTag: "\"v1\""], body: Data(#"{"note":"<script>alert(3)</script>"}"#.utf8)
+        ))
         return APIClient(configuration: ClientConfiguration(baseURL: URL(string: "https://api.example.com")!), transport: transport)
     }
 
@@ -186,6 +189,10 @@ struct EntryJSON: Decodable {
     var parents: [Int64] = []
     var children: [Int64] = []
     var whenParentDies: String = ""
+    var hasResponse = false
+    var responseStatus = 0
+    var responseHeaders: [Header] = []
+    var responseBody = ""
 }
 
 struct ActionJSON: Decodable {

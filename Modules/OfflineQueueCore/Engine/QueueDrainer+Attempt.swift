@@ -17,9 +17,10 @@ extension QueueDrainer {
         activity.sendBegan(entry.id, timeout: entry.timeout ?? client.configuration.timeout, margin: QueueActivity.sendMargin)
         let outcome: AttemptOutcome
         var trace: SentTrace?
-        var kept: KeptResponse?
+        // Only an entry that keeps its response carries a box for it: the others' frames stay as they were.
+        let keeping = entry.keepResponse == nil ? nil : KeptResponseBox()
         do throws(QueueError) {
-            outcome = try await attempt(entry, age: age, sealing: sealing, ahead: ahead, sentTrace: &trace, kept: &kept)
+            outcome = try await attempt(entry, age: age, sealing: sealing, ahead: ahead, sentTrace: &trace, keeping: keeping)
         } catch {
             // A sealed entry that does not open stays as it was: given back unsent, nothing
             // counted, and the drain stops with the error.
@@ -48,8 +49,14 @@ extension QueueDrainer {
         let gone = if case .networkGone = outcome { true } else { false }
         var settlement = Settlement(id: entry.id, transition: transition)
         // Kept in the transaction that records the delivery, sealed as the entry is.
-        if case .deliver = transition, let kept { settlement.kept = sealing.keep(kept, of: entry) }
+        if case .deliver = transition, let kept = keeping?.response { settlement.kept = sealing.keep(kept, of: entry) }
         return AttemptReport(settlement: settlement, networkGone: gone, failure: nil)
+    }
+
+    /// Where an attempt of an entry that keeps its response puts it: a box only such an entry
+    /// carries. Written by the attempt's one task, read by it after the send.
+    final class KeptResponseBox: @unchecked Sendable {
+        var response: KeptResponse?
     }
 
     /// What became of one claimed entry's attempt.
@@ -65,11 +72,11 @@ extension QueueDrainer {
     /// Sends one claimed entry through the client (its plugins run again) and says how it went.
     /// A sealed entry is opened first, its body verified in full; it throws only when the entry
     /// cannot be opened, and then nothing was sent. `sentTrace`: the trace context the request
-    /// went out with, for the attempt's log line (set only when that line is logged). `kept`:
-    /// the response, for an entry that keeps it (``QueueEntry/keepResponse``).
+    /// went out with, for the attempt's log line (set only when that line is logged). `keeping`:
+    /// where the response goes, for an entry that keeps it (``QueueEntry/keepResponse``).
     func attempt(
         _ entry: QueueEntry, age: Duration, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil,
-        sentTrace: inout SentTrace?, kept: inout KeptResponse?
+        sentTrace: inout SentTrace?, keeping: KeptResponseBox? = nil
     ) async throws(QueueError) -> AttemptOutcome {
         if Task.isCancelled { return .interrupted }
         // An entry too old at its claim is not sent; `settlements` turns it into an expiry.
@@ -100,10 +107,14 @@ extension QueueDrainer {
             let scopes = Set(entry.scopes.map { PluginScope($0) })
             let response: Response<Void>
             if let tracer {
-                response = try await send(replay.request, for: entry, scopes: scopes, tracer: tracer, sentTrace: &sentTrace, kept: &kept)
+                response = try await send(replay.request, for: entry, scopes: scopes, tracer: tracer, sentTrace: &sentTrace, keeping: keeping)
             } else {
                 if sendsStored, let stored = entry.traceContext, logsAttempts { sentTrace = SentTrace(traceID: stored.traceID, spanID: nil) }
-                response = try await transmit(replay.request, for: entry, scopes: scopes, kept: &kept)
+                if let keeping {
+                    response = try await send(replay.request, for: entry, scopes: scopes, keepingInto: keeping)
+                } else {
+                    response = try await client.send(replay.request, name: entry.name, scopes: scopes)
+                }
             }
             return .delivered(status: response.status.code)
         } catch .cancelled where !Task.isCancelled {
@@ -115,18 +126,18 @@ extension QueueDrainer {
         }
     }
 
-    /// Sends `request` for `entry` through the client; for an entry that keeps its response,
-    /// collects what it keeps into `kept` (the body's rest is read and dropped).
-    func transmit(
-        _ request: PreparedRequest, for entry: QueueEntry, scopes: Set<PluginScope>, kept: inout KeptResponse?
+    /// Sends `request` for `entry`, which keeps its response (``QueueEntry/keepResponse``),
+    /// through the client, and puts what it keeps into `box` (the body's rest is read and dropped).
+    func send(
+        _ request: PreparedRequest, for entry: QueueEntry, scopes: Set<PluginScope>, keepingInto box: KeptResponseBox
     ) async throws(NetworkError) -> Response<Void> {
-        guard let keeping = entry.keepResponse else { return try await client.send(request, name: entry.name, scopes: scopes) }
+        let keeping = entry.keepResponse ?? ResponseKeeping()
         let response = try await client.send(request, name: entry.name, scopes: scopes, keepingUpTo: keeping.bodyLimit)
         var headers: [StoredHeader] = []
         for field in response.headers where keeping.headers.contains(field.name.canonicalName) {
             headers.append(StoredHeader(name: field.name.canonicalName, value: field.value))
         }
-        kept = KeptResponse(status: response.status.code, headers: headers, body: response.body.body, truncated: response.body.truncated)
+        box.response = KeptResponse(status: response.status.code, headers: headers, body: response.body.body, truncated: response.body.truncated)
         return response.map { _ in () }
     }
 

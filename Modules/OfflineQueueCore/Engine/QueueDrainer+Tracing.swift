@@ -15,7 +15,7 @@ extension QueueDrainer {
     /// attempt's log line is logged.
     func send(
         _ request: PreparedRequest, for entry: QueueEntry, scopes: Set<PluginScope>, tracer: any Tracer, sentTrace: inout SentTrace?,
-        kept: inout KeptResponse?
+        keeping: KeptResponseBox? = nil
     ) async throws(NetworkError) -> Response<Void> {
         let drain = ServiceContext.current ?? .topLevel
         var enqueuer: ServiceContext?
@@ -38,26 +38,23 @@ extension QueueDrainer {
         if logsAttempts, let sent = TraceContext(stored: traced.headers[TraceCarrier.traceparentField], tracestate: nil) {
             sentTrace = SentTrace(traceID: sent.traceID, spanID: sent.parentID)
         }
-        let result = await ServiceContext.$current.withValue(span.context) { () async -> Result<(Response<Void>, KeptResponse?), NetworkError> in
+        let result = await ServiceContext.$current.withValue(span.context) { () async -> Result<Response<Void>, NetworkError> in
             do throws(NetworkError) {
-                var kept: KeptResponse?
-                let response = try await transmit(traced, for: entry, scopes: scopes, kept: &kept)
-                return .success((response, kept))
+                if let keeping { return .success(try await send(traced, for: entry, scopes: scopes, keepingInto: keeping)) }
+                return .success(try await client.send(traced, name: entry.name, scopes: scopes))
             } catch {
                 return .failure(error)
             }
         }
         switch result {
-        case .success(let (response, _)):
+        case .success(let response):
             if span.isRecording { span.attributes["http.response.status_code"] = response.status.code }
         case .failure(let error):
             if let status = error.response?.status.code, span.isRecording { span.attributes["http.response.status_code"] = status }
             span.recordError(error)
             span.setStatus(SpanStatus(code: .error, message: "\(error)"))
         }
-        let (response, keptHere) = try result.get()
-        kept = keptHere
-        return response
+        return try result.get()
     }
 
     /// Whether each attempt's line is logged: ``QueueTracing/logger`` at debug level or below.

@@ -122,15 +122,25 @@ public struct KeptResponse: Sendable, Hashable, Codable {
 }
 
 /// A kept response as a store holds it: ``KeptResponse/encoded`` in clear, or sealed under the
-/// key `keyID` names.
-package struct StoredResponse: Sendable, Hashable {
-    package var bytes: Data
+/// key `keyID` names. A class, so that a ``Settlement`` (which every drained entry makes) grows
+/// by a reference, not by the response's fields.
+package final class StoredResponse: Sendable, Hashable {
+    package let bytes: Data
     /// The key it is sealed under; `nil` in clear.
-    package var keyID: String?
+    package let keyID: String?
 
     package init(bytes: Data, keyID: String?) {
         self.bytes = bytes
         self.keyID = keyID
+    }
+
+    package static func == (lhs: StoredResponse, rhs: StoredResponse) -> Bool {
+        lhs.bytes == rhs.bytes && lhs.keyID == rhs.keyID
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes)
+        hasher.combine(keyID)
     }
 }
 
