@@ -27,7 +27,10 @@ extension SQLiteQueueStore {
     /// One inotify watch of `<db>.settled` for all of this store's observers.
     func observeSettlements(_ wake: @escaping @Sendable () -> Void) async -> SettlementWatch {
         let (file, observers) = (settledFile, settledObservers)
-        return observers.observe(wake, start: { file.watch { observers.notify() } }, stop: { file.stop() })
+        return observers.observe(wake, start: {
+            file.watch { observers.notify() }
+            return file.isWatching
+        }, stop: { file.stop() })
     }
 
     /// Tells every process awaiting an outcome that entries were delivered, died or went,

@@ -51,6 +51,10 @@ final class WakeFile: Sendable {
         #endif
     }
 
+    /// Whether a watcher runs (it does not where inotify is missing, or when the file could not
+    /// be made or watched, such as when this user has no inotify instance left).
+    var isWatching: Bool { watcher.current != nil }
+
     /// Stops the watcher's thread, if one runs.
     func stop() {
         watcher.withLock { watcher in

@@ -39,6 +39,7 @@ extension PostgresQueueStore {
         let (place, logger, channel) = (place, logger, PostgresSchema.settledChannel(place.schema))
         return observers.observe(wake, start: {
             listener.withLock { $0 = SettledListener(place: place, channel: channel, logger: logger, observers: observers) }
+            return true
         }, stop: {
             listener.withLock { listener in
                 listener?.stop()

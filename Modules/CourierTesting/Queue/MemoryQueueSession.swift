@@ -111,7 +111,7 @@ final class MemoryQueueSession: QueueStorage {
     }
 
     func observeSettlements(_ wake: @escaping @Sendable () -> Void) async -> SettlementWatch {
-        store.settled.observe(wake, start: {}, stop: {})
+        store.settled.observe(wake, start: { true }, stop: {})
     }
 
     /// Memory keeps no disk reserve.

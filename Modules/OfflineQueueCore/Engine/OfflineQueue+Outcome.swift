@@ -7,6 +7,8 @@ extension OfflineQueue {
     /// settlement whose word was lost (a PostgreSQL connection cut, a `.settled` file another
     /// user cannot touch), not the way it learns of one.
     static let outcomeRecheck = Duration.seconds(10)
+    /// How often it looks when the store could not watch (``SettlementWatch/isLive``).
+    static let unwatchedRecheck = Duration.seconds(1)
 
     /// How entry `id` ended, or `nil` while it is still open (pending, in flight, blocked).
     ///
@@ -74,7 +76,8 @@ extension OfflineQueue {
         while true {
             let mark = settled.mark
             if let outcome = try await currentOutcome(of: id) { return outcome }
-            var wait = recheck
+            // A store that could not watch leaves the looking to this loop, often.
+            var wait = watch.isLive ? recheck : min(recheck, Self.unwatchedRecheck)
             if let deadline {
                 let left = deadline - ContinuousClock.now
                 if left <= .zero { return nil }

@@ -25,8 +25,13 @@ package protocol QueueOutcomeStorage: Sendable {
 /// it is released.
 package final class SettlementWatch: Sendable {
     private let stopping: LockedBox<(@Sendable () -> Void)?>
+    /// Whether the store watches: `false` when it could not (on SQLite, no inotify instance
+    /// left to this user, `fs.inotify.max_user_instances`), and the caller then looks again
+    /// on its own, often.
+    package let isLive: Bool
 
-    package init(stop: @escaping @Sendable () -> Void) {
+    package init(isLive: Bool = true, stop: @escaping @Sendable () -> Void) {
+        self.isLive = isLive
         stopping = LockedBox(stop)
     }
 
@@ -53,6 +58,7 @@ package final class SettlementObservers: Sendable {
     private struct State {
         var next = 0
         var observers: [Int: @Sendable () -> Void] = [:]
+        var watching = false
     }
 
     private let state = LockedBox(State())
@@ -62,19 +68,24 @@ package final class SettlementObservers: Sendable {
     /// Adds `wake`. `start` runs when it is the first observer (to start the store's watch,
     /// which calls ``notify()``), `stop` when the last one stops; both under the observers'
     /// lock, so a start and a stop never cross.
+    /// `start` returns whether the store watches; it is tried again for a later observer
+    /// while it does not.
     package func observe(
-        _ wake: @escaping @Sendable () -> Void, start: () -> Void, stop: @escaping @Sendable () -> Void
+        _ wake: @escaping @Sendable () -> Void, start: () -> Bool, stop: @escaping @Sendable () -> Void
     ) -> SettlementWatch {
-        let id = state.withLock { state in
-            if state.observers.isEmpty { start() }
+        let (id, live) = state.withLock { state in
+            if state.observers.isEmpty || !state.watching { state.watching = start() }
             state.next += 1
             state.observers[state.next] = wake
-            return state.next
+            return (state.next, state.watching)
         }
-        return SettlementWatch { [state] in
+        return SettlementWatch(isLive: live) { [state] in
             state.withLock { state in
                 guard state.observers.removeValue(forKey: id) != nil else { return }
-                if state.observers.isEmpty { stop() }
+                if state.observers.isEmpty {
+                    stop()
+                    state.watching = false
+                }
             }
         }
     }
