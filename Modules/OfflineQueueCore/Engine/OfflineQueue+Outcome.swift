@@ -33,6 +33,22 @@ extension OfflineQueue {
         }
     }
 
+    /// What a page or a command shows of the response `entry` kept: `nil` when it kept none or
+    /// is not delivered, ``KeptResponseReading/sealed`` when it is sealed and this queue has no
+    /// key to open it.
+    package func keptResponse(of entry: QueueEntry) async throws(QueueError) -> KeptResponseReading? {
+        guard entry.state == EntryState.delivered, entry.keepResponse != nil else { return nil }
+        let outcome: EntryOutcome?
+        do throws(QueueError) {
+            outcome = try await currentOutcome(of: entry.id)
+        } catch {
+            if error.kind == QueueError.Kind.keyUnavailable { return .sealed }
+            throw error
+        }
+        guard case .delivered(_, let response)? = outcome, let response else { return nil }
+        return .kept(response)
+    }
+
     /// The response `entry` kept, opened with the queue's keyring when it is sealed. Reads the
     /// queue's id and key checks and writes nothing, so a queue opened read-only opens it too.
     private func open(_ stored: StoredResponse, of entry: QueueEntry) async throws(QueueError) -> KeptResponse {
@@ -87,4 +103,11 @@ extension OfflineQueue {
             await settled.wait(after: mark, timeout: wait)
         }
     }
+}
+
+/// A kept response as ``OfflineQueue/keptResponse(of:)`` reads it for display.
+package enum KeptResponseReading: Sendable {
+    case kept(KeptResponse)
+    /// Sealed, and the queue has no key to open it.
+    case sealed
 }

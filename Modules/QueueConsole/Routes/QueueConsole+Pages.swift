@@ -51,25 +51,13 @@ extension QueueConsole {
         guard let entry = try await queue.entry(id) else { throw HTTPError(.notFound, message: "no entry \(id)") }
         var view = EntryDetailView(entry, now: queue.configuration.clock.now(), traceLink: traceLink)
         view.link(try await queue.dependencies(of: id))
-        let kept = try await keptResponse(of: entry)
-        if let response = kept.response { view.keep(response) }
-        view.responseSealed = kept.sealed
-        return try respond(request, context, view, title: "Entry \(id)", template: "entry", route: "/entries/\(id)")
-    }
-
-    /// The response `entry` kept at its delivery, when it kept one; `sealed` when it is sealed
-    /// and the console has no keyring to open it.
-    private func keptResponse(of entry: QueueEntry) async throws(QueueError) -> (response: KeptResponse?, sealed: Bool) {
-        guard entry.state == EntryState.delivered, entry.keepResponse != nil else { return (nil, false) }
-        let outcome: EntryOutcome?
-        do throws(QueueError) {
-            outcome = try await queue.currentOutcome(of: entry.id)
-        } catch {
-            if error.kind == QueueError.Kind.keyUnavailable { return (nil, true) }
-            throw error
+        let kept: KeptResponseReading? = try await queue.keptResponse(of: entry)
+        switch kept {
+        case .kept(let response)?: view.keep(response)
+        case .sealed?: view.responseSealed = true
+        case nil: break
         }
-        guard case .delivered(_, let response)? = outcome else { return (nil, false) }
-        return (response, false)
+        return try respond(request, context, view, title: "Entry \(id)", template: "entry", route: "/entries/\(id)")
     }
 
     /// The page as HTML, or its view as JSON when the client asked for it. `route` is the

@@ -26,16 +26,12 @@ extension Output {
     /// The response `entry` kept, as JSON, when it is delivered and kept one; `nil` otherwise.
     /// One sealed that this command has no key for is shown as sealed, not as an error.
     static func keptResponse(of entry: QueueEntry, in queue: OfflineQueue) async throws -> [String: Any]? {
-        guard entry.state == EntryState.delivered, entry.keepResponse != nil else { return nil }
-        let outcome: EntryOutcome?
-        do throws(QueueError) {
-            outcome = try await queue.currentOutcome(of: entry.id)
-        } catch {
-            if error.kind == QueueError.Kind.keyUnavailable { return ["sealed": true] }
-            throw error
+        let kept: KeptResponseReading? = try await queue.keptResponse(of: entry)
+        switch kept {
+        case .kept(let response)?: return object(response)
+        case .sealed?: return ["sealed": true]
+        case nil: return nil
         }
-        guard case .delivered(_, let kept)? = outcome, let kept else { return nil }
-        return object(kept)
     }
 
     /// Prints a kept response (`object(_:)`'s form) for a terminal: every value escaped.
