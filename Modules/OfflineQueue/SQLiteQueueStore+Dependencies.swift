@@ -18,6 +18,16 @@ extension SQLiteQueueStore {
             let stored = Set(try EntryID.fetchAll(db, sql: "SELECT parent FROM entry_edge WHERE child = ?", arguments: [child]))
             throw QueueError.noSuchDependency(entry.after.first { !stored.contains($0) } ?? entry.after[0])
         }
+        if !entry.references.isEmpty {
+            // Each parent read keeps what is read of it.
+            var keeping: [EntryID: ResponseKeeping] = [:]
+            for row in try Row.fetchAll(db, sql: """
+                SELECT id, keep_response FROM entry WHERE id IN (SELECT value FROM json_each(?)) AND keep_response IS NOT NULL
+                """, arguments: [list(entry.responseSources)]) {
+                keeping[row[0]] = (row[1] as String?).flatMap(ResponseKeeping.init(stored:))
+            }
+            try ResponseReference.check(entry.references, keeping: keeping)
+        }
         try db.cachedStatement(sql: "UPDATE entry SET state = 'blocked' WHERE id = ?").execute(arguments: [child])
         try resolve(db, [child], now: now)
     }

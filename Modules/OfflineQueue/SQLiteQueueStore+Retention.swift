@@ -18,12 +18,14 @@ extension SQLiteQueueStore {
     func deleteDelivered(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
         var summary = RetentionSummary()
         let batch = Self.retentionBatch
+        let keepsParents = keepsParentsSQL
         while true {
             let files = try await write { db -> [String?] in
                 try String?.fetchAll(db, sql: """
                     DELETE FROM entry WHERE id IN (
                         SELECT id FROM entry INDEXED BY entry_state
-                        WHERE state = 'delivered' AND state <> 'pending' AND finished_at < ? ORDER BY id LIMIT ?)
+                        WHERE state = 'delivered' AND state <> 'pending' AND finished_at < ?\(keepsParents)
+                        ORDER BY id LIMIT ?)
                     RETURNING body_file
                     """, arguments: [cutoff.timeIntervalSince1970, batch])
             }
@@ -34,6 +36,18 @@ extension SQLiteQueueStore {
             if !files.isEmpty { ringSettled() }
             if files.count < batch { return summary }
         }
+    }
+
+    /// Keeps a delivered entry whose response a child not yet sent takes values from
+    /// (``ResponseReference``): removing it would leave the child nothing to read. Only a file
+    /// with those links (schema 13) has such children.
+    private var keepsParentsSQL: String {
+        guard schemaVersion >= Schema.firstResponseSourcesVersion else { return "" }
+        return """
+
+                            AND NOT EXISTS (SELECT 1 FROM entry_edge AS g JOIN entry AS c ON c.id = g.child
+                                WHERE g.parent = entry.id AND c.state IN ('blocked', 'pending', 'inflight') AND c.response_sources IS NOT NULL)
+            """
     }
 
     /// Gives the free pages back to the file system, ``vacuumBatch`` at a time. Returns how

@@ -53,6 +53,10 @@ enum Schema {
     /// The first schema with kept responses (`entry.keep_response`, `entry_response`).
     static let firstKeptResponseVersion = version(after: "v12-kept-responses")
 
+    /// The first schema with requests that take values from their parents' kept responses
+    /// (`entry.response_sources`).
+    static let firstResponseSourcesVersion = version(after: "v13-response-sources")
+
     /// The states of `entry_group_open`'s rows (schema 11 on): a group's open entries, which its
     /// later entries wait behind.
     static let groupOpenStates = "('pending', 'inflight', 'blocked')"
@@ -515,6 +519,17 @@ enum Schema {
                     UPDATE entry_edge SET parent_delivered = 1 WHERE parent = NEW.id;
                 END;
                 PRAGMA user_version = 12;
+                """)
+        }
+        migrator.registerMigration("v13-response-sources") { db in
+            // Requests that take values from their parents' kept responses (ResponseReference):
+            // the parents they read and whether the body does (`7,9 body`), NULL for most. A
+            // column added: nothing is copied.
+            try db.execute(sql: """
+                ALTER TABLE entry ADD COLUMN response_sources TEXT;
+                DROP VIEW entry_view;
+                \(entryView(adding: ", traceparent, tracestate, keep_response, response_sources"))
+                PRAGMA user_version = 13;
                 """)
         }
         return migrator

@@ -14,7 +14,7 @@ enum PostgresEntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyRef, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, deadReason
-    case sealKey, seal, traceparent, tracestate, keepResponse
+    case sealKey, seal, traceparent, tracestate, keepResponse, responseSources
 
     /// The columns' names in the `entry` table, in order.
     static let names = columnNames()
@@ -87,6 +87,9 @@ extension PostgresQueueStore {
         }
         entry.traceContext = TraceContext(stored: try cells.decode(.traceparent), tracestate: try cells.decode(.tracestate))
         if let keep = try cells.decode(.keepResponse, as: String?.self) { entry.keepResponse = ResponseKeeping(stored: keep) }
+        if let sources = try cells.decode(.responseSources, as: String?.self) {
+            (entry.responseSources, entry.bodyTakesValues) = ResponseReference.sources(stored: sources)
+        }
         return entry
     }
 }

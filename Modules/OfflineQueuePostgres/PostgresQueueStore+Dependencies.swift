@@ -19,6 +19,16 @@ extension PostgresQueueStore {
             found.append(id)
         }
         if let missing = entry.after.first(where: { !found.contains($0) }) { throw QueueError.noSuchDependency(missing) }
+        if !entry.references.isEmpty {
+            // Each parent read keeps what is read of it (the parents are locked FOR SHARE above).
+            var keeping: [EntryID: ResponseKeeping] = [:]
+            for try await (id, stored) in try await connection.query(PostgresQuery(unsafeSQL: sql("""
+                SELECT id, keep_response FROM §.entry WHERE id = ANY($1) AND keep_response IS NOT NULL
+                """)).with(entry.responseSources), logger: logger).decode((Int64, String).self) {
+                keeping[id] = ResponseKeeping(stored: stored)
+            }
+            try ResponseReference.check(entry.references, keeping: keeping)
+        }
         try await connection.query(PostgresQuery(unsafeSQL: sql("""
             INSERT INTO §.entry_edge (child, parent, when_parent_dies, parent_delivered)
             SELECT $1, id, $2, state = 'delivered' FROM §.entry WHERE id = ANY($3)

@@ -23,8 +23,8 @@ extension PostgresQueueStore {
             let inserted = try await connection.query(PostgresQuery(unsafeSQL: sql("""
                 INSERT INTO §.entry (idempotency_key, method, url, headers, body, body_ref, body_length, scopes, name,
                     group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, seal_key, seal,
-                    traceparent, tracestate, keep_response)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14, $15, $16, $17, $18, $19)
+                    traceparent, tracestate, keep_response, response_sources)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14, $15, $16, $17, $18, $19, $20)
                 ON CONFLICT (idempotency_key) DO NOTHING
                 RETURNING id
                 """)).with(
@@ -32,7 +32,7 @@ extension PostgresQueueStore {
                     entry.body.map { Int64($0.length) }, LineCoding.encode(entry.scopes), entry.name, entry.group,
                     Int32(clamping: entry.priority), entry.timeout.map(\.saturatingMilliseconds), fleet, fleet + wait,
                     entry.seal?.keyID, entry.seal?.blob, entry.traceContext?.traceparent, entry.traceContext?.tracestate,
-                    entry.keepResponse?.stored
+                    entry.keepResponse?.stored, entry.storedResponseSources
                 ), logger: logger).decodeAll(Int64.self)
             if let id = inserted.first {
                 if !entry.after.isEmpty { try await link(child: id, entry, fleet: fleet, on: connection) }
@@ -336,6 +336,8 @@ extension PostgresQueueStore {
 
     // MARK: - Upkeep
 
+    /// A delivered entry whose response a child not yet sent takes values from
+    /// (``ResponseReference``) stays until that child is sent.
     func deleteDelivered(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
         var summary = RetentionSummary()
         let batch = 500
@@ -343,7 +345,10 @@ extension PostgresQueueStore {
             let references = try await transaction { connection -> [String?] in
                 let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                     DELETE FROM §.entry WHERE id IN (
-                        SELECT id FROM §.entry WHERE state = 'delivered' AND finished_at < $1 ORDER BY id LIMIT $2)
+                        SELECT e.id FROM §.entry AS e WHERE e.state = 'delivered' AND e.finished_at < $1
+                            AND NOT EXISTS (SELECT 1 FROM §.entry_edge AS g JOIN §.entry AS c ON c.id = g.child
+                                WHERE g.parent = e.id AND c.state IN ('blocked', 'pending', 'inflight') AND c.response_sources IS NOT NULL)
+                        ORDER BY e.id LIMIT $2)
                     RETURNING body_ref
                     """)).with(cutoff.timeIntervalSince1970, Int64(batch)), logger: self.logger).decodeAll(String?.self)
                 let names = rows.compactMap { $0 }

@@ -202,6 +202,20 @@ enum PostgresSchema {
             ))
             """
         },
+        // Requests that take values from their parents' kept responses (ResponseReference): the
+        // parents they read and whether the body does (`7,9 body`), NULL for most, returned
+        // with the claim (so `settle_and_claim` is made again with it).
+        Migration(name: "v7-response-sources") { schema in
+            """
+            ALTER TABLE "\(schema)".entry ADD COLUMN response_sources text;
+            \(dropSettleAndClaim(schema))
+            \(settleAndClaim(
+                schema,
+                outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text, o_keep_response text, o_response_sources text",
+                columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate, e.keep_response, e.response_sources", dependencies: true
+            ))
+            """
+        },
     ]
 
     /// The channel those awaiting outcomes listen on: `<schema>.settled`.

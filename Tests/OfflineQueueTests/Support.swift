@@ -22,9 +22,20 @@ func expectRefused(
     #expect(!FileManager.default.fileExists(atPath: path + "-wal"), sourceLocation: sourceLocation)
 }
 
+/// SQL that takes a file of this version back to schema 12, as Courier wrote it before
+/// requests took values from their parents' responses: schema 13's column gone.
+let backToSchema12 = """
+    DROP VIEW entry_view;
+    ALTER TABLE entry DROP COLUMN response_sources;
+    \(Schema.entryView(adding: ", traceparent, tracestate, keep_response"))
+    DELETE FROM grdb_migrations WHERE identifier = 'v13-response-sources';
+    PRAGMA user_version = 12;
+
+    """
+
 /// SQL that takes a file of this version back to schema 11, as Courier wrote it before entries
 /// kept responses: schema 12's column, table and view gone, the trigger as schema 11 made it.
-let backToSchema11 = """
+let backToSchema11 = backToSchema12 + """
     DROP VIEW entry_view;
     DROP TRIGGER entry_delivered;
     DROP TRIGGER entry_edge_gone;

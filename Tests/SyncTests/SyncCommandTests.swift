@@ -198,6 +198,20 @@ struct SyncCommandTests {
         #expect(try await sync.run(["enqueue", "POST", fixture.url("/notes")] + keep).stdout == "1\n")
         #expect(try await sync("enqueue", "POST", fixture.url("/refused"), "--keep-response").stdout == "2\n")
         #expect(try await sync("enqueue", "POST", fixture.url("/notes"), "--keep-body-limit", "2000000").status == 64)
+        // A child that takes values from a parent's response, from outside; one that could not is refused.
+        fixture.server.script("/made", status: 201, headers: [HeaderField(name: "X-Title", value: "kept")], body: Data("{\"id\": 7}".utf8))
+        #expect(try await sync("enqueue", "POST", fixture.url("/made"), "--keep-header", "x-title").stdout == "3\n")
+        fixture.server.keepBodies(of: "/echo/notes/7")
+        let child = try await sync(
+            "enqueue", "PUT", fixture.url("/echo/notes") + "/${response:3:/id}", "--after", "3",
+            "-H", "X-Title: ${response:3:header:x-title}", "--data", "{\"n\": ${response:3:/id}, \"status\": \"${response:3:status}\"}"
+        )
+        #expect(child.stdout == "4\n", "\(child.stderr)")
+        let refused = try await sync("enqueue", "GET", fixture.url("/echo"), "--after", "3", "-H", "If-Match: ${response:3:header:etag}")
+        #expect(refused.status == 65 && refused.stderr.contains("does not keep header field etag"), "\(refused.stderr)")
+        let shownChild = try #require(try await sync("--json", "show", "4").json() as? [String: Any])
+        #expect(shownChild["takes_values_from"] as? [Int] == [3] && shownChild["after"] as? [Int] == [3])
+        #expect((shownChild["url"] as? String)?.hasSuffix("/echo/notes/${response:3:/id}") == true, "shown as written: \(shownChild["url"] ?? "")")
         let open = try await sync("--json", "wait", "1", "--timeout", "0")
         #expect(open.status == 75)
         #expect((try open.json() as? [String: Any])?["outcome"] is NSNull)
@@ -213,6 +227,10 @@ struct SyncCommandTests {
         let response = try #require(outcome["response"] as? [String: Any])
         #expect(response["headers"] as? [[String]] == [["location", "/notes/7"], ["x-title", "kept"]])
         #expect(response["text"] as? String == "{\"id\":7,\"text\":\"\u{1B}[2J\"}" && response["truncated"] as? Bool == false)
+        let childNow = try await sync("show", "4").stdout
+        let sentChild = try #require(fixture.server.requests.first { $0.path == "/echo/notes/7" }, "\(childNow) \(fixture.server.requests.map(\.target))")
+        #expect(sentChild.values(of: "X-Title") == ["kept"])
+        #expect(fixture.server.bodies(of: "/echo/notes/7").first == Data("{\"n\": 7, \"status\": 201}".utf8))
         let shown = try #require(try await sync("--json", "show", "1").json() as? [String: Any])
         #expect((shown["response"] as? [String: Any])?["status"] as? Int == 201)
         #expect((shown["keeps_response"] as? [String: Any])?["headers"] as? [String] == ["location", "x-title"])

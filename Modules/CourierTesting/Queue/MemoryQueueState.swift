@@ -47,6 +47,11 @@ struct MemoryQueueState {
     mutating func insert(_ entries: [NewEntry], now: QueueTime) throws(QueueError) -> [Ticket] {
         for new in entries where byKey[new.idempotencyKey] == nil {
             if let missing = new.after.first(where: { rows[$0] == nil }) { throw .noSuchDependency(missing) }
+            if !new.references.isEmpty {
+                var keeping: [EntryID: ResponseKeeping] = [:]
+                for parent in new.responseSources { keeping[parent] = rows[parent]?.entry.keepResponse }
+                try ResponseReference.check(new.references, keeping: keeping)
+            }
         }
         return entries.map { new in
             if let id = byKey[new.idempotencyKey] { return Ticket(id: id, idempotencyKey: new.idempotencyKey, deduplicated: true) }
@@ -64,6 +69,8 @@ struct MemoryQueueState {
             stored.seal = new.seal
             stored.traceContext = new.traceContext
             stored.keepResponse = new.keepResponse
+            stored.responseSources = new.references.isEmpty ? [] : new.responseSources
+            stored.bodyTakesValues = new.bodyTakesValues
             rows[lastID] = Row(entry: stored, due: now.uptime + wait)
             byKey[new.idempotencyKey] = lastID
             if !new.after.isEmpty {
@@ -329,7 +336,12 @@ struct MemoryQueueState {
     // MARK: - Upkeep
 
     mutating func deleteDelivered(finishedBefore cutoff: Date) -> RetentionSummary {
-        let ids = rows.values.filter { $0.entry.state == .delivered && ($0.entry.finishedAt ?? .distantFuture) < cutoff }.map(\.entry.id)
+        // A parent whose response a child not yet sent takes values from stays.
+        let open: Set<EntryState> = [.blocked, .pending, .inflight]
+        let needed = Set(rows.values.filter { open.contains($0.entry.state) }.flatMap(\.entry.responseSources))
+        let ids = rows.values.filter {
+            $0.entry.state == .delivered && ($0.entry.finishedAt ?? .distantFuture) < cutoff && !needed.contains($0.entry.id)
+        }.map(\.entry.id)
         let names = delete(ids, now: nil)
         return RetentionSummary(deletedEntries: ids.count, deletedBodyFiles: names.count)
     }

@@ -11,7 +11,10 @@ extension OfflineQueue {
         guard HTTPRequest.Method(request.method) != nil else {
             throw .invalidRequest("\(request.method.debugDescription) is not an HTTP method")
         }
-        let target = try enqueueTargets(request.url)
+        // A URL that takes values from a parent's response is checked with each placeholder
+        // standing for a segment, and stored as written.
+        let target = ResponseReference.mayContain(request.url)
+            ? try EnqueueTarget(referencing: request.url) : try enqueueTargets(request.url)
         var fields: [HTTPField] = []
         fields.reserveCapacity(request.headers.count)
         for (name, value) in request.headers {
@@ -77,7 +80,42 @@ extension OfflineQueue {
             entry.whenParentDies = request.options.whenParentDies
         }
         entry.keepResponse = try request.options.keepResponse?.checked()
+        (entry.references, entry.bodyTakesValues) = try Self.responseReferences(
+            url: entry.url, headers: headers, body: request.body, after: entry.after
+        )
         return entry
+    }
+
+    /// The values the request takes from its parents' kept responses (``ResponseReference``):
+    /// in its URL and header values always (a placeholder there is never sent), and in a body
+    /// held in memory when the entry waits for others. Each must read a parent.
+    private static func responseReferences(
+        url: String, headers: [StoredHeader], body: RequestBody?, after: [EntryID]
+    ) throws(QueueError) -> (references: [ResponseReference], inBody: Bool) {
+        var found = try ResponseReference.references(in: url)
+        for header in headers { found += try ResponseReference.references(in: header.value) }
+        // A file or a stream is not read at enqueue: it takes no values (its URL and headers
+        // still may).
+        if !after.isEmpty, case .data(let data)? = body?.source, ResponseReference.mayContain(data) {
+            guard data.count <= ResponseReference.maxBodyLength else {
+                throw .invalidRequest("a body that takes values from a response is at most \(ResponseReference.maxBodyLength) bytes, not \(data.count)")
+            }
+            guard let text = String(validating: data, as: UTF8.self) else {
+                throw .invalidRequest("a body that takes values from a response must be UTF-8 text")
+            }
+            let inBody = try ResponseReference.references(in: text)
+            return (try checked(found + inBody, after: after), !inBody.isEmpty)
+        }
+        return (try checked(found, after: after), false)
+    }
+
+    private static func checked(_ references: [ResponseReference], after: [EntryID]) throws(QueueError) -> [ResponseReference] {
+        if let stray = references.first(where: { !after.contains($0.entry) }) {
+            throw .invalidRequest(
+                "\(stray) reads entry \(stray.entry), which this entry does not wait for: add it to EnqueueOptions.after (sync enqueue --after \(stray.entry))"
+            )
+        }
+        return references
     }
 
     /// The entries to wait for, each once, in id order: ids are positive, and at most
@@ -149,6 +187,29 @@ struct EnqueueTarget: Sendable {
     func defaultName(method: String) -> String {
         guard let origin else { return method }
         return method + " " + origin
+    }
+
+    /// A URL that takes values from a parent's response (``ResponseReference``): checked with
+    /// each placeholder standing for a segment, every placeholder after the origin (which is
+    /// fixed at enqueue, so a response cannot send the request elsewhere), and kept as written.
+    init(referencing text: String) throws(QueueError) {
+        let occurrences = try ResponseReference.occurrences(in: text)
+        var standIn = ""
+        var position = text.startIndex
+        for (_, range) in occurrences {
+            standIn += text[position..<range.lowerBound]
+            standIn += "0"
+            position = range.upperBound
+        }
+        standIn += text[position...]
+        let checked = try EnqueueTarget(standIn)
+        let afterScheme = text.range(of: "://")?.upperBound ?? text.startIndex
+        let originEnd = text[afterScheme...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" }
+        if let first = occurrences.first, originEnd.map({ first.range.lowerBound < $0 }) ?? true {
+            throw .invalidRequest("\(first.reference) stands in the URL's origin: a response may give a path segment or a query value, never the host")
+        }
+        url = text
+        origin = checked.origin
     }
 
     /// - Throws: ``QueueError/invalidRequest(_:)`` for text that is not such a URL.

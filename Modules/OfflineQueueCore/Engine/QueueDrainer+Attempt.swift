@@ -93,12 +93,19 @@ extension QueueDrainer {
         // `hold`: the verified plaintext of a sealed body, counted until the send is over.
         let (opened, body, hold) = try await sealing.open(entry, stored: stored, memory: verifiedBodyMemory, ahead: ahead)
         defer { withExtendedLifetime(hold) {} }
+        // A child that takes values from its parents' responses gets them now, or dies naming
+        // the one that does not resolve.
+        var request = opened
+        var requestBody = body
+        if !entry.responseSources.isEmpty, let ended = try await takeValues(into: &request, body: &requestBody, sealing: sealing) {
+            return ended
+        }
         // With no tracer, the stored context goes out as it is; a tracer sends its span's.
         let tracer = configuration.tracing.activeTracer
         let sendsStored = tracer == nil && configuration.tracing.delivery == .continued
         let replay: ReplayRequest
         do {
-            replay = try ReplayRequest(entry: opened, body: body, drain: self, trace: sendsStored ? entry.traceContext : nil)
+            replay = try ReplayRequest(entry: request, body: requestBody, drain: self, trace: sendsStored ? entry.traceContext : nil)
         } catch {
             // A template not allowed for the entry's origin lands here: nothing is sent.
             return .invalid(message: "\(error)")

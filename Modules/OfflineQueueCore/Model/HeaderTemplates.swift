@@ -37,11 +37,12 @@ public struct HeaderTemplates: Sendable {
         self.credentialsDirectory = credentialsDirectory
     }
 
-    /// Whether `value` holds a placeholder.
+    /// Whether `value` holds a placeholder: a template, or a value from a parent's response
+    /// (``ResponseReference``, put in before templates are resolved).
     public static func containsPlaceholder(_ value: String) -> Bool {
         // Most values have no `$` at all: a byte scan answers before any substring search.
         guard value.utf8.contains(UInt8(ascii: "$")) else { return false }
-        return value.contains("${env:") || value.contains("${credential:")
+        return value.contains("${env:") || value.contains("${credential:") || value.contains(ResponseReference.opening)
     }
 
     /// Allows the template `name` to resolve for `origin` (`https://host[:port]`).

@@ -35,7 +35,7 @@ public struct ResponseKeeping: Sendable, Hashable, Codable {
         var names: [String] = []
         for header in headers {
             let name = header.lowercased()
-            guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenByte) else {
+            guard !name.isEmpty, Self.isToken(name) else {
                 throw .invalidRequest("'\(header)' is not a header field name to keep")
             }
             if !names.contains(name) { names.append(name) }
@@ -45,6 +45,9 @@ public struct ResponseKeeping: Sendable, Hashable, Codable {
         }
         return ResponseKeeping(headers: names, bodyLimit: bodyLimit)
     }
+
+    /// Whether `name` is an RFC 9110 token (a field name).
+    static func isToken(_ name: String) -> Bool { name.utf8.allSatisfy(isTokenByte) }
 
     /// RFC 9110's `tchar`.
     private static func isTokenByte(_ byte: UInt8) -> Bool {

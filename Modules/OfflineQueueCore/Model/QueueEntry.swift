@@ -75,6 +75,12 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     /// What of its delivery's response the entry keeps (``EnqueueOptions/keepResponse``);
     /// `nil` when it keeps none.
     public var keepResponse: ResponseKeeping? = nil
+    /// The entries whose kept responses its request takes values from (``ResponseReference``),
+    /// in id order; empty for most. Each is one it waits for.
+    public var responseSources: [EntryID] = []
+    /// Whether its body takes values from them (a body held in memory at enqueue): read whole
+    /// at each attempt to put them in. A URL and headers are read for them at every attempt.
+    package var bodyTakesValues = false
 
     /// The id of the key the entry is sealed under, or `nil` when it is stored in clear.
     public var sealKeyID: String? { seal?.keyID }

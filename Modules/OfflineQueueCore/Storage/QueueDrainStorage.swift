@@ -61,6 +61,34 @@ package protocol QueueDrainStorage: QueueBodyReading {
     func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int
     /// Extends ``owner``'s leases on `ids` to `lease` from `now`; entries it lost are left alone.
     func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError)
+    /// The responses `ids` kept at their delivery, each with the entry that kept it (whose
+    /// key opens it when it is sealed), for a child that takes values from them
+    /// (``QueueEntry/responseSources``). An id that kept none, is not delivered, or is gone is
+    /// absent.
+    func keptResponses(of ids: [EntryID], now: QueueTime) async throws(QueueError) -> [EntryID: ParentResponse]
+}
+
+/// A response a parent kept, with the parent (``QueueDrainStorage/keptResponses(of:now:)``).
+package struct ParentResponse: Sendable {
+    package var entry: QueueEntry
+    package var response: StoredResponse
+
+    package init(entry: QueueEntry, response: StoredResponse) {
+        self.entry = entry
+        self.response = response
+    }
+}
+
+extension QueueDrainStorage where Self: QueueOperatorStorage & QueueOutcomeStorage {
+    /// Two reads an id: a child takes values from few parents, and only such a child asks.
+    package func keptResponses(of ids: [EntryID], now: QueueTime) async throws(QueueError) -> [EntryID: ParentResponse] {
+        var found: [EntryID: ParentResponse] = [:]
+        for id in ids {
+            guard let response = try await keptResponse(of: id), let entry = try await entry(id, now: now) else { continue }
+            found[id] = ParentResponse(entry: entry, response: response)
+        }
+        return found
+    }
 }
 
 /// Reading a stored body back: a drain's sends and a re-sealing both do.

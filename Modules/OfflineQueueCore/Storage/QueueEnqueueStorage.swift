@@ -52,6 +52,21 @@ package struct NewEntry: Sendable {
     package var whenParentDies: ParentDeathPolicy = .die
     /// What of its delivery's response to keep (``ResponseKeeping/stored``); `nil` for most.
     package var keepResponse: ResponseKeeping?
+    /// The values its request takes from its parents' kept responses (``ResponseReference``),
+    /// each of a parent in ``after``; empty for most. The store checks, in the insert's
+    /// transaction, that each parent keeps what is read of it (``ResponseReference/check(_:keeping:)``),
+    /// and records ``responseSources``.
+    package var references: [ResponseReference] = []
+    /// Whether some of ``references`` stand in the body.
+    package var bodyTakesValues = false
+
+    /// The parents its references read, each once, in id order.
+    package var responseSources: [EntryID] { Array(Set(references.map(\.entry))).sorted() }
+
+    /// The stored form of ``responseSources`` and ``bodyTakesValues``; `nil` for most.
+    package var storedResponseSources: String? {
+        references.isEmpty ? nil : ResponseReference.stored(responseSources, body: bodyTakesValues)
+    }
 
     package init(
         idempotencyKey: String, method: String, url: String, headers: [StoredHeader], body: StoredBody?, scopes: [String],

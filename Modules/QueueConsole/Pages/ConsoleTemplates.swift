@@ -137,7 +137,7 @@ enum ConsoleTemplates {
     <dt>Enqueued</dt><dd>{{createdAt}}</dd>
     <dt>Last attempt</dt><dd>{{lastAttemptAt}}</dd>
     <dt>Finished</dt><dd>{{finishedAt}}</dd>
-    {{#hasParents}}<dt>Waits for</dt><dd><ul class="parents">{{#parents}}<li><a href="{{prefix}}/entries/{{.}}">entry {{.}}</a></li>{{/parents}}</ul> (when one dies: {{whenParentDies}})</dd>{{/hasParents}}
+    {{#hasParents}}<dt>Waits for</dt><dd><ul class="parents">{{#parents}}<li><a href="{{prefix}}/entries/{{.}}">entry {{.}}</a></li>{{/parents}}</ul> (when one dies: {{whenParentDies}}){{#takesValues}}; its request takes values from the responses of {{#responseSources}}entry {{.}} {{/responseSources}}{{/takesValues}}</dd>{{/hasParents}}
     {{#hasResponse}}<dt>Kept response</dt><dd class="kept-response">{{responseStatus}}, {{responseLength}} bytes{{#responseTruncated}} (cut at the entry's limit){{/responseTruncated}}<ul>{{#responseHeaders}}<li>{{name}}: {{value}}</li>{{/responseHeaders}}</ul><pre>{{responseBody}}</pre></dd>{{/hasResponse}}
     {{#responseSealed}}<dt>Kept response</dt><dd>sealed (the console has no keyring to read it)</dd>{{/responseSealed}}
     {{#hasChildren}}<dt>Waited for by</dt><dd><ul class="children">{{#children}}<li><a href="{{prefix}}/entries/{{.}}">entry {{.}}</a></li>{{/children}}</ul></dd>{{/hasChildren}}

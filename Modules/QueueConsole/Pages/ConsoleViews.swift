@@ -214,6 +214,9 @@ struct EntryDetailView: Encodable, Sendable {
     var hasParents = false
     var hasChildren = false
     var whenParentDies = ""
+    /// The parents whose kept responses its request takes values from (``ResponseReference``).
+    var responseSources: [EntryID] = []
+    var takesValues = false
 
     /// The response it kept at its delivery (``EnqueueOptions/keepResponse``): escaped by the
     /// page as every value is; a body that is not UTF-8 is shown by its length alone.
@@ -248,6 +251,8 @@ struct EntryDetailView: Encodable, Sendable {
         state = entry.state.rawValue
         method = entry.method
         url = entry.url
+        responseSources = entry.responseSources
+        takesValues = !entry.responseSources.isEmpty
         name = entry.name
         group = entry.group ?? ""
         priority = entry.priority

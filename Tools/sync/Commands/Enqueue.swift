@@ -35,6 +35,15 @@ struct Enqueue: AsyncParsableCommand {
             one of them dies instead: die too (the default), wait for an operator to retry it, or \
             proceed anyway. An id the queue does not hold is refused, nothing stored.
 
+            Its URL (path and query), headers and --data body can take values from the response \
+            a parent kept (enqueued with --keep-response), resolved when it is sent: \
+            ${response:ID:/json/pointer} (a value of its JSON body), ${response:ID:header:NAME} \
+            and ${response:ID:status}. In the URL a value is one percent-encoded segment; in a \
+            JSON body a placeholder that is a whole string, or stands outside one, becomes the \
+            JSON value (a number stays a number). ID must be one of --after. One that does not \
+            resolve at send time makes the entry dead, naming it; nothing is sent with a \
+            placeholder in it.
+
             The entry's name labels the queue's metrics (endpoint="…") and its log lines. Without \
             --name it is the method and the origin (POST https://api.example.com), never the \
             path, whose ids would make a metric series per entry: name a route with --name.
@@ -45,6 +54,7 @@ struct Enqueue: AsyncParsableCommand {
               sync enqueue POST https://api.example.com/orders/42/items --name 'POST /orders/{id}/items' --data '{"sku":7}'
               sync --json enqueue DELETE https://api.example.com/items/7 --idempotency-key delete-item-7
               sync enqueue POST https://api.example.com/notes/7/tags --data '{"tag":"x"}' --after 41 --after 42
+              sync enqueue POST https://api.example.com/notes/'${response:41:/id}'/tags --data '{"tag":"x"}' --after 41
               sync enqueue POST https://api.example.com/events --data '{"n":1}' --keyring /etc/courier/queue.keyring --sealing required
               TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 sync enqueue POST https://api.example.com/events
             """

@@ -117,6 +117,7 @@ struct Show: AsyncParsableCommand {
                 }
                 if !links.children.isEmpty { object["waited_for_by"] = links.children }
                 if let keeping = entry.keepResponse { object["keeps_response"] = Output.object(keeping) }
+                if !entry.responseSources.isEmpty { object["takes_values_from"] = entry.responseSources }
                 let kept = try await Output.keptResponse(of: entry, in: queue)
                 if let kept { object["response"] = kept }
                 if options.json {
@@ -126,7 +127,7 @@ struct Show: AsyncParsableCommand {
                 let order = ["id", "state", "method", "url", "idempotency_key", "group", "priority", "attempts", "created_at",
                              "last_attempt_at", "next_attempt_at", "finished_at", "waiting_for_network", "lease_owner",
                              "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes", "sealed_key_id", "trace_id", "traceparent", "tracestate",
-                             "after", "when_parent_dies", "waited_for_by"]
+                             "after", "when_parent_dies", "takes_values_from", "waited_for_by"]
                 for key in order {
                     let value = object[key]
                     if value == nil || value is NSNull { continue }

@@ -47,6 +47,13 @@ enum Output {
     /// The URL with its password and secret query values replaced, unless `reveal`.
     static func url(_ entry: QueueEntry, reveal: Bool) -> String {
         if reveal { return entry.url }
+        // A URL that takes values from a response (`${response:…}` after its origin) is shown
+        // as written: its origin redacted as a URL, the rest by its query.
+        if entry.url.contains("${"), let scheme = entry.url.range(of: "://"),
+           let rest = entry.url[scheme.upperBound...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) {
+            let origin = String(entry.url[..<rest])
+            return (URL(string: origin).map(Redaction.standard.redact(url:)) ?? origin) + Redaction.standard.redactQuery(of: String(entry.url[rest...]))
+        }
         return URL(string: entry.url).map(Redaction.standard.redact(url:)) ?? Redaction.standard.redactQuery(of: entry.url)
     }
 
