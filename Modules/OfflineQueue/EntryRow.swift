@@ -9,7 +9,7 @@ enum EntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyFile, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, budgetUptime, deadReason, dueUptime, clockBoot
-    case sealKey, seal, traceparent, tracestate, keepResponse, responseSources
+    case sealKey, seal, traceparent, tracestate, keepResponse, responseSources, coalesceKey
 
     private static let names = columnNames()
 
@@ -25,7 +25,7 @@ enum EntryColumn: Int, EntryColumnMap {
         case .sealKey, .seal: Schema.firstSealVersion
         case .traceparent, .tracestate: Schema.firstTraceVersion
         case .keepResponse: Schema.firstKeptResponseVersion
-        case .responseSources: Schema.firstResponseSourcesVersion
+        case .responseSources, .coalesceKey: Schema.firstResponseSourcesVersion
         default: 1
         }
     }
@@ -109,6 +109,7 @@ extension QueueEntry {
         traceContext = TraceContext(stored: row[.traceparent], tracestate: row[.tracestate])
         if let keep: String = row[.keepResponse] { keepResponse = ResponseKeeping(stored: keep) }
         if let sources: String = row[.responseSources] { (responseSources, bodyTakesValues) = ResponseReference.sources(stored: sources) }
+        coalescingKey = row[.coalesceKey]
     }
 
     /// The reason a dead row of schema 3 or older, read without migrating it, kept as the

@@ -112,6 +112,7 @@ extension SQLiteQueueStore {
                     case .delivered: counts.delivered = count
                     case .dead: counts.dead = count
                     case .blocked: counts.blocked = count
+                    case .superseded: counts.superseded = count
                     }
                 } catch {
                     throw error.corruptDatabase(path)

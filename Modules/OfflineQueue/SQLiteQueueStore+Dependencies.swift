@@ -18,18 +18,21 @@ extension SQLiteQueueStore {
             let stored = Set(try EntryID.fetchAll(db, sql: "SELECT parent FROM entry_edge WHERE child = ?", arguments: [child]))
             throw QueueError.noSuchDependency(entry.after.first { !stored.contains($0) } ?? entry.after[0])
         }
-        if !entry.references.isEmpty {
-            // Each parent read keeps what is read of it.
-            var keeping: [EntryID: ResponseKeeping] = [:]
-            for row in try Row.fetchAll(db, sql: """
-                SELECT id, keep_response FROM entry WHERE id IN (SELECT value FROM json_each(?)) AND keep_response IS NOT NULL
-                """, arguments: [list(entry.responseSources)]) {
-                keeping[row[0]] = (row[1] as String?).flatMap(ResponseKeeping.init(stored:))
-            }
-            try ResponseReference.check(entry.references, keeping: keeping)
-        }
+        try checkReferences(db, entry)
         try db.cachedStatement(sql: "UPDATE entry SET state = 'blocked' WHERE id = ?").execute(arguments: [child])
         try resolve(db, [child], now: now)
+    }
+
+    /// Each parent `entry`'s references read keeps what is read of it.
+    static func checkReferences(_ db: Database, _ entry: NewEntry) throws {
+        guard !entry.references.isEmpty else { return }
+        var keeping: [EntryID: ResponseKeeping] = [:]
+        for row in try Row.fetchAll(db, sql: """
+            SELECT id, keep_response FROM entry WHERE id IN (SELECT value FROM json_each(?)) AND keep_response IS NOT NULL
+            """, arguments: [list(entry.responseSources)]) {
+            keeping[row[0]] = (row[1] as String?).flatMap(ResponseKeeping.init(stored:))
+        }
+        try ResponseReference.check(entry.references, keeping: keeping)
     }
 
     /// The children of `parents` (a JSON array of ids).
@@ -67,9 +70,12 @@ extension SQLiteQueueStore {
             var links: [EntryID: (parents: [DependencyRule.Parent], policy: ParentDeathPolicy)] = [:]
             for row in rows {
                 let child: EntryID = row[0]
+                // Each link's own policy: the child's, or `proceed` behind an edit in flight.
                 let policy = ParentDeathPolicy(rawValue: row[2]) ?? .die
                 let state: String? = row[3]
-                links[child, default: ([], policy)].parents.append(DependencyRule.Parent(id: row[1], state: state.flatMap(EntryState.init(rawValue:))))
+                links[child, default: ([], policy)].parents.append(
+                    DependencyRule.Parent(id: row[1], state: state.flatMap(EntryState.init(rawValue:)), policy: policy)
+                )
             }
             var died: [EntryID] = []
             for (child, link) in links.sorted(by: { $0.key < $1.key }) {

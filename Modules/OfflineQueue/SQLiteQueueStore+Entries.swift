@@ -23,6 +23,18 @@ extension SQLiteQueueStore {
         try markBoot(db, now.boot)
         let insert = try db.cachedStatement(sql: insertSQL)
         for entry in entries {
+            // An edit that coalesces takes the place of the one waiting under its key, or
+            // waits behind the one in flight.
+            var behind: EntryID?
+            if let key = entry.coalescingKey {
+                switch try coalesce(db, entry, key: key, now: now) {
+                case .done(let ticket):
+                    tickets.append(ticket)
+                    continue
+                case .insert(let predecessor):
+                    behind = predecessor
+                }
+            }
             let (inline, file) = entry.body.columns
             let timeout = entry.timeout.map(\.saturatingMilliseconds)
             let wall = now.wall.timeIntervalSince1970
@@ -32,10 +44,12 @@ extension SQLiteQueueStore {
                 entry.body?.length, LineCoding.encode(entry.scopes), entry.name, entry.group, entry.priority, timeout,
                 wall, wall, wall + wait, now.boot, now.uptime, now.uptime + wait, entry.seal?.keyID, entry.seal?.blob,
             ]
-            if entry.keepResponse != nil || !entry.references.isEmpty {
+            if entry.keepResponse != nil || !entry.references.isEmpty || entry.coalescingKey != nil {
                 let trace = entry.traceContext
                 try db.cachedStatement(sql: keepingInsertSQL).execute(
-                    arguments: arguments + [trace?.traceparent, trace?.tracestate, entry.keepResponse?.stored, entry.storedResponseSources]
+                    arguments: arguments + [
+                        trace?.traceparent, trace?.tracestate, entry.keepResponse?.stored, entry.storedResponseSources, entry.coalescingKey,
+                    ]
                 )
             } else if let trace = entry.traceContext {
                 try db.cachedStatement(sql: tracedInsertSQL).execute(arguments: arguments + [trace.traceparent, trace.tracestate])
@@ -45,6 +59,7 @@ extension SQLiteQueueStore {
             if db.changesCount == 1 {
                 let id = db.lastInsertedRowID
                 if !entry.after.isEmpty { try link(db, child: id, entry, now: now) }
+                if let behind { try waitBehind(db, child: id, predecessor: behind, now: now) }
                 tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: false))
             } else {
                 let id = try EntryID.fetchOne(db, sql: "SELECT id FROM entry WHERE idempotency_key = ?", arguments: [entry.idempotencyKey]) ?? 0
@@ -58,8 +73,8 @@ extension SQLiteQueueStore {
     /// AUTOINCREMENT, whose sequence row would cost a page write per insert). An entry without
     /// a trace context binds no trace columns: two more arguments cost an enqueue fifteen
     /// allocations (measured), which most entries need not pay.
-    /// An entry that keeps its response, or takes values from its parents' (few), binds every
-    /// column (`NULL` where it has none).
+    /// An entry that keeps its response, takes values from its parents' or coalesces (few),
+    /// binds every column (`NULL` where it has none).
     private static let insertSQL = insertSQL(traced: false)
     private static let tracedInsertSQL = insertSQL(traced: true)
     private static let keepingInsertSQL = insertSQL(traced: true, keeping: true)
@@ -68,10 +83,10 @@ extension SQLiteQueueStore {
         """
         INSERT INTO entry (id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
             group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at,
-            clock_boot, budget_uptime, due_uptime, seal_key, seal\(traced ? ", traceparent, tracestate" : "")\(keeping ? ", keep_response, response_sources" : ""))
+            clock_boot, budget_uptime, due_uptime, seal_key, seal\(traced ? ", traceparent, tracestate" : "")\(keeping ? ", keep_response, response_sources, coalesce_key" : ""))
         VALUES (
             max((SELECT COALESCE(max(id), 0) FROM entry), (SELECT id_floor FROM queue_meta)) + 1,
-            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, ?, ?\(traced ? ", ?, ?" : "")\(keeping ? ", ?, ?" : ""))
+            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, ?, ?\(traced ? ", ?, ?" : "")\(keeping ? ", ?, ?, ?" : ""))
         ON CONFLICT (idempotency_key) DO NOTHING
         """
     }

@@ -11,7 +11,7 @@ extension SQLiteQueueStore {
     /// Pages released per transaction, for the same reason (2 MiB with SQLite's 4 KiB pages).
     static let vacuumBatch = 512
 
-    /// Deletes delivered entries whose `finished_at` is before `cutoff`, a batch per
+    /// Deletes delivered (and superseded) entries whose `finished_at` is before `cutoff`, a batch per
     /// transaction, and each batch's body files once its rows are gone (a crash in between
     /// leaves orphan files for ``BodyStore/sweepOrphans(keeping:grace:)``, never a row without
     /// its body). Dead and open entries are never touched.
@@ -24,7 +24,7 @@ extension SQLiteQueueStore {
                 try String?.fetchAll(db, sql: """
                     DELETE FROM entry WHERE id IN (
                         SELECT id FROM entry INDEXED BY entry_state
-                        WHERE state = 'delivered' AND state <> 'pending' AND finished_at < ?\(keepsParents)
+                        WHERE state IN ('delivered', 'superseded') AND state <> 'pending' AND finished_at < ?\(keepsParents)
                         ORDER BY id LIMIT ?)
                     RETURNING body_file
                     """, arguments: [cutoff.timeIntervalSince1970, batch])

@@ -54,8 +54,8 @@ enum Schema {
     static let firstKeptResponseVersion = version(after: "v12-kept-responses")
 
     /// The first schema with requests that take values from their parents' kept responses
-    /// (`entry.response_sources`).
-    static let firstResponseSourcesVersion = version(after: "v13-response-sources")
+    /// (`entry.response_sources`) and edits that coalesce (`entry.coalesce_key`).
+    static let firstResponseSourcesVersion = version(after: "v13-offline-steps")
 
     /// The states of `entry_group_open`'s rows (schema 11 on): a group's open entries, which its
     /// later entries wait behind.
@@ -521,14 +521,18 @@ enum Schema {
                 PRAGMA user_version = 12;
                 """)
         }
-        migrator.registerMigration("v13-response-sources") { db in
+        migrator.registerMigration("v13-offline-steps") { db in
             // Requests that take values from their parents' kept responses (ResponseReference):
-            // the parents they read and whether the body does (`7,9 body`), NULL for most. A
-            // column added: nothing is copied.
+            // the parents they read and whether the body does (`7,9 body`); and edits that
+            // coalesce (EnqueueOptions.coalescingKey): the key, found through an index of the
+            // entries still waiting under one. NULL for most, which the index never holds.
+            // Columns added: nothing is copied.
             try db.execute(sql: """
                 ALTER TABLE entry ADD COLUMN response_sources TEXT;
+                ALTER TABLE entry ADD COLUMN coalesce_key TEXT;
+                CREATE INDEX entry_coalesce ON entry(coalesce_key) WHERE coalesce_key IS NOT NULL AND state IN ('pending', 'blocked');
                 DROP VIEW entry_view;
-                \(entryView(adding: ", traceparent, tracestate, keep_response, response_sources"))
+                \(entryView(adding: ", traceparent, tracestate, keep_response, response_sources, coalesce_key"))
                 PRAGMA user_version = 13;
                 """)
         }

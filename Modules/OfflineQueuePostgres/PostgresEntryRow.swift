@@ -14,7 +14,7 @@ enum PostgresEntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyRef, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, deadReason
-    case sealKey, seal, traceparent, tracestate, keepResponse, responseSources
+    case sealKey, seal, traceparent, tracestate, keepResponse, responseSources, coalesceKey
 
     /// The columns' names in the `entry` table, in order.
     static let names = columnNames()
@@ -90,6 +90,7 @@ extension PostgresQueueStore {
         if let sources = try cells.decode(.responseSources, as: String?.self) {
             (entry.responseSources, entry.bodyTakesValues) = ResponseReference.sources(stored: sources)
         }
+        entry.coalescingKey = try cells.decode(.coalesceKey, as: String?.self)
         return entry
     }
 }

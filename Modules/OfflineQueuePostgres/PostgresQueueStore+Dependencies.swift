@@ -19,16 +19,8 @@ extension PostgresQueueStore {
             found.append(id)
         }
         if let missing = entry.after.first(where: { !found.contains($0) }) { throw QueueError.noSuchDependency(missing) }
-        if !entry.references.isEmpty {
-            // Each parent read keeps what is read of it (the parents are locked FOR SHARE above).
-            var keeping: [EntryID: ResponseKeeping] = [:]
-            for try await (id, stored) in try await connection.query(PostgresQuery(unsafeSQL: sql("""
-                SELECT id, keep_response FROM §.entry WHERE id = ANY($1) AND keep_response IS NOT NULL
-                """)).with(entry.responseSources), logger: logger).decode((Int64, String).self) {
-                keeping[id] = ResponseKeeping(stored: stored)
-            }
-            try ResponseReference.check(entry.references, keeping: keeping)
-        }
+        // Each parent read keeps what is read of it (the parents are locked FOR SHARE above).
+        try await checkReferences(entry, on: connection)
         try await connection.query(PostgresQuery(unsafeSQL: sql("""
             INSERT INTO §.entry_edge (child, parent, when_parent_dies, parent_delivered)
             SELECT $1, id, $2, state = 'delivered' FROM §.entry WHERE id = ANY($3)
@@ -58,7 +50,19 @@ extension PostgresQueueStore {
         try await resolve(children, fleet: fleet, on: connection)
     }
 
-    private func resolve(_ ids: [EntryID], fleet: Double, on connection: PostgresConnection) async throws {
+    /// Each parent `entry`'s references read keeps what is read of it.
+    func checkReferences(_ entry: NewEntry, on connection: PostgresConnection) async throws {
+        guard !entry.references.isEmpty else { return }
+        var keeping: [EntryID: ResponseKeeping] = [:]
+        for try await (id, stored) in try await connection.query(PostgresQuery(unsafeSQL: sql("""
+            SELECT id, keep_response FROM §.entry WHERE id = ANY($1) AND keep_response IS NOT NULL
+            """)).with(entry.responseSources), logger: logger).decode((Int64, String).self) {
+            keeping[id] = ResponseKeeping(stored: stored)
+        }
+        try ResponseReference.check(entry.references, keeping: keeping)
+    }
+
+    func resolve(_ ids: [EntryID], fleet: Double, on connection: PostgresConnection) async throws {
         guard !ids.isEmpty else { return }
         try await connection.query(PostgresQuery(unsafeSQL: sql("SELECT §.resolve_blocked($1, $2)")).with(ids, fleet), logger: logger)
     }

@@ -17,14 +17,26 @@ extension PostgresQueueStore {
         var tickets: [Ticket] = []
         tickets.reserveCapacity(entries.count)
         for entry in entries {
+            // An edit that coalesces takes the place of the one waiting under its key, or
+            // waits behind the one in flight.
+            var behind: EntryID?
+            if let key = entry.coalescingKey {
+                switch try await coalesce(entry, key: key, fleet: fleet, wall: wall, on: connection) {
+                case .done(let ticket):
+                    tickets.append(ticket)
+                    continue
+                case .insert(let predecessor):
+                    behind = predecessor
+                }
+            }
             let (inline, reference) = entry.body.columns
             // `notBefore` is a wall-clock instant: the wait it leaves now, on the fleet's clock.
             let wait = max(0, (entry.notBefore?.timeIntervalSince(wall) ?? 0))
             let inserted = try await connection.query(PostgresQuery(unsafeSQL: sql("""
                 INSERT INTO §.entry (idempotency_key, method, url, headers, body, body_ref, body_length, scopes, name,
                     group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, seal_key, seal,
-                    traceparent, tracestate, keep_response, response_sources)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14, $15, $16, $17, $18, $19, $20)
+                    traceparent, tracestate, keep_response, response_sources, coalesce_key)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14, $15, $16, $17, $18, $19, $20, $21)
                 ON CONFLICT (idempotency_key) DO NOTHING
                 RETURNING id
                 """)).with(
@@ -32,10 +44,11 @@ extension PostgresQueueStore {
                     entry.body.map { Int64($0.length) }, LineCoding.encode(entry.scopes), entry.name, entry.group,
                     Int32(clamping: entry.priority), entry.timeout.map(\.saturatingMilliseconds), fleet, fleet + wait,
                     entry.seal?.keyID, entry.seal?.blob, entry.traceContext?.traceparent, entry.traceContext?.tracestate,
-                    entry.keepResponse?.stored, entry.storedResponseSources
+                    entry.keepResponse?.stored, entry.storedResponseSources, entry.coalescingKey
                 ), logger: logger).decodeAll(Int64.self)
             if let id = inserted.first {
                 if !entry.after.isEmpty { try await link(child: id, entry, fleet: fleet, on: connection) }
+                if let behind { try await waitBehind(child: id, predecessor: behind, fleet: fleet, on: connection) }
                 tickets.append(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: false))
             } else {
                 let id = try await connection.query(PostgresQuery(unsafeSQL: sql("SELECT id FROM §.entry WHERE idempotency_key = $1"))
@@ -291,6 +304,7 @@ extension PostgresQueueStore {
                 case .delivered: counts.delivered = Int(count)
                 case .dead: counts.dead = Int(count)
                 case .blocked: counts.blocked = Int(count)
+                case .superseded: counts.superseded = Int(count)
                 }
             }
             counts.oldestPendingCreatedAt = try await connection.query(
@@ -345,7 +359,7 @@ extension PostgresQueueStore {
             let references = try await transaction { connection -> [String?] in
                 let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                     DELETE FROM §.entry WHERE id IN (
-                        SELECT e.id FROM §.entry AS e WHERE e.state = 'delivered' AND e.finished_at < $1
+                        SELECT e.id FROM §.entry AS e WHERE e.state IN ('delivered', 'superseded') AND e.finished_at < $1
                             AND NOT EXISTS (SELECT 1 FROM §.entry_edge AS g JOIN §.entry AS c ON c.id = g.child
                                 WHERE g.parent = e.id AND c.state IN ('blocked', 'pending', 'inflight') AND c.response_sources IS NOT NULL)
                         ORDER BY e.id LIMIT $2)

@@ -203,16 +203,23 @@ enum PostgresSchema {
             """
         },
         // Requests that take values from their parents' kept responses (ResponseReference): the
-        // parents they read and whether the body does (`7,9 body`), NULL for most, returned
-        // with the claim (so `settle_and_claim` is made again with it).
-        Migration(name: "v7-response-sources") { schema in
+        // parents they read and whether the body does (`7,9 body`); and edits that coalesce
+        // (EnqueueOptions.coalescingKey): the key, found through an index of the entries still
+        // open under one. NULL for most, which the index never holds. Both are returned with
+        // the claim (so `settle_and_claim` is made again), and `resolve_blocked` takes a
+        // superseded parent for one purged.
+        Migration(name: "v7-offline-steps") { schema in
             """
-            ALTER TABLE "\(schema)".entry ADD COLUMN response_sources text;
+            ALTER TABLE "\(schema)".entry ADD COLUMN response_sources text, ADD COLUMN coalesce_key text;
+            CREATE INDEX entry_coalesce ON "\(schema)".entry (coalesce_key)
+                WHERE coalesce_key IS NOT NULL AND state IN ('pending', 'blocked', 'inflight');
+            DROP FUNCTION "\(schema)".resolve_blocked(bigint[], double precision);
+            \(resolveBlocked(schema))
             \(dropSettleAndClaim(schema))
             \(settleAndClaim(
                 schema,
-                outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text, o_keep_response text, o_response_sources text",
-                columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate, e.keep_response, e.response_sources", dependencies: true
+                outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text, o_keep_response text, o_response_sources text, o_coalesce_key text",
+                columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate, e.keep_response, e.response_sources, e.coalesce_key", dependencies: true
             ))
             """
         },
@@ -240,7 +247,7 @@ enum PostgresSchema {
             WHILE cardinality(candidates) > 0 LOOP
                 WITH links AS (
                     SELECT g.child, g.parent, g.when_parent_dies AS policy,
-                        CASE WHEN g.parent_delivered THEN 'delivered' ELSE coalesce(p.state, 'gone') END AS parent_state
+                        CASE WHEN g.parent_delivered THEN 'delivered' WHEN p.state = 'superseded' THEN 'gone' ELSE coalesce(p.state, 'gone') END AS parent_state
                     FROM "\(schema)".entry_edge AS g
                     JOIN "\(schema)".entry AS c ON c.id = g.child AND c.state = 'blocked'
                     LEFT JOIN "\(schema)".entry AS p ON p.id = g.parent

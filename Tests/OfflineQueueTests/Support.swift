@@ -23,12 +23,15 @@ func expectRefused(
 }
 
 /// SQL that takes a file of this version back to schema 12, as Courier wrote it before
-/// requests took values from their parents' responses: schema 13's column gone.
+/// requests took values from their parents' responses and edits coalesced: schema 13's
+/// columns and index gone.
 let backToSchema12 = """
     DROP VIEW entry_view;
+    DROP INDEX entry_coalesce;
     ALTER TABLE entry DROP COLUMN response_sources;
+    ALTER TABLE entry DROP COLUMN coalesce_key;
     \(Schema.entryView(adding: ", traceparent, tracestate, keep_response"))
-    DELETE FROM grdb_migrations WHERE identifier = 'v13-response-sources';
+    DELETE FROM grdb_migrations WHERE identifier = 'v13-offline-steps';
     PRAGMA user_version = 12;
 
     """

@@ -158,8 +158,8 @@ struct TraceContextTests {
             // gone (each makes `settle_and_claim` anew).
             _ = try await withPostgres(store.path) { connection in
                 for statement in [
-                    "ALTER TABLE \"\(schema)\".entry DROP COLUMN response_sources",
-                    "DELETE FROM \"\(schema)\".migration WHERE name = 'v7-response-sources'",
+                    "ALTER TABLE \"\(schema)\".entry DROP COLUMN response_sources, DROP COLUMN coalesce_key",
+                    "DELETE FROM \"\(schema)\".migration WHERE name = 'v7-offline-steps'",
                     "DROP TRIGGER entry_settled ON \"\(schema)\".entry", "DROP TRIGGER entry_removed ON \"\(schema)\".entry",
                     "DROP FUNCTION \"\(schema)\".notify_settled()", "DROP TABLE \"\(schema)\".entry_response",
                     "ALTER TABLE \"\(schema)\".entry DROP COLUMN keep_response",

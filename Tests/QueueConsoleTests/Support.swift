@@ -30,10 +30,14 @@ struct ConsoleFixture {
     \(ConsoleUsers.line(name: "robot", role: .admin, token: "tok-admin"))
     """
 
-    init(prefix: String = "") throws {
+    /// `clock`: the queue's, for a test whose pages count by time ("delivered in the last
+    /// minute"), so that a loaded machine's minute does not pass between two reads.
+    init(prefix: String = "", clock: ManualQueueClock? = nil) throws {
         folder = Self.newFolder()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        queue = try OfflineQueue(configuration: Self.configuration(folder.appendingPathComponent("queue.db").path), client: Self.client())
+        var configuration = Self.configuration(folder.appendingPathComponent("queue.db").path)
+        if let clock { configuration.clock = clock.queueClock }
+        queue = try OfflineQueue(configuration: configuration, client: Self.client())
         console = QueueConsole(queue: queue, users: try ConsoleUsers(parsing: Self.users), prefix: prefix, countsMaxAge: .zero)
     }
 
@@ -95,8 +99,10 @@ struct ConsoleFixture {
     }
 
     /// Runs `body` with a fixture and a router test client, then closes the fixture.
-    static func with(prefix: String = "", _ body: @escaping @Sendable (ConsoleFixture, any TestClientProtocol) async throws -> Void) async throws {
-        try await ConsoleFixture(prefix: prefix).serve(body)
+    static func with(
+        prefix: String = "", clock: ManualQueueClock? = nil, _ body: @escaping @Sendable (ConsoleFixture, any TestClientProtocol) async throws -> Void
+    ) async throws {
+        try await ConsoleFixture(prefix: prefix, clock: clock).serve(body)
     }
 
     /// Runs `body` with a router test client of this fixture's console, then closes the fixture,

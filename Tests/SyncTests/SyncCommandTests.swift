@@ -66,7 +66,7 @@ struct SyncCommandTests {
         let stats = try await sync("--json", "stats")
         let counts = try #require(try stats.json() as? [String: Any])
         #expect(Set(counts.keys) == [
-            "pending", "due", "inflight", "inflight_orphaned", "delivered", "dead", "blocked", "oldest_pending_age_seconds", "next_attempt_at",
+            "pending", "due", "inflight", "inflight_orphaned", "delivered", "dead", "blocked", "superseded", "oldest_pending_age_seconds", "next_attempt_at",
             "last_delivered_at", "paused", "paused_groups", "pending_paused",
         ])
         #expect(counts["pending"] as? Int == 2)
@@ -245,6 +245,28 @@ struct SyncCommandTests {
         #expect((try purged.json() as? [String: Any])?["outcome"] as? String == "purged")
         let unknown = try await sync("wait", "99")
         #expect(unknown.status == 65 && unknown.stderr.contains("no entry with id 99"))
+        await fixture.finish()
+    }
+
+    @Test("enqueue --replace from outside: the waiting entry keeps its id and takes the edit, the old one is listed superseded; one request goes, the last")
+    func coalesced() async throws {
+        let fixture = try await Fixture()
+        let sync = fixture.sync
+        fixture.server.keepBodies(of: "/echo/notes/7")
+        let url = fixture.url("/echo/notes/7")
+        #expect(try await sync("enqueue", "PUT", url, "--data", "draft 1", "--replace", "note-7").stdout == "1\n")
+        let second = try await sync("--json", "enqueue", "PUT", url, "--data", "draft 2", "--replace", "note-7")
+        let ticket = try #require(try second.json() as? [String: Any])
+        #expect(ticket["id"] as? Int == 1 && ticket["superseded"] as? Int == 2, "\(second.stdout)")
+        let third = try await sync("enqueue", "PUT", url, "--data", "draft 3", "--replace", "note-7")
+        #expect(third.stdout == "1\n" && third.stderr.contains("kept as entry 3, superseded"), "\(third.stderr)")
+        let listed = try #require(try await sync("--json", "list", "--state", "superseded").json() as? [[String: Any]])
+        #expect(listed.map { $0["id"] as? Int } == [2, 3])
+        #expect((try await sync("--json", "stats").json() as? [String: Any])?["superseded"] as? Int == 2)
+        #expect((try await sync("--json", "show", "1").json() as? [String: Any])?["coalescing_key"] as? String == "note-7")
+        #expect(try await sync("enqueue", "PUT", url, "--replace", "").status == 65)
+        #expect(try await sync("drain", "--no-reachability").status == 0)
+        #expect(fixture.server.bodies(of: "/echo/notes/7") == [Data("draft 3".utf8)])
         await fixture.finish()
     }
 

@@ -10,7 +10,10 @@ extension MemoryQueueState {
         while let id = next.popLast() {
             guard let row = rows[id], row.entry.state == .blocked, let link = links[id] else { continue }
             let parents = link.parents.map { parent in
-                DependencyRule.Parent(id: parent, state: deliveredParents.contains(parent) ? .delivered : rows[parent]?.entry.state)
+                DependencyRule.Parent(
+                    id: parent, state: deliveredParents.contains(parent) ? .delivered : rows[parent]?.entry.state,
+                    policy: linkPolicies[id]?[parent]
+                )
             }
             switch DependencyRule.verdict(parents: parents, policy: link.policy) {
             case .blocked:

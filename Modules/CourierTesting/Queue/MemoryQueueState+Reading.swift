@@ -84,6 +84,7 @@ extension MemoryQueueState {
             case .delivered: counts.delivered += 1
             case .dead: counts.dead += 1
             case .blocked: counts.blocked += 1
+            case .superseded: counts.superseded += 1
             }
         }
         counts.oldestPendingCreatedAt = oldest?.entry.createdAt

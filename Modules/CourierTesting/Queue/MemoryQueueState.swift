@@ -36,6 +36,9 @@ struct MemoryQueueState {
     var links: [EntryID: (parents: [EntryID], policy: ParentDeathPolicy)] = [:]
     /// The entries that wait for each entry.
     var children: [EntryID: Set<EntryID>] = [:]
+    /// Links whose policy is not their child's: a newer edit behind one in flight under its
+    /// coalescing key proceeds once that one is settled.
+    var linkPolicies: [EntryID: [EntryID: ParentDeathPolicy]] = [:]
     /// The entries delivered that others waited for: delivered still once retention removed them.
     var deliveredParents: Set<EntryID> = []
     /// The responses delivered entries kept, by entry.
@@ -55,6 +58,20 @@ struct MemoryQueueState {
         }
         return entries.map { new in
             if let id = byKey[new.idempotencyKey] { return Ticket(id: id, idempotencyKey: new.idempotencyKey, deduplicated: true) }
+            // An edit that coalesces takes the place of the one waiting under its key, or
+            // waits behind the one in flight.
+            var behind: EntryID?
+            if let key = new.coalescingKey {
+                let holders = rows.values.filter { $0.entry.coalescingKey == key && [.pending, .blocked, .inflight].contains($0.entry.state) }
+                    .map { CoalescingRule.Holder(id: $0.entry.id, inFlight: $0.entry.state == .inflight) }
+                switch CoalescingRule.decide(holders) {
+                case .insert: break
+                case .after(let predecessor): behind = predecessor
+                case .replace(let id):
+                    let superseded = replace(id, with: new, key: key, now: now)
+                    return Ticket(id: id, idempotencyKey: new.idempotencyKey, deduplicated: false, superseded: superseded)
+                }
+            }
             lastID += 1
             let wait = max(0, (new.notBefore?.timeIntervalSince(now.wall) ?? 0))
             let entry = QueueEntry(
@@ -71,6 +88,7 @@ struct MemoryQueueState {
             stored.keepResponse = new.keepResponse
             stored.responseSources = new.references.isEmpty ? [] : new.responseSources
             stored.bodyTakesValues = new.bodyTakesValues
+            stored.coalescingKey = new.coalescingKey
             rows[lastID] = Row(entry: stored, due: now.uptime + wait)
             byKey[new.idempotencyKey] = lastID
             if !new.after.isEmpty {
@@ -82,8 +100,75 @@ struct MemoryQueueState {
                 rows[lastID]?.entry.state = .blocked
                 resolve([lastID], now: now)
             }
+            if let behind {
+                let id = lastID
+                links[id, default: ([], new.whenParentDies)].parents.append(behind)
+                linkPolicies[id, default: [:]][behind] = .proceed
+                children[behind, default: []].insert(id)
+                rows[id]?.entry.state = .blocked
+                resolve([id], now: now)
+            }
             return Ticket(id: lastID, idempotencyKey: new.idempotencyKey, deduplicated: false)
         }
+    }
+
+    /// Entry `id` takes `new`'s request in place (its id, group position and children stay),
+    /// with a fresh budget; its old request is kept under a new id as superseded. Returns that id.
+    private mutating func replace(_ id: EntryID, with new: NewEntry, key: String, now: QueueTime) -> EntryID {
+        guard let row = rows[id] else { return 0 }
+        lastID += 1
+        var record = row.entry
+        record.id = lastID
+        record.state = .superseded
+        record.finishedAt = now.wall
+        record.lastError = CoalescingRule.supersededReason(by: id, key: key)
+        record.coalescingKey = nil
+        record.deadReason = nil
+        rows[lastID] = Row(entry: record, due: row.due)
+        byKey[record.idempotencyKey] = lastID
+        let wait = max(0, (new.notBefore?.timeIntervalSince(now.wall) ?? 0))
+        var entry = row.entry
+        entry.idempotencyKey = new.idempotencyKey
+        entry.method = new.method
+        entry.url = new.url
+        entry.headers = new.headers
+        entry.body = new.body
+        entry.scopes = new.scopes
+        entry.name = new.name
+        entry.group = new.group
+        entry.priority = new.priority
+        entry.timeout = new.timeout
+        entry.attempts = 0
+        entry.createdAt = now.wall
+        entry.budgetStartedAt = now.wall
+        entry.budgetUptime = now.uptime
+        entry.nextAttemptAt = now.wall.addingTimeInterval(wait)
+        entry.lastAttemptAt = nil
+        entry.finishedAt = nil
+        entry.waitingForNetwork = false
+        entry.lastStatus = nil
+        entry.lastError = nil
+        entry.responseExcerpt = nil
+        entry.deadReason = nil
+        entry.seal = new.seal
+        entry.traceContext = new.traceContext
+        entry.keepResponse = new.keepResponse
+        entry.responseSources = new.references.isEmpty ? [] : new.responseSources
+        entry.bodyTakesValues = new.bodyTakesValues
+        rows[id] = Row(entry: entry, due: now.uptime + wait)
+        byKey[new.idempotencyKey] = id
+        // Parents the new request names and the old did not wait for.
+        let fresh = new.after.filter { !(links[id]?.parents.contains($0) ?? false) }
+        if !fresh.isEmpty {
+            links[id, default: ([], new.whenParentDies)].parents.append(contentsOf: fresh)
+            for parent in fresh {
+                children[parent, default: []].insert(id)
+                if rows[parent]?.entry.state == .delivered { deliveredParents.insert(parent) }
+            }
+            rows[id]?.entry.state = .blocked
+            resolve([id], now: now)
+        }
+        return lastID
     }
 
     // MARK: - The drain
@@ -340,7 +425,8 @@ struct MemoryQueueState {
         let open: Set<EntryState> = [.blocked, .pending, .inflight]
         let needed = Set(rows.values.filter { open.contains($0.entry.state) }.flatMap(\.entry.responseSources))
         let ids = rows.values.filter {
-            $0.entry.state == .delivered && ($0.entry.finishedAt ?? .distantFuture) < cutoff && !needed.contains($0.entry.id)
+            [.delivered, .superseded].contains($0.entry.state) && ($0.entry.finishedAt ?? .distantFuture) < cutoff
+                && !needed.contains($0.entry.id)
         }.map(\.entry.id)
         let names = delete(ids, now: nil)
         return RetentionSummary(deletedEntries: ids.count, deletedBodyFiles: names.count)

@@ -28,6 +28,8 @@ extension OfflineQueue {
             return .delivered(status: entry.lastStatus, response: try await open(stored, of: entry))
         case .dead:
             return .dead(reason: entry.deadReason, error: entry.lastError)
+        case .superseded:
+            return .superseded(error: entry.lastError)
         default:
             return nil
         }

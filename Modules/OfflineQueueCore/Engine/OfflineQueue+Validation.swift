@@ -80,6 +80,7 @@ extension OfflineQueue {
             entry.whenParentDies = request.options.whenParentDies
         }
         entry.keepResponse = try request.options.keepResponse?.checked()
+        entry.coalescingKey = try request.options.coalescingKey.map { key throws(QueueError) in try CoalescingRule.checked(key) }
         (entry.references, entry.bodyTakesValues) = try Self.responseReferences(
             url: entry.url, headers: headers, body: request.body, after: entry.after
         )

@@ -222,6 +222,7 @@ final class QueueMetrics: Sendable {
         gauge("inflight").record(counts.inflight)
         gauge("dead").record(counts.dead)
         gauge("blocked").record(counts.blocked)
+        gauge("superseded").record(counts.superseded)
         gauge("oldest_pending_age_seconds").record(counts.oldestPendingCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
     }
 }

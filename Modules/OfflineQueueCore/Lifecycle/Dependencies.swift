@@ -9,10 +9,14 @@ public enum DependencyRule {
         package var id: EntryID
         /// `nil`: the parent is no longer stored (purged, or removed by retention).
         package var state: EntryState?
+        /// The policy of this link when it is not the child's own: a newer edit waiting behind
+        /// an in-flight one under its coalescing key goes once that one is settled (``ParentDeathPolicy/proceed``).
+        package var policy: ParentDeathPolicy?
 
-        package init(id: EntryID, state: EntryState?) {
+        package init(id: EntryID, state: EntryState?, policy: ParentDeathPolicy? = nil) {
             self.id = id
             self.state = state
+            self.policy = policy
         }
     }
 
@@ -33,11 +37,13 @@ public enum DependencyRule {
     package static func verdict(parents: [Parent], policy: ParentDeathPolicy) -> Verdict {
         var blocked = false
         for parent in parents.sorted(by: { $0.id < $1.id }) {
+            let policy = parent.policy ?? policy
             switch parent.state {
             case .delivered:
                 continue
-            case .dead, nil:
-                let purged = parent.state == nil
+            case .dead, .superseded, nil:
+                // A superseded parent was never sent and cannot be retried: as purged.
+                let purged = parent.state == nil || parent.state == .superseded
                 if policy == .die || (purged && policy == .wait) {
                     return .dead(deadLetter(parent: parent.id, purged: purged))
                 }

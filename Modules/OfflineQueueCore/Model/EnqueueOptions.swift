@@ -23,10 +23,19 @@ public struct EnqueueOptions: Sendable, Hashable {
     /// limit), for ``OfflineQueue/outcome(of:)`` in any process, `sync show` and `sync wait`.
     /// `nil` (the default) keeps nothing, and costs nothing.
     public var keepResponse: ResponseKeeping?
+    /// Edits that coalesce: an enqueue under a key replaces the request still waiting under it
+    /// (pending or blocked, not yet sent), which keeps its id, its place in its group's order
+    /// and the entries that wait for it, so a hundred offline edits of one thing send one
+    /// request. The replaced request is kept for the audit trail as a ``EntryState/superseded``
+    /// entry of its own (``Ticket/superseded``). One already in flight is never replaced: the
+    /// new one waits behind it, and goes once it is settled, delivered or not. `nil` (the
+    /// default) replaces nothing.
+    public var coalescingKey: String?
 
     public init(
         group: String? = nil, priority: Int = 0, idempotencyKey: String? = nil, notBefore: Date? = nil,
-        after: [EntryID] = [], whenParentDies: ParentDeathPolicy = .die, keepResponse: ResponseKeeping? = nil
+        after: [EntryID] = [], whenParentDies: ParentDeathPolicy = .die, keepResponse: ResponseKeeping? = nil,
+        coalescingKey: String? = nil
     ) {
         self.group = group
         self.priority = priority
@@ -35,6 +44,7 @@ public struct EnqueueOptions: Sendable, Hashable {
         self.after = after
         self.whenParentDies = whenParentDies
         self.keepResponse = keepResponse
+        self.coalescingKey = coalescingKey
     }
 }
 

@@ -16,6 +16,10 @@ public enum EntryState: String, Sendable, Hashable, CaseIterable, Codable, Custo
     /// Given up on: rejected by the server, out of attempts, or too old. Kept until purged, and
     /// can be retried.
     case dead
+    /// Replaced, before it was sent, by a newer request enqueued under the same coalescing key
+    /// (``EnqueueOptions/coalescingKey``): the old request, kept for the audit trail under an id
+    /// of its own and never sent. Removed by retention as a delivered entry is.
+    case superseded
 
     public var description: String { rawValue }
 }

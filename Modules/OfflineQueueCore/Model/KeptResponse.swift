@@ -156,13 +156,17 @@ public enum EntryOutcome: Sendable, Hashable {
     /// Removed (purged, or by retention) before anyone read how it ended; a delivered entry
     /// removed since reads as purged too.
     case purged
+    /// Replaced before it was sent by a newer request under its coalescing key
+    /// (``EnqueueOptions/coalescingKey``), never sent: the error names the entry that took it.
+    case superseded(error: String?)
 
-    /// A word for it: `delivered`, `dead` or `purged`.
+    /// A word for it: `delivered`, `dead`, `purged` or `superseded`.
     public var name: String {
         switch self {
         case .delivered: "delivered"
         case .dead: "dead"
         case .purged: "purged"
+        case .superseded: "superseded"
         }
     }
 }

@@ -10,6 +10,9 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     /// Entries waiting for others to be delivered first (``EntryState/blocked``): never claimed
     /// before then, so not ``due``.
     public var blocked = 0
+    /// Requests replaced by a newer one under their coalescing key before they were sent
+    /// (``EntryState/superseded``): kept for the audit trail, never sent.
+    public var superseded = 0
     /// Entries in flight whose drainer is gone (its process died, or the machine rebooted):
     /// the next claim by any drainer takes them back.
     public var inflightOrphaned = 0
@@ -44,5 +47,5 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     /// Entries not yet delivered or dead.
     public var open: Int { pending + inflight + blocked }
     /// Every entry.
-    public var total: Int { pending + inflight + delivered + dead + blocked }
+    public var total: Int { pending + inflight + delivered + dead + blocked + superseded }
 }

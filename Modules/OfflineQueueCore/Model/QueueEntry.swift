@@ -81,6 +81,9 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     /// Whether its body takes values from them (a body held in memory at enqueue): read whole
     /// at each attempt to put them in. A URL and headers are read for them at every attempt.
     package var bodyTakesValues = false
+    /// The key under which a newer enqueue replaces it while it waits
+    /// (``EnqueueOptions/coalescingKey``); `nil` for most.
+    public var coalescingKey: String? = nil
 
     /// The id of the key the entry is sealed under, or `nil` when it is stored in clear.
     public var sealKeyID: String? { seal?.keyID }

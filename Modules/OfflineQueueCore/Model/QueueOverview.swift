@@ -20,6 +20,8 @@ public struct QueueOverview: Sendable, Hashable {
         public var dead = 0
         /// Entries waiting for others to be delivered (``EntryState/blocked``).
         public var blocked = 0
+        /// Requests replaced before they were sent (``EntryState/superseded``).
+        public var superseded = 0
         /// How many keys this sums: 1 for a group or name of its own.
         public var keys = 1
         /// Whether a pause holds the group back (the whole queue's pause holds every group).
@@ -27,7 +29,7 @@ public struct QueueOverview: Sendable, Hashable {
 
         public init(key: String?) { self.key = key }
 
-        public var total: Int { pending + inflight + delivered + dead + blocked }
+        public var total: Int { pending + inflight + delivered + dead + blocked + superseded }
 
         mutating func add(_ state: EntryState, _ count: Int) {
             switch state {
@@ -36,6 +38,7 @@ public struct QueueOverview: Sendable, Hashable {
             case .delivered: delivered += count
             case .dead: dead += count
             case .blocked: blocked += count
+            case .superseded: superseded += count
             }
         }
 
@@ -45,6 +48,7 @@ public struct QueueOverview: Sendable, Hashable {
             delivered += other.delivered
             dead += other.dead
             blocked += other.blocked
+            superseded += other.superseded
         }
     }
 

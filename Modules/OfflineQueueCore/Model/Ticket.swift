@@ -10,10 +10,16 @@ public struct Ticket: Sendable, Hashable {
     /// Whether an entry with the same caller-given key was already stored (nothing new was
     /// stored).
     public var deduplicated: Bool
+    /// When it replaced a request waiting under its coalescing key
+    /// (``EnqueueOptions/coalescingKey``): the id the replaced request is kept under, now
+    /// ``EntryState/superseded``. The entry (``id``) is the one that waited, now holding this
+    /// request.
+    public var superseded: EntryID?
 
-    public init(id: EntryID, idempotencyKey: String, deduplicated: Bool) {
+    public init(id: EntryID, idempotencyKey: String, deduplicated: Bool, superseded: EntryID? = nil) {
         self.id = id
         self.idempotencyKey = idempotencyKey
         self.deduplicated = deduplicated
+        self.superseded = superseded
     }
 }

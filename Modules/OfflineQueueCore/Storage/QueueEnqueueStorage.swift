@@ -59,6 +59,9 @@ package struct NewEntry: Sendable {
     package var references: [ResponseReference] = []
     /// Whether some of ``references`` stand in the body.
     package var bodyTakesValues = false
+    /// Replaces the request waiting under this key (``EnqueueOptions/coalescingKey``), as
+    /// ``CoalescingRule`` says; `nil` for most.
+    package var coalescingKey: String?
 
     /// The parents its references read, each once, in id order.
     package var responseSources: [EntryID] { Array(Set(references.map(\.entry))).sorted() }

@@ -22,8 +22,8 @@ func docSnippet_OfflineQueue_3() async throws {
         print(status ?? 0, response.header("location") ?? "", String(decoding: response.body, as: UTF8.self))
     case .dead(let reason, let error)?:
         print("gave up:", reason?.rawValue ?? "", error ?? "")
-    case .delivered(_, nil)?, .purged?:
-        print("delivered or removed, nothing kept")
+    case .delivered(_, nil)?, .purged?, .superseded?:
+        print("delivered, removed or replaced: nothing kept")
     case nil:
         print("still open after ten minutes")
     }

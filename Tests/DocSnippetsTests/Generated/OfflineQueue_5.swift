@@ -11,50 +11,15 @@ func docSnippet_OfflineQueue_5() async throws {
     let client = APIClient(baseURL: URL(string: "https://api.example.com")!, transport: AsyncHTTPClientTransport())
     let queue = try OfflineQueue(configuration: QueueConfiguration(path: "/var/lib/myapp/queue.db"), client: client)
 
-    // counts(): how many entries in each state, the oldest pending, when work is next due.
-    let counts = try await queue.counts()
-    print("\(counts.pending) pending, \(counts.inflight) in flight, \(counts.dead) dead, \(counts.delivered) delivered")
-    if let oldest = counts.oldestPendingCreatedAt { print("oldest pending entry enqueued at", oldest) }
-    if let next = counts.nextAttemptAt { print("next attempt at", next) }
-
-    // entries(_:): oldest first, filtered by state and group, `limit` (100) at a time, paged by id.
-    var page = try await queue.entries(EntryFilter(states: [.dead], limit: 50))
-    while let last = page.last {
-        for entry in page {
-            print("#\(entry.id) \(entry.method) \(entry.url)", entry.deadReason.map { "\($0)" } ?? "", entry.lastStatus ?? 0, entry.lastError ?? "")
-        }
-        page = try await queue.entries(EntryFilter(states: [.dead], limit: 50, after: last.id))
-    }
-    let orders = try await queue.entries(EntryFilter(states: [.pending, .inflight], group: "orders"))
-    print("\(orders.count) orders open")
-
-    // entry(_:) and entry(idempotencyKey:): one entry, or nil.
-    if let entry = try await queue.entry(42) {
-        print(entry.state, entry.attempts, entry.nextAttemptAt, entry.responseExcerpt ?? "")
-    }
-    if let order = try await queue.entry(idempotencyKey: "order-17") {
-        print("order-17 is", order.state)
-    }
-
-    // retry(_:) and retryDead(): due now, with a fresh budget (attempts 0, age counted from now).
-    try await queue.retry([42, 43])                 // dead or pending entries; delivered ones are left as they are
-    let revived = try await queue.retryDead()       // every dead entry; returns their ids
-    print("retrying \(revived.count) dead entries")
-
-    // purge(_:): deletes entries and their body files; returns how many rows went.
-    let weekAgo = Date().addingTimeInterval(-7 * 24 * 3600)
-    let purged = try await queue.purge(.states([.delivered, .dead], finishedBefore: weekAgo))
-    try await queue.purge(.ids([44, 45]))
-    print("purged \(purged) old entries")
-
-    // Unknown ids and entries a live drainer is sending are refused, and then nothing changed.
-    do throws(QueueError) {
-        try await queue.retry([99])
-    } catch QueueError.Kind.noSuchEntry {
-        print("no entry #99")
-    } catch let error where error.kind == .entryInFlight {
-        print("#\(error.entryID ?? 0) is being sent right now")
-    } catch {
-        print(error)
+    // Each keystroke's save, while offline: one PUT goes out, the last.
+    var id: EntryID?
+    for text in ["G", "Gr", "Groc", "Groceries"] {
+        let ticket = try await queue.enqueue([QueuedRequest(
+            method: "PUT", url: "https://api.example.com/notes/7", headers: [("Content-Type", "application/json")],
+            body: .data(Data(#"{"title":"\#(text)"}"#.utf8)), name: "PUT /notes/{id}",
+            options: EnqueueOptions(group: "note-7", coalescingKey: "note-7")
+        )])[0]
+        id = id ?? ticket.id
+        print(ticket.id == id, ticket.superseded.map { "kept the old one as \($0)" } ?? "")
     }
 }

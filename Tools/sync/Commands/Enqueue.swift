@@ -44,6 +44,13 @@ struct Enqueue: AsyncParsableCommand {
             resolve at send time makes the entry dead, naming it; nothing is sent with a \
             placeholder in it.
 
+            With --replace KEY (a coalescing key) the request replaces the one still waiting under \
+            that key: the waiting entry keeps its id, its place in its group and the entries that \
+            wait for it, and takes this request (the printed id is its id); the old request is \
+            kept as a superseded entry of its own, never sent. Behind one in flight under the \
+            key, the new entry waits until it is settled. A hundred edits enqueued while offline \
+            send one request.
+
             The entry's name labels the queue's metrics (endpoint="…") and its log lines. Without \
             --name it is the method and the origin (POST https://api.example.com), never the \
             path, whose ids would make a metric series per entry: name a route with --name.
@@ -55,6 +62,7 @@ struct Enqueue: AsyncParsableCommand {
               sync --json enqueue DELETE https://api.example.com/items/7 --idempotency-key delete-item-7
               sync enqueue POST https://api.example.com/notes/7/tags --data '{"tag":"x"}' --after 41 --after 42
               sync enqueue POST https://api.example.com/notes/'${response:41:/id}'/tags --data '{"tag":"x"}' --after 41
+              sync enqueue PUT https://api.example.com/notes/7 --data '{"text":"draft 5"}' --replace note-7
               sync enqueue POST https://api.example.com/events --data '{"n":1}' --keyring /etc/courier/queue.keyring --sealing required
               TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 sync enqueue POST https://api.example.com/events
             """
@@ -107,6 +115,9 @@ struct Enqueue: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The most bytes of the response body to keep (0 to 1048576; default 65536). Implies --keep-response.", valueName: "bytes"))
     var keepBodyLimit: Int?
 
+    @Option(name: .customLong("replace"), help: ArgumentHelp("Replace the entry still waiting under this coalescing key (it keeps its id and place; the old request is kept as superseded); behind one in flight, wait for it.", valueName: "key"))
+    var coalescingKey: String?
+
     @Flag(name: .long, help: "Store secret headers as given (the database then holds the secret).")
     var storeSecrets = false
 
@@ -118,6 +129,7 @@ struct Enqueue: AsyncParsableCommand {
         if count < 1 { throw ValidationError("--count must be at least 1") }
         if count > 1 && idempotencyKey != nil { throw ValidationError("--count cannot be combined with --idempotency-key") }
         if !after.isEmpty && count > 1 { throw ValidationError("--count cannot be combined with --after") }
+        if coalescingKey != nil && count > 1 { throw ValidationError("--count cannot be combined with --replace") }
         if let bad = after.first(where: { $0 <= 0 }) { throw ValidationError("--after \(bad) is not an entry id") }
         for header in headers where !header.contains(":") {
             throw ValidationError("header \(header.debugDescription) is not 'Name: value'")
@@ -180,7 +192,7 @@ struct Enqueue: AsyncParsableCommand {
             try await options.withQueue(create: true, secrets: storeSecrets ? .store : .reject) { queue in
                 let options = EnqueueOptions(
                     group: group, priority: priority, idempotencyKey: idempotencyKey, after: after, whenParentDies: whenParentDies.policy,
-                    keepResponse: keeping
+                    keepResponse: keeping, coalescingKey: coalescingKey
                 )
                 if count > 1 {
                     try await enqueueMany(queue, headers: parsed, body: body, options: options, trace: trace)
@@ -190,10 +202,15 @@ struct Enqueue: AsyncParsableCommand {
                 request.traceContext = trace
                 let ticket = try await queue.enqueue([request])[0]
                 if self.options.json {
-                    Output.json(["id": ticket.id, "idempotency_key": ticket.idempotencyKey, "deduplicated": ticket.deduplicated])
+                    var object: [String: Any] = ["id": ticket.id, "idempotency_key": ticket.idempotencyKey, "deduplicated": ticket.deduplicated]
+                    if let superseded = ticket.superseded { object["superseded"] = superseded }
+                    Output.json(object)
                 } else {
                     print(ticket.id)
                     if ticket.deduplicated { complain("an entry with idempotency key \(ticket.idempotencyKey) was already queued; nothing new stored") }
+                    if let superseded = ticket.superseded {
+                        complain("replaced the request waiting under \(coalescingKey ?? ""); the old one is kept as entry \(superseded), superseded")
+                    }
                 }
             }
         }

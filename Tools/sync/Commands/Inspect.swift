@@ -4,7 +4,7 @@ import OfflineQueue
 
 /// A state filter as the command line spells it.
 enum StateChoice: String, ExpressibleByArgument, CaseIterable {
-    case pending, blocked, inflight, delivered, dead, all
+    case pending, blocked, inflight, delivered, dead, superseded, all
 
     var states: Set<EntryState> {
         switch self {
@@ -13,6 +13,7 @@ enum StateChoice: String, ExpressibleByArgument, CaseIterable {
         case .inflight: [.inflight]
         case .delivered: [.delivered]
         case .dead: [.dead]
+        case .superseded: [.superseded]
         case .all: []
         }
     }
@@ -127,7 +128,7 @@ struct Show: AsyncParsableCommand {
                 let order = ["id", "state", "method", "url", "idempotency_key", "group", "priority", "attempts", "created_at",
                              "last_attempt_at", "next_attempt_at", "finished_at", "waiting_for_network", "lease_owner",
                              "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes", "sealed_key_id", "trace_id", "traceparent", "tracestate",
-                             "after", "when_parent_dies", "takes_values_from", "waited_for_by"]
+                             "after", "when_parent_dies", "takes_values_from", "waited_for_by", "coalescing_key"]
                 for key in order {
                     let value = object[key]
                     if value == nil || value is NSNull { continue }
@@ -184,6 +185,7 @@ struct Stats: AsyncParsableCommand {
                         "delivered": counts.delivered,
                         "dead": counts.dead,
                         "blocked": counts.blocked,
+                        "superseded": counts.superseded,
                         "oldest_pending_age_seconds": age.map { ($0 * 1000).rounded() / 1000 as Any } ?? NSNull(),
                         "next_attempt_at": Output.timestamp(counts.nextAttemptAt),
                         "last_delivered_at": Output.timestamp(counts.lastDeliveredAt),
@@ -200,6 +202,7 @@ struct Stats: AsyncParsableCommand {
                 print("delivered  \(counts.delivered)")
                 print("dead       \(counts.dead)")
                 if counts.blocked > 0 { print("blocked    \(counts.blocked) (waiting for entries to be delivered first)") }
+                if counts.superseded > 0 { print("superseded \(counts.superseded) (replaced under their coalescing key before they were sent)") }
                 print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")
                 print("next attempt    \(counts.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
                 print("last delivery   \(counts.lastDeliveredAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")

@@ -10,10 +10,10 @@ struct Wait: AsyncParsableCommand {
             <db>.settled file beside a SQLite queue; NOTIFY on PostgreSQL), not by a poll. \
             Prints the outcome and, for an entry that kept its response (sync enqueue \
             --keep-response), the response; with --json, one object: id, outcome (delivered, \
-            dead, purged), status, and response or dead_reason and error.
+            dead, purged, superseded), status, and response or dead_reason and error.
 
             Exit codes: 0 delivered, 3 dead, 4 removed (purged, or by retention) before it was \
-            read, 75 still open when --timeout passed, 65 no such entry; the others as for every \
+            read, or superseded (replaced under its coalescing key, never sent), 75 still open when --timeout passed, 65 no such entry; the others as for every \
             command.
 
             Examples:
@@ -66,6 +66,8 @@ struct Wait: AsyncParsableCommand {
             object["error"] = error ?? NSNull()
         case .purged:
             break
+        case .superseded(let error):
+            object["error"] = error ?? NSNull()
         }
         if options.json {
             Output.json(object)
@@ -78,12 +80,14 @@ struct Wait: AsyncParsableCommand {
                 print(Output.terminalSafe("dead\(reason.map { " (\($0.rawValue))" } ?? ""): \(error ?? "")"))
             case .purged:
                 print("purged")
+            case .superseded(let error):
+                print(Output.terminalSafe("superseded: \(error ?? "")"))
             }
         }
         switch outcome {
         case .delivered: return
         case .dead: throw Self.dead
-        case .purged: throw Self.purged
+        case .purged, .superseded: throw Self.purged
         }
     }
 }

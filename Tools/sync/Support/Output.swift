@@ -137,6 +137,7 @@ enum Output {
         // A sealed entry's URL is its origin alone, its headers are empty and its body is
         // sealed: the key id says so (`sync keys status`).
         object["sealed_key_id"] = entry.sealKeyID.map { $0 as Any } ?? NSNull()
+        if let key = entry.coalescingKey { object["coalescing_key"] = key }
         return object
     }
 
