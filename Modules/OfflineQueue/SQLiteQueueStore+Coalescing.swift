@@ -6,15 +6,7 @@ import HTTPCore
 /// entries open under the key are read (`entry_coalesce` holds only rows with a key that wait)
 /// and ``CoalescingRule`` decides. In flight on SQLite is a lease row beside a pending entry.
 extension SQLiteQueueStore {
-    /// What an enqueue under a key comes to.
-    enum Coalesced {
-        /// Deduplicated by its idempotency key, or taken in place by the entry waiting.
-        case done(Ticket)
-        /// A new entry, waiting behind `predecessor` when one is in flight under the key.
-        case insert(behind: EntryID?)
-    }
-
-    static func coalesce(_ db: Database, _ entry: NewEntry, key: String, now: QueueTime) throws -> Coalesced {
+    static func coalesce(_ db: Database, _ entry: NewEntry, key: String, now: QueueTime) throws -> CoalescingRule.Applied {
         // A request already stored under its idempotency key stays a deduplication.
         if let id = try EntryID.fetchOne(db, sql: "SELECT id FROM entry WHERE idempotency_key = ?", arguments: [entry.idempotencyKey]) {
             return .done(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: true))

@@ -9,15 +9,7 @@ import PostgresNIO
 /// ``CoalescingRule`` decides. A drainer claiming one of them at that moment either commits
 /// first (it is then in flight) or skips it.
 extension PostgresQueueStore {
-    /// What an enqueue under a key comes to.
-    enum Coalesced {
-        /// Deduplicated by its idempotency key, or taken in place by the entry waiting.
-        case done(Ticket)
-        /// A new entry, waiting behind `predecessor` when one is in flight under the key.
-        case insert(behind: EntryID?)
-    }
-
-    func coalesce(_ entry: NewEntry, key: String, fleet: Double, wall: Date, on connection: PostgresConnection) async throws -> Coalesced {
+    func coalesce(_ entry: NewEntry, key: String, fleet: Double, wall: Date, on connection: PostgresConnection) async throws -> CoalescingRule.Applied {
         try await connection.query(PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
             .with(lockName + ":coalesce:" + key), logger: logger)
         if let id = try await connection.query(PostgresQuery(unsafeSQL: sql("SELECT id FROM §.entry WHERE idempotency_key = $1"))

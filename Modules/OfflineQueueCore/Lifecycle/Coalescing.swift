@@ -30,6 +30,14 @@ public enum CoalescingRule {
         case after(EntryID)
     }
 
+    /// What an enqueue under a key came to, as a store's insert applies it.
+    package enum Applied: Sendable {
+        /// Deduplicated by its idempotency key, or taken in place by the entry waiting.
+        case done(Ticket)
+        /// A new entry, waiting behind `predecessor` when one is in flight under the key.
+        case insert(behind: EntryID?)
+    }
+
     /// The decision for the open entries `holders` under a key.
     package static func decide(_ holders: [Holder]) -> Decision {
         // The newest one not in flight; there is at most one, since each enqueue replaces it.

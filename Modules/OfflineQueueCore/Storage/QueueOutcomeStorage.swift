@@ -1,4 +1,4 @@
-package import HTTPCore
+import HTTPCore
 
 /// The outcome's role of the storage contract (``QueueStorage``): what an entry's delivery
 /// kept, whether an id was ever given, and word of settlements from any process, so that a
