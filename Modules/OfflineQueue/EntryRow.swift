@@ -9,7 +9,7 @@ enum EntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyFile, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, budgetUptime, deadReason, dueUptime, clockBoot
-    case sealKey, seal, traceparent, tracestate, keepResponse, responseSources, coalesceKey
+    case sealKey, seal, traceparent, tracestate, keepResponse, responseSources, coalesceKey, delivery
 
     private static let names = columnNames()
 
@@ -26,6 +26,7 @@ enum EntryColumn: Int, EntryColumnMap {
         case .traceparent, .tracestate: Schema.firstTraceVersion
         case .keepResponse: Schema.firstKeptResponseVersion
         case .responseSources, .coalesceKey: Schema.firstResponseSourcesVersion
+        case .delivery: Schema.firstConflictVersion
         default: 1
         }
     }
@@ -110,6 +111,7 @@ extension QueueEntry {
         if let keep: String = row[.keepResponse] { keepResponse = ResponseKeeping(stored: keep) }
         if let sources: String = row[.responseSources] { (responseSources, bodyTakesValues) = ResponseReference.sources(stored: sources) }
         coalescingKey = row[.coalesceKey]
+        if let delivery: String = row[.delivery] { self.delivery = EntryDelivery(stored: delivery) }
     }
 
     /// The reason a dead row of schema 3 or older, read without migrating it, kept as the

@@ -21,14 +21,16 @@ extension SQLiteQueueStore {
         case .after(let predecessor):
             return .insert(behind: predecessor)
         case .replace(let id):
-            let superseded = try replace(db, id, with: entry, key: key, now: now)
+            let superseded = try replace(db, id, with: entry, supersededReason: CoalescingRule.supersededReason(by: id, key: key), now: now)
             return .done(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: false, superseded: superseded))
         }
     }
 
     /// Entry `id` takes `entry`'s request in place (its id, group position and children stay),
-    /// with a fresh budget; its old request is kept under a new id as superseded. Returns that id.
-    private static func replace(_ db: Database, _ id: EntryID, with entry: NewEntry, key: String, now: QueueTime) throws -> EntryID {
+    /// with a fresh budget; its old request is kept under a new id as superseded, its last error
+    /// `supersededReason`. Returns that id. A coalescing enqueue and a conflict resolver's new
+    /// request both replace this way.
+    static func replace(_ db: Database, _ id: EntryID, with entry: NewEntry, supersededReason: String, now: QueueTime) throws -> EntryID {
         guard let old = try Row.fetchOne(db, sql: "SELECT * FROM entry WHERE id = ?", arguments: [id]) else {
             throw QueueError.noSuchEntry(id)
         }
@@ -42,7 +44,7 @@ extension SQLiteQueueStore {
                 waiting_network = 0, last_status = NULL, last_error = NULL, response_excerpt = NULL, dead_reason = NULL,
                 clock_boot = :boot, budget_uptime = :uptime, due_uptime = :due, attempt_uptime = NULL,
                 seal_key = :sealKey, seal = :seal, traceparent = :traceparent, tracestate = :tracestate,
-                keep_response = :keep, response_sources = :sources
+                keep_response = :keep, response_sources = :sources, delivery = :delivery
             WHERE id = :id
             """, arguments: [
                 "key": entry.idempotencyKey, "method": entry.method, "url": entry.url, "headers": LineCoding.encode(entry.headers),
@@ -51,7 +53,7 @@ extension SQLiteQueueStore {
                 "wall": wall, "next": wall + wait, "boot": now.boot, "uptime": now.uptime, "due": now.uptime + wait,
                 "sealKey": entry.seal?.keyID, "seal": entry.seal?.blob, "traceparent": entry.traceContext?.traceparent,
                 "tracestate": entry.traceContext?.tracestate, "keep": entry.keepResponse?.stored, "sources": entry.storedResponseSources,
-                "id": id,
+                "delivery": entry.delivery?.stored, "id": id,
             ])
         // The old request, as it was, under the next id: superseded, never to be sent.
         var columns: [String] = []
@@ -61,7 +63,7 @@ extension SQLiteQueueStore {
             switch column {
             case "state": values.append(EntryState.superseded.rawValue.databaseValue)
             case "finished_at": values.append(wall.databaseValue)
-            case "last_error": values.append(CoalescingRule.supersededReason(by: id, key: key).databaseValue)
+            case "last_error": values.append(supersededReason.databaseValue)
             case "coalesce_key", "dead_reason": values.append(.null)
             default: values.append(value)
             }

@@ -113,6 +113,7 @@ extension SQLiteQueueStore {
                     case .dead: counts.dead = count
                     case .blocked: counts.blocked = count
                     case .superseded: counts.superseded = count
+                    case .conflict: counts.conflict = count
                     }
                 } catch {
                     throw error.corruptDatabase(path)

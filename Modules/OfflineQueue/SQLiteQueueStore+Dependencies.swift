@@ -110,7 +110,8 @@ extension SQLiteQueueStore {
 
     /// The states of `entry_group_open`'s rows in this file's schema.
     var groupOpenStates: String {
-        schemaVersion >= Schema.firstDependencyVersion ? Schema.groupOpenStates : "('pending', 'inflight')"
+        if schemaVersion >= Schema.firstConflictVersion { return Schema.groupOpenStates }
+        return schemaVersion >= Schema.firstDependencyVersion ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
     }
 
     func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {

@@ -234,13 +234,31 @@ extension SQLiteQueueStore {
                     FROM lease WHERE lease.entry_id = entry.id AND entry.id = ? AND lease.owner = ?
                     """
                 arguments = [settlement.id, owner]
+            case .conflict(let conflict), .drop(let conflict):
+                // Left for an operator, or dropped by the app's resolver (superseded).
+                let dropped = if case .drop = settlement.transition { true } else { false }
+                sql = """
+                    UPDATE entry SET state = ?, attempts = attempts + 1, finished_at = ?, last_status = ?, last_error = ?,
+                        response_excerpt = ?, waiting_network = 0, last_attempt_at = lease.attempt_wall, attempt_uptime = lease.attempt_uptime
+                    FROM lease WHERE lease.entry_id = entry.id AND entry.id = ? AND lease.owner = ?
+                    """
+                arguments = [
+                    dropped ? EntryState.superseded.rawValue : EntryState.conflict.rawValue, wall, conflict.status, conflict.error,
+                    conflict.excerpt, settlement.id, owner,
+                ]
             }
             try db.cachedStatement(sql: sql).execute(arguments: arguments)
             if db.changesCount == 0 {
                 lost.insert(settlement.id)
             } else {
                 try db.cachedStatement(sql: "DELETE FROM lease WHERE entry_id = ?").execute(arguments: [settlement.id])
-                if case .deadLetter = settlement.transition { children += try Self.children(db, of: list([settlement.id])) }
+                switch settlement.transition {
+                case .deadLetter, .drop: children += try Self.children(db, of: list([settlement.id]))
+                default: break
+                }
+                if let replacement = settlement.replacement {
+                    _ = try replace(db, settlement.id, with: replacement.entry, supersededReason: replacement.reason, now: now)
+                }
             }
         }
         if !children.isEmpty { try resolve(db, children, now: now) }

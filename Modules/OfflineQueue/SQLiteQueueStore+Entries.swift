@@ -44,11 +44,12 @@ extension SQLiteQueueStore {
                 entry.body?.length, LineCoding.encode(entry.scopes), entry.name, entry.group, entry.priority, timeout,
                 wall, wall, wall + wait, now.boot, now.uptime, now.uptime + wait, entry.seal?.keyID, entry.seal?.blob,
             ]
-            if entry.keepResponse != nil || !entry.references.isEmpty || entry.coalescingKey != nil {
+            if entry.keepResponse != nil || !entry.references.isEmpty || entry.coalescingKey != nil || entry.delivery != nil {
                 let trace = entry.traceContext
                 try db.cachedStatement(sql: keepingInsertSQL).execute(
                     arguments: arguments + [
                         trace?.traceparent, trace?.tracestate, entry.keepResponse?.stored, entry.storedResponseSources, entry.coalescingKey,
+                        entry.delivery?.stored,
                     ]
                 )
             } else if let trace = entry.traceContext {
@@ -73,8 +74,8 @@ extension SQLiteQueueStore {
     /// AUTOINCREMENT, whose sequence row would cost a page write per insert). An entry without
     /// a trace context binds no trace columns: two more arguments cost an enqueue fifteen
     /// allocations (measured), which most entries need not pay.
-    /// An entry that keeps its response, takes values from its parents' or coalesces (few),
-    /// binds every column (`NULL` where it has none).
+    /// An entry that keeps its response, takes values from its parents', coalesces or has a
+    /// policy of its own (few), binds every column (`NULL` where it has none).
     private static let insertSQL = insertSQL(traced: false)
     private static let tracedInsertSQL = insertSQL(traced: true)
     private static let keepingInsertSQL = insertSQL(traced: true, keeping: true)
@@ -83,10 +84,10 @@ extension SQLiteQueueStore {
         """
         INSERT INTO entry (id, idempotency_key, method, url, headers, body, body_file, body_length, scopes, name,
             group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at,
-            clock_boot, budget_uptime, due_uptime, seal_key, seal\(traced ? ", traceparent, tracestate" : "")\(keeping ? ", keep_response, response_sources, coalesce_key" : ""))
+            clock_boot, budget_uptime, due_uptime, seal_key, seal\(traced ? ", traceparent, tracestate" : "")\(keeping ? ", keep_response, response_sources, coalesce_key, delivery" : ""))
         VALUES (
             max((SELECT COALESCE(max(id), 0) FROM entry), (SELECT id_floor FROM queue_meta)) + 1,
-            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, ?, ?\(traced ? ", ?, ?" : "")\(keeping ? ", ?, ?, ?" : ""))
+            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, ?, ?\(traced ? ", ?, ?" : "")\(keeping ? ", ?, ?, ?, ?" : ""))
         ON CONFLICT (idempotency_key) DO NOTHING
         """
     }

@@ -140,7 +140,7 @@ extension SQLiteQueueStore {
                 try db.execute(sql: """
                     UPDATE entry SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
                         finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime
-                    WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'dead')
+                    WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'dead', 'conflict')
                         AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)
                     """, arguments: ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime, "ids": Self.list(ids)])
                 try Self.reblock(db, Self.list(ids), now: now)

@@ -57,9 +57,13 @@ enum Schema {
     /// (`entry.response_sources`) and edits that coalesce (`entry.coalesce_key`).
     static let firstResponseSourcesVersion = version(after: "v13-offline-steps")
 
-    /// The states of `entry_group_open`'s rows (schema 11 on): a group's open entries, which its
+    /// The first schema with entries' own delivery policies (`entry.delivery`) and conflicts
+    /// that hold their group.
+    static let firstConflictVersion = version(after: "v14-conflicts")
+
+    /// The states of `entry_group_open`'s rows (schema 14 on): a group's open entries, which its
     /// later entries wait behind.
-    static let groupOpenStates = "('pending', 'inflight', 'blocked')"
+    static let groupOpenStates = "('pending', 'inflight', 'blocked', 'conflict')"
 
     /// The oldest schema a read-only queue reads as it is: it cannot migrate, and schema 3
     /// changed only the file header, not a column.
@@ -536,6 +540,7 @@ enum Schema {
                 PRAGMA user_version = 13;
                 """)
         }
+        registerConflictMigrations(&migrator)
         return migrator
     }
 }

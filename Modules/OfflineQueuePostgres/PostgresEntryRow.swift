@@ -14,7 +14,7 @@ enum PostgresEntryColumn: Int, EntryColumnMap {
     case id, idempotencyKey, method, url, headers, body, bodyRef, bodyLength, scopes, name, groupKey, priority, timeoutMs
     case state, attempts, createdAt, budgetFrom, nextAttemptAt, lastAttemptAt, finishedAt, waitingNetwork
     case leaseOwner, leaseExpiresAt, lastStatus, lastError, responseExcerpt, deadReason
-    case sealKey, seal, traceparent, tracestate, keepResponse, responseSources, coalesceKey
+    case sealKey, seal, traceparent, tracestate, keepResponse, responseSources, coalesceKey, delivery
 
     /// The columns' names in the `entry` table, in order.
     static let names = columnNames()
@@ -91,6 +91,7 @@ extension PostgresQueueStore {
             (entry.responseSources, entry.bodyTakesValues) = ResponseReference.sources(stored: sources)
         }
         entry.coalescingKey = try cells.decode(.coalesceKey, as: String?.self)
+        if let delivery = try cells.decode(.delivery, as: String?.self) { entry.delivery = EntryDelivery(stored: delivery) }
         return entry
     }
 }

@@ -29,14 +29,20 @@ extension PostgresQueueStore {
         case .after(let predecessor):
             return .insert(behind: predecessor)
         case .replace(let id):
-            let superseded = try await replace(id, with: entry, key: key, fleet: fleet, wall: wall, on: connection)
+            let superseded = try await replace(
+                id, with: entry, supersededReason: CoalescingRule.supersededReason(by: id, key: key), fleet: fleet, wall: wall, on: connection
+            )
             return .done(Ticket(id: id, idempotencyKey: entry.idempotencyKey, deduplicated: false, superseded: superseded))
         }
     }
 
     /// Entry `id` takes `entry`'s request in place (its id, group position and children stay),
-    /// with a fresh budget; its old request is kept under a new id as superseded. Returns that id.
-    private func replace(_ id: EntryID, with entry: NewEntry, key: String, fleet: Double, wall: Date, on connection: PostgresConnection) async throws -> EntryID {
+    /// with a fresh budget; its old request is kept under a new id as superseded, its last error
+    /// `supersededReason`. Returns that id. A coalescing enqueue and a conflict resolver's new
+    /// request both replace this way.
+    func replace(
+        _ id: EntryID, with entry: NewEntry, supersededReason: String, fleet: Double, wall: Date, on connection: PostgresConnection
+    ) async throws -> EntryID {
         // The old request, copied under a new id with a key of its own for the moment (the
         // unique key is the old one's until the update below), superseded.
         let copied = PostgresEntryColumn.names.filter { $0 != "id" }
@@ -53,7 +59,7 @@ extension PostgresQueueStore {
         let superseded = try await connection.query(PostgresQuery(unsafeSQL: sql("""
             INSERT INTO §.entry (\(copied.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM §.entry WHERE id = $1
             RETURNING id
-            """)).with(id, fleet, CoalescingRule.supersededReason(by: id, key: key)), logger: logger).decodeAll(Int64.self).first ?? 0
+            """)).with(id, fleet, supersededReason), logger: logger).decodeAll(Int64.self).first ?? 0
         let (inline, reference) = entry.body.columns
         let wait = max(0, entry.notBefore?.timeIntervalSince(wall) ?? 0)
         try await connection.query(PostgresQuery(unsafeSQL: sql("""
@@ -61,14 +67,14 @@ extension PostgresQueueStore {
                 scopes = $9, name = $10, group_key = $11, priority = $12, timeout_ms = $13, attempts = 0, created_at = $14, budget_from = $14,
                 next_attempt_at = $15, last_attempt_at = NULL, finished_at = NULL, waiting_network = false, last_status = NULL,
                 last_error = NULL, response_excerpt = NULL, dead_reason = NULL, seal_key = $16, seal = $17, traceparent = $18,
-                tracestate = $19, keep_response = $20, response_sources = $21
+                tracestate = $19, keep_response = $20, response_sources = $21, delivery = $22
             WHERE id = $1
             """)).with(
                 id, entry.idempotencyKey, entry.method, entry.url, LineCoding.encode(entry.headers), inline, reference,
                 entry.body.map { Int64($0.length) }, LineCoding.encode(entry.scopes), entry.name, entry.group,
                 Int32(clamping: entry.priority), entry.timeout.map(\.saturatingMilliseconds), fleet, fleet + wait,
                 entry.seal?.keyID, entry.seal?.blob, entry.traceContext?.traceparent, entry.traceContext?.tracestate,
-                entry.keepResponse?.stored, entry.storedResponseSources
+                entry.keepResponse?.stored, entry.storedResponseSources, entry.delivery?.stored
             ), logger: logger)
         try await connection.query(PostgresQuery(unsafeSQL: sql("""
             UPDATE §.entry SET idempotency_key = substr(idempotency_key, 12) WHERE id = $1

@@ -56,17 +56,28 @@ extension PostgresQueueStore {
         _ settlements: [Settlement], fleet: Double, now: QueueTime, reclaim: Bool, claimLimit: Int, lease: Duration, since: Double?
     ) async throws(QueueError) -> ClaimResult {
         let owner = self.owner
-        var query = PostgresQuery(unsafeSQL: commitCall)
-        query.binds.append(heldNumbers)
-        query.binds.append(fleet)
-        SettlementColumns(settlements).bind(into: &query.binds)
-        query.binds.append(reclaim)
-        query.binds.append(lockName)
-        query.binds.append(currentNumber)
-        query.binds.append(Int32(clamping: claimLimit))
-        query.binds.append(owner)
-        query.binds.append(fleet + lease.seconds)
-        query.binds.append(since)
+        let query = commitQuery(settlements, fleet: fleet, reclaim: reclaim, claimLimit: claimLimit, lease: lease, since: since)
+        // Requests conflict resolvers answered with take their entries' places before the
+        // claim, so the claim reads them: the settlements first, claiming nothing, then the
+        // replacements, then the claim, in one transaction (one more round trip, for these few).
+        if settlements.contains(where: { $0.replacement != nil }) {
+            let settling = commitQuery(settlements, fleet: fleet, reclaim: false, claimLimit: 0, lease: lease, since: since)
+            let claiming = commitQuery([], fleet: fleet, reclaim: reclaim, claimLimit: claimLimit, lease: lease, since: since)
+            return try await transaction { connection in
+                var result = try await self.commit(settling, fleet: fleet, now: now, owner: owner, claimLimit: 0, on: connection)
+                try await self.keepResponses(settlements.filter { $0.kept != nil && !result.lost.contains($0.id) }, on: connection)
+                for settlement in settlements where !result.lost.contains(settlement.id) {
+                    guard let replacement = settlement.replacement else { continue }
+                    _ = try await self.replace(
+                        settlement.id, with: replacement.entry, supersededReason: replacement.reason, fleet: fleet, wall: now.wall, on: connection
+                    )
+                }
+                let claimed = try await self.commit(claiming, fleet: fleet, now: now, owner: owner, claimLimit: claimLimit, on: connection)
+                result.claimed = claimed.claimed
+                result.reclaimed += claimed.reclaimed
+                return result
+            }
+        }
         // Responses deliveries keep go in with the settlements, in one transaction.
         if settlements.contains(where: { $0.kept != nil }) {
             let kept = settlements.filter { $0.kept != nil }
@@ -79,6 +90,24 @@ extension PostgresQueueStore {
         return try await writing { [query] connection in
             try await self.commit(query, fleet: fleet, now: now, owner: owner, claimLimit: claimLimit, on: connection)
         }
+    }
+
+    /// The call of `settle_and_claim` for one commit.
+    private func commitQuery(
+        _ settlements: [Settlement], fleet: Double, reclaim: Bool, claimLimit: Int, lease: Duration, since: Double?
+    ) -> PostgresQuery {
+        var query = PostgresQuery(unsafeSQL: commitCall)
+        query.binds.append(heldNumbers)
+        query.binds.append(fleet)
+        SettlementColumns(settlements).bind(into: &query.binds)
+        query.binds.append(reclaim)
+        query.binds.append(lockName)
+        query.binds.append(currentNumber)
+        query.binds.append(Int32(clamping: claimLimit))
+        query.binds.append(owner)
+        query.binds.append(fleet + lease.seconds)
+        query.binds.append(since)
+        return query
     }
 
     /// Runs the commit `query` on `connection` and reads what it did.
@@ -180,6 +209,10 @@ struct SettlementColumns {
                 )
             case .release:
                 append("release", attempts: 0)
+            case .conflict(let conflict):
+                append("conflict", attempts: 1, status: conflict.status, error: conflict.error, excerpt: conflict.excerpt)
+            case .drop(let conflict):
+                append("drop", attempts: 1, status: conflict.status, error: conflict.error, excerpt: conflict.excerpt)
             }
         }
     }

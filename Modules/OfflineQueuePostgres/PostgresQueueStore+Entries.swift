@@ -35,8 +35,8 @@ extension PostgresQueueStore {
             let inserted = try await connection.query(PostgresQuery(unsafeSQL: sql("""
                 INSERT INTO §.entry (idempotency_key, method, url, headers, body, body_ref, body_length, scopes, name,
                     group_key, priority, timeout_ms, state, attempts, created_at, budget_from, next_attempt_at, seal_key, seal,
-                    traceparent, tracestate, keep_response, response_sources, coalesce_key)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+                    traceparent, tracestate, keep_response, response_sources, coalesce_key, delivery)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', 0, $13, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
                 ON CONFLICT (idempotency_key) DO NOTHING
                 RETURNING id
                 """)).with(
@@ -44,7 +44,7 @@ extension PostgresQueueStore {
                     entry.body.map { Int64($0.length) }, LineCoding.encode(entry.scopes), entry.name, entry.group,
                     Int32(clamping: entry.priority), entry.timeout.map(\.saturatingMilliseconds), fleet, fleet + wait,
                     entry.seal?.keyID, entry.seal?.blob, entry.traceContext?.traceparent, entry.traceContext?.tracestate,
-                    entry.keepResponse?.stored, entry.storedResponseSources, entry.coalescingKey
+                    entry.keepResponse?.stored, entry.storedResponseSources, entry.coalescingKey, entry.delivery?.stored
                 ), logger: logger).decodeAll(Int64.self)
             if let id = inserted.first {
                 if !entry.after.isEmpty { try await link(child: id, entry, fleet: fleet, on: connection) }
@@ -305,6 +305,7 @@ extension PostgresQueueStore {
                 case .dead: counts.dead = Int(count)
                 case .blocked: counts.blocked = Int(count)
                 case .superseded: counts.superseded = Int(count)
+                case .conflict: counts.conflict = Int(count)
                 }
             }
             counts.oldestPendingCreatedAt = try await connection.query(

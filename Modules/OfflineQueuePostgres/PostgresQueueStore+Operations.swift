@@ -122,7 +122,7 @@ extension PostgresQueueStore {
                 try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                     UPDATE §.entry SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = $1, next_attempt_at = $1, waiting_network = false,
                         finished_at = NULL
-                    WHERE id = ANY($2) AND state IN ('pending', 'dead')
+                    WHERE id = ANY($2) AND state IN ('pending', 'dead', 'conflict')
                     """)).with(fleet, ids), logger: self.logger)
                 try await self.reblock(ids, fleet: fleet, on: connection)
                 try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger)

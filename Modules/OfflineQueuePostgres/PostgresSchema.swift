@@ -223,6 +223,30 @@ enum PostgresSchema {
             ))
             """
         },
+        // An entry's own delivery policy (EnqueueOptions.delivery; NULL for most, returned with
+        // the claim), and conflicts: `settle_and_claim` records a conflict left for an operator
+        // (`conflict`, which holds its group, so the group index holds it too) and one the
+        // app's resolver dropped (`superseded`, whose children are decided as a purged
+        // parent's); the `settled` trigger tells those awaiting outcomes of a drop.
+        Migration(name: "v8-conflicts") { schema in
+            """
+            ALTER TABLE "\(schema)".entry ADD COLUMN delivery text;
+            DROP INDEX "\(schema)".entry_group_open;
+            CREATE INDEX entry_group_open ON "\(schema)".entry (group_key, id)
+                WHERE group_key IS NOT NULL AND state IN ('pending', 'inflight', 'blocked', 'conflict');
+            DROP TRIGGER entry_settled ON "\(schema)".entry;
+            CREATE TRIGGER entry_settled AFTER UPDATE OF state ON "\(schema)".entry
+                FOR EACH ROW WHEN (NEW.state IN ('delivered', 'dead', 'superseded') AND OLD.state IS DISTINCT FROM NEW.state)
+                EXECUTE FUNCTION "\(schema)".notify_settled();
+            \(dropSettleAndClaim(schema))
+            \(settleAndClaim(
+                schema,
+                outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text, o_keep_response text, o_response_sources text, o_coalesce_key text, o_delivery text",
+                columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate, e.keep_response, e.response_sources, e.coalesce_key, e.delivery",
+                dependencies: true, conflicts: true
+            ))
+            """
+        },
     ]
 
     /// The channel those awaiting outcomes listen on: `<schema>.settled`.
@@ -297,9 +321,17 @@ enum PostgresSchema {
     ///
     /// With `dependencies` (v5 on): a blocked entry holds its group, and the children of the
     /// entries it delivers or gives up on are decided (`resolve_blocked`) before it claims.
-    private static func settleAndClaim(_ schema: String, outputs: String = "", columns: String = "", dependencies: Bool = false) -> String {
-        let groupOpen = dependencies ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
-        let recordedColumns = dependencies ? "array_agg(done.id), array_agg(done.id) FILTER (WHERE done.state = 'delivered'), array_agg(done.id) FILTER (WHERE done.state = 'dead')" : "array_agg(done.id)"
+    /// With `conflicts` (v8 on): settlements of kind `conflict` (state `conflict`, which holds
+    /// its group) and `drop` (state `superseded`, its children decided as a dead parent's).
+    private static func settleAndClaim(
+        _ schema: String, outputs: String = "", columns: String = "", dependencies: Bool = false, conflicts: Bool = false
+    ) -> String {
+        let groupOpen = conflicts ? "('pending', 'inflight', 'blocked', 'conflict')" : dependencies ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
+        let ended = conflicts ? "done.state IN ('dead', 'superseded')" : "done.state = 'dead'"
+        let recordedColumns = dependencies ? "array_agg(done.id), array_agg(done.id) FILTER (WHERE done.state = 'delivered'), array_agg(done.id) FILTER (WHERE \(ended))" : "array_agg(done.id)"
+        let states = conflicts ? "WHEN 'conflict' THEN 'conflict' WHEN 'drop' THEN 'superseded' " : ""
+        let finishing = conflicts ? "('deliver', 'dead', 'conflict', 'drop')" : "('deliver', 'dead')"
+        let excerpting = conflicts ? "('retry', 'dead', 'conflict', 'drop')" : "('retry', 'dead')"
         let recordedInto = dependencies ? "recorded, delivered, died" : "recorded"
         let resolve = dependencies ? """
                 IF delivered IS NOT NULL OR died IS NOT NULL THEN
@@ -345,14 +377,14 @@ enum PostgresSchema {
                         AS s(id, kind, attempts, next, waiting, status, error, excerpt, has_excerpt, reason)
                 ), done AS (
                     UPDATE "\(schema)".entry AS e SET
-                        state = CASE s.kind WHEN 'deliver' THEN 'delivered' WHEN 'dead' THEN 'dead' ELSE 'pending' END,
+                        state = CASE s.kind WHEN 'deliver' THEN 'delivered' WHEN 'dead' THEN 'dead' \(states)ELSE 'pending' END,
                         attempts = e.attempts + s.attempts,
-                        finished_at = CASE WHEN s.kind IN ('deliver', 'dead') THEN fleet ELSE e.finished_at END,
+                        finished_at = CASE WHEN s.kind IN \(finishing) THEN fleet ELSE e.finished_at END,
                         next_attempt_at = CASE WHEN s.kind = 'retry' THEN fleet + s.next ELSE e.next_attempt_at END,
                         waiting_network = CASE s.kind WHEN 'retry' THEN s.waiting WHEN 'release' THEN e.waiting_network ELSE false END,
                         last_status = CASE WHEN s.kind = 'release' THEN e.last_status ELSE nullif(s.status, -1) END,
                         last_error = CASE s.kind WHEN 'release' THEN e.last_error WHEN 'deliver' THEN NULL ELSE s.error END,
-                        response_excerpt = CASE WHEN s.kind IN ('retry', 'dead') THEN (CASE WHEN s.has_excerpt THEN s.excerpt END)
+                        response_excerpt = CASE WHEN s.kind IN \(excerpting) THEN (CASE WHEN s.has_excerpt THEN s.excerpt END)
                             ELSE e.response_excerpt END,
                         dead_reason = CASE WHEN s.kind = 'dead' THEN s.reason ELSE e.dead_reason END,
                         lease_owner = NULL, lease_drainer = NULL, lease_expires_at = NULL

@@ -209,7 +209,7 @@ private final class SendActivity: Sendable {
                     if state.deliveries[slot].second != second { state.deliveries[slot] = (second, 0) }
                     state.deliveries[slot].count += 1
                 case .willRetry(let id, _, _), .waitingForNetwork(let id), .deadLettered(let id, _, _),
-                     .released(let id), .leaseLost(let id):
+                     .released(let id), .leaseLost(let id), .conflicted(let id, _), .dropped(let id, _):
                     state.inFlight.remove(id)
                 case .enqueued:
                     break

@@ -82,7 +82,7 @@ struct EntryLifecycleTests {
         #expect(dead.reason == .rejected)
     }
 
-    @Test("other 4xx go to dead letters with the status and the body excerpt", arguments: [400, 401, 403, 404, 409, 422])
+    @Test("other 4xx go to dead letters with the status and the body excerpt", arguments: [400, 401, 403, 404, 410, 422])
     func rejected(status: Int) {
         #expect(next(.rejected(status: status, retryAfter: nil, excerpt: "{\"error\":\"bad\"}"))
             == .deadLetter(.init(.rejected, status: status, error: "HTTP \(status)", excerpt: "{\"error\":\"bad\"}")))

@@ -9,11 +9,11 @@ import TestSupport
 /// every drainer of the file honours.
 @Suite("Operations: bulk selections and pauses")
 struct OperationsTests {
-    /// Dead entries 1 (404, group a), 2 (409, group a), 3 (404, group b); 4 delivered; 5 pending
+    /// Dead entries 1 (404, group a), 2 (410, group a), 3 (404, group b); 4 delivered; 5 pending
     /// (group b).
     func populated(_ queue: OfflineQueue, _ server: TestHTTPServer) async throws {
         _ = try await queue.enqueue(method: "POST", url: server.url("/status/404?n=1").absoluteString, options: EnqueueOptions(group: "a"))
-        _ = try await queue.enqueue(method: "POST", url: server.url("/status/409?n=2").absoluteString, options: EnqueueOptions(group: "a"))
+        _ = try await queue.enqueue(method: "POST", url: server.url("/status/410?n=2").absoluteString, options: EnqueueOptions(group: "a"))
         _ = try await queue.enqueue(method: "POST", url: server.url("/status/404?n=3").absoluteString, options: EnqueueOptions(group: "b"))
         _ = try await queue.enqueue(method: "POST", url: server.url("/echo?n=4").absoluteString)
         let summary = try await queue.drain()

@@ -15,7 +15,7 @@ struct RowLayoutTests {
     func names() {
         #expect(Array(EntryColumn.columnNames().prefix(3)) == ["id", "idempotency_key", "method"])
         #expect(EntryColumn.groupKey.name == "group_key" && EntryColumn.timeoutMs.name == "timeout_ms")
-        #expect(PostgresEntryColumn.names.last == "coalesce_key" && PostgresEntryColumn.tag == PostgresEntryColumn.names.count)
+        #expect(PostgresEntryColumn.names.last == "delivery" && PostgresEntryColumn.tag == PostgresEntryColumn.names.count)
     }
 
     @Test("SQLite: entry_view shows the map's columns in its order (and the stored state after the shown one)")

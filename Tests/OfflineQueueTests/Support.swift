@@ -22,10 +22,24 @@ func expectRefused(
     #expect(!FileManager.default.fileExists(atPath: path + "-wal"), sourceLocation: sourceLocation)
 }
 
+/// SQL that takes a file of this version back to schema 13, as Courier wrote it before
+/// entries had delivery policies of their own and conflicts held their groups: schema 14's
+/// column gone, the group index as schema 11 made it.
+let backToSchema13 = """
+    DROP VIEW entry_view;
+    ALTER TABLE entry DROP COLUMN delivery;
+    DROP INDEX entry_group_open;
+    CREATE INDEX entry_group_open ON entry(group_key, id) WHERE group_key IS NOT NULL AND state IN ('pending', 'inflight', 'blocked');
+    \(Schema.entryView(adding: ", traceparent, tracestate, keep_response, response_sources, coalesce_key"))
+    DELETE FROM grdb_migrations WHERE identifier = 'v14-conflicts';
+    PRAGMA user_version = 13;
+
+    """
+
 /// SQL that takes a file of this version back to schema 12, as Courier wrote it before
 /// requests took values from their parents' responses and edits coalesced: schema 13's
 /// columns and index gone.
-let backToSchema12 = """
+let backToSchema12 = backToSchema13 + """
     DROP VIEW entry_view;
     DROP INDEX entry_coalesce;
     ALTER TABLE entry DROP COLUMN response_sources;

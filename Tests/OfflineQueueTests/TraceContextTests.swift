@@ -136,7 +136,7 @@ struct TraceContextTests {
         #expect(try await reader.entries().count == 3, "a reader reads schema 9 as it is")
         let queue = try makeQueue(path: folder.databasePath, server: server)
         let version = try await DatabaseQueue(path: folder.databasePath).read { try Int.fetchOne($0, sql: "PRAGMA user_version") }
-        #expect(version == 13)
+        #expect(version == 14)
         #expect(try await queue.entries().allSatisfy { $0.traceContext == nil })
         #expect(try await queue.drain().delivered == 3)
         #expect(server.requests.allSatisfy { $0.values(of: "traceparent").isEmpty })
@@ -154,10 +154,12 @@ struct TraceContextTests {
                 for _ in 0..<3 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString) }
                 await queue.close()
             }
-            // v7, v6, v5 and v4 undone: their tables, functions, triggers, columns and records
-            // gone (each makes `settle_and_claim` anew).
+            // v8, v7, v6, v5 and v4 undone: their tables, functions, triggers, columns and
+            // records gone (each makes `settle_and_claim` anew).
             _ = try await withPostgres(store.path) { connection in
                 for statement in [
+                    "ALTER TABLE \"\(schema)\".entry DROP COLUMN delivery",
+                    "DELETE FROM \"\(schema)\".migration WHERE name = 'v8-conflicts'",
                     "ALTER TABLE \"\(schema)\".entry DROP COLUMN response_sources, DROP COLUMN coalesce_key",
                     "DELETE FROM \"\(schema)\".migration WHERE name = 'v7-offline-steps'",
                     "DROP TRIGGER entry_settled ON \"\(schema)\".entry", "DROP TRIGGER entry_removed ON \"\(schema)\".entry",

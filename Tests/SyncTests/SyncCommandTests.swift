@@ -66,7 +66,7 @@ struct SyncCommandTests {
         let stats = try await sync("--json", "stats")
         let counts = try #require(try stats.json() as? [String: Any])
         #expect(Set(counts.keys) == [
-            "pending", "due", "inflight", "inflight_orphaned", "delivered", "dead", "blocked", "superseded", "oldest_pending_age_seconds", "next_attempt_at",
+            "pending", "due", "inflight", "inflight_orphaned", "delivered", "dead", "blocked", "superseded", "conflict", "oldest_pending_age_seconds", "next_attempt_at",
             "last_delivered_at", "paused", "paused_groups", "pending_paused",
         ])
         #expect(counts["pending"] as? Int == 2)

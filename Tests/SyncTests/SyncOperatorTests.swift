@@ -12,11 +12,11 @@ import Glibc
 struct SyncOperatorTests {
     typealias Fixture = SyncCommandTests.Fixture
 
-    /// Dead: 1 (404, group a), 2 (409, group a), 3 (404, group b); delivered: 4.
+    /// Dead: 1 (404, group a), 2 (410, group a), 3 (404, group b); delivered: 4.
     func populate(_ fixture: Fixture) async throws {
         let sync = fixture.sync
         #expect(try await sync("enqueue", "POST", fixture.url("/status/404?n=1"), "--group", "a").status == 0)
-        #expect(try await sync("enqueue", "POST", fixture.url("/status/409?n=2"), "--group", "a").status == 0)
+        #expect(try await sync("enqueue", "POST", fixture.url("/status/410?n=2"), "--group", "a").status == 0)
         #expect(try await sync("enqueue", "POST", fixture.url("/status/404?n=3"), "--group", "b").status == 0)
         #expect(try await sync("enqueue", "POST", fixture.url("/echo?n=4")).status == 0)
         let drained = try await sync("drain", "--no-reachability")
@@ -77,7 +77,7 @@ struct SyncOperatorTests {
             (["retry", "--status", "600"], "--status"),
             (["retry", "1", "--group", "a"], "not both"),
             (["retry", "1", "--dry-run"], "--dry-run"),
-            (["retry", "--state", "delivered"], "pending or dead"),
+            (["retry", "--state", "delivered"], "pending, dead or conflict"),
             (["retry", "--dry-run"], "give entry ids, --dead, or a selection"),
             (["purge"], "give --delivered, --dead, a selection"),
             (["purge", "--older-than", "inf"], "--older-than"),

@@ -6,15 +6,16 @@ import OfflineQueueCore
 /// replacement in place of the entry waiting under a key.
 extension MemoryQueueState {
     /// Entry `id` takes `new`'s request in place (its id, group position and children stay),
-    /// with a fresh budget; its old request is kept under a new id as superseded. Returns that id.
-    mutating func replace(_ id: EntryID, with new: NewEntry, key: String, now: QueueTime) -> EntryID {
+    /// with a fresh budget; its old request is kept under a new id as superseded, its last error
+    /// `supersededReason`. Returns that id.
+    mutating func replace(_ id: EntryID, with new: NewEntry, supersededReason: String, now: QueueTime) -> EntryID {
         guard let row = rows[id] else { return 0 }
         lastID += 1
         var record = row.entry
         record.id = lastID
         record.state = .superseded
         record.finishedAt = now.wall
-        record.lastError = CoalescingRule.supersededReason(by: id, key: key)
+        record.lastError = supersededReason
         record.coalescingKey = nil
         record.deadReason = nil
         rows[lastID] = Row(entry: record, due: row.due)
@@ -46,6 +47,7 @@ extension MemoryQueueState {
         entry.seal = new.seal
         entry.traceContext = new.traceContext
         entry.keepResponse = new.keepResponse
+        entry.delivery = new.delivery
         entry.responseSources = new.references.isEmpty ? [] : new.responseSources
         entry.bodyTakesValues = new.bodyTakesValues
         rows[id] = Row(entry: entry, due: now.uptime + wait)

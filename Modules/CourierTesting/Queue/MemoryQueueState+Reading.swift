@@ -85,6 +85,7 @@ extension MemoryQueueState {
             case .dead: counts.dead += 1
             case .blocked: counts.blocked += 1
             case .superseded: counts.superseded += 1
+            case .conflict: counts.conflict += 1
             }
         }
         counts.oldestPendingCreatedAt = oldest?.entry.createdAt

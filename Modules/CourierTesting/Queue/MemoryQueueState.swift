@@ -68,7 +68,7 @@ struct MemoryQueueState {
                 case .insert: break
                 case .after(let predecessor): behind = predecessor
                 case .replace(let id):
-                    let superseded = replace(id, with: new, key: key, now: now)
+                    let superseded = replace(id, with: new, supersededReason: CoalescingRule.supersededReason(by: id, key: key), now: now)
                     return Ticket(id: id, idempotencyKey: new.idempotencyKey, deduplicated: false, superseded: superseded)
                 }
             }
@@ -89,6 +89,7 @@ struct MemoryQueueState {
             stored.responseSources = new.references.isEmpty ? [] : new.responseSources
             stored.bodyTakesValues = new.bodyTakesValues
             stored.coalescingKey = new.coalescingKey
+            stored.delivery = new.delivery
             rows[lastID] = Row(entry: stored, due: now.uptime + wait)
             byKey[new.idempotencyKey] = lastID
             if !new.after.isEmpty {
@@ -158,12 +159,17 @@ struct MemoryQueueState {
                 entry.waitingForNetwork = false
             case .release:
                 entry.state = .pending
+            case .conflict(let conflict), .drop(let conflict):
+                let dropped = if case .drop = settlement.transition { true } else { false }
+                if dropped { finished.append(settlement.id) }
+                entry.record(conflict, dropped: dropped, now: now)
             }
             entry.leaseOwner = nil
             entry.leaseExpiresAt = nil
             row.leaseUntil = nil
             row.entry = entry
             rows[settlement.id] = row
+            if let new = settlement.replacement { _ = replace(settlement.id, with: new.entry, supersededReason: new.reason, now: now) }
         }
         return lost
     }
@@ -192,7 +198,7 @@ struct MemoryQueueState {
         let queuePaused = pauses.keys.contains(nil)
         // The first open entry of each group: a later one waits, whatever holds the first.
         var heads: [String: EntryID] = [:]
-        for (id, row) in rows where row.entry.state == .pending || row.entry.state == .inflight || row.entry.state == .blocked {
+        for (id, row) in rows where [.pending, .inflight, .blocked, .conflict].contains(row.entry.state) {
             guard let group = row.entry.group else { continue }
             if id < heads[group, default: .max] { heads[group] = id }
         }

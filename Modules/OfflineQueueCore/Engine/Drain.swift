@@ -65,7 +65,14 @@ extension OfflineQueue {
     private func drainEntries(_ mode: DrainMode, concurrency: Int?, control: DrainControl?) async throws(QueueError) -> DrainSummary {
         // The keys every stored entry needs, checked before any entry is claimed.
         let sealing = try await sealGate.sealing(configuration.sealing, store: sealStore, forDrain: true)
-        var summary = try await drainer.run(mode, concurrency: concurrency, control: control ?? DrainControl(), sealing: sealing)
+        let conflicts = configuration.conflictResolver.map { resolver in
+            QueueDrainer.ConflictHandling(resolver: resolver) { request, entry throws(QueueError) in
+                try await self.prepareReplacement(request, for: entry)
+            }
+        }
+        var summary = try await drainer.run(
+            mode, concurrency: concurrency, control: control ?? DrainControl(), sealing: sealing, conflicts: conflicts
+        )
         let counts = try await operations.counts()
         operations.countsCache.offer(counts)
         metrics.update(counts, now: configuration.clock.now().wall)

@@ -47,4 +47,20 @@ extension OfflineQueue {
             throw error
         }
     }
+
+    /// A conflict resolver's request (``ConflictResolution/send(_:)``) prepared for `entry`'s
+    /// place as an enqueue prepares one (validated, sealed when the queue seals, its body
+    /// stored), with the entry's group and priority; its own links and coalescing key are not
+    /// read (the entry keeps its own).
+    package func prepareReplacement(_ request: QueuedRequest, for entry: QueueEntry) async throws(QueueError) -> NewEntry {
+        var request = request
+        request.options.after = []
+        request.options.coalescingKey = nil
+        request.options.group = entry.group
+        request.options.priority = entry.priority
+        let sealing = try await sealGate.sealing(configuration.sealing, store: sealStore, forDrain: false)
+        var new = try validate(request)
+        new.body = try await sealing.storeBody(of: &new, request.body, inlineLimit: configuration.inlineBodyLimit, into: enqueueStore)
+        return new
+    }
 }

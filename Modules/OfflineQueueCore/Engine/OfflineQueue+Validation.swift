@@ -81,6 +81,7 @@ extension OfflineQueue {
         }
         entry.keepResponse = try request.options.keepResponse?.checked()
         entry.coalescingKey = try request.options.coalescingKey.map { key throws(QueueError) in try CoalescingRule.checked(key) }
+        if let delivery = request.options.delivery, !delivery.isEmpty { entry.delivery = try delivery.checked() }
         (entry.references, entry.bodyTakesValues) = try Self.responseReferences(
             url: entry.url, headers: headers, body: request.body, after: entry.after
         )

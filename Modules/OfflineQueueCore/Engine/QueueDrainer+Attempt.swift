@@ -9,8 +9,12 @@ extension QueueDrainer {
     /// machine its transition (``AttemptReport``).
     ///
     /// `ahead`: the entry opened before its send started (``EntrySealing/openAhead(_:)``).
-    func attemptAndSettle(_ entry: QueueEntry, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil) async -> AttemptReport {
-        let policy = configuration.policy
+    /// `conflicts`: the queue's resolver, when it has one.
+    func attemptAndSettle(
+        _ entry: QueueEntry, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil, conflicts: ConflictHandling? = nil
+    ) async -> AttemptReport {
+        // The queue's policy, with the entry's own settings in place.
+        let policy = entry.policy(under: configuration.policy)
         // The entry's age when its attempt starts, on the boot clock.
         let age = Duration.seconds(max(0, configuration.clock.now().uptime - entry.budgetUptime))
         let sent = ContinuousClock.now
@@ -19,8 +23,11 @@ extension QueueDrainer {
         var trace: SentTrace?
         // Only an entry that keeps its response carries a box for it: the others' frames stay as they were.
         let keeping = entry.keepResponse == nil ? nil : KeptResponseBox()
+        let met = conflicts == nil ? nil : ConflictBox()
         do throws(QueueError) {
-            outcome = try await attempt(entry, age: age, sealing: sealing, ahead: ahead, sentTrace: &trace, keeping: keeping)
+            outcome = try await attempt(
+                entry, age: age, policy: policy, sealing: sealing, ahead: ahead, sentTrace: &trace, keeping: keeping, conflicts: met
+            )
         } catch {
             // A sealed entry that does not open stays as it was: given back unsent, nothing
             // counted, and the drain stops with the error.
@@ -32,7 +39,8 @@ extension QueueDrainer {
         case .interrupted, .invalid: break   // cut short, or never sent
         default: metrics.attempted(entry.name, duration: ContinuousClock.now - sent)
         }
-        let transition: Transition
+        var transition: Transition
+        var replacement: Settlement.Replacement?
         if case .interrupted = outcome {
             transition = .release
         } else if let expired = EntryLifecycle.admit(age: age, policy: policy) {
@@ -44,10 +52,14 @@ extension QueueDrainer {
             transition = EntryLifecycle.transition(
                 after: outcome, attempts: entry.attempts, age: age, policy: policy, unitRandom: delivered ? 0 : Double.random(in: 0..<1)
             )
+            // The app decides a conflict, when it registered a resolver.
+            if case .conflict(let conflict) = transition {
+                (transition, replacement) = await settle(conflict, of: entry, met: met?.met, handling: conflicts)
+            }
         }
         logAttempt(of: entry, transition: transition, trace: trace)
         let gone = if case .networkGone = outcome { true } else { false }
-        var settlement = Settlement(id: entry.id, transition: transition)
+        var settlement = Settlement(id: entry.id, transition: transition, replacement: replacement)
         // Kept in the transaction that records the delivery, sealed as the entry is.
         if case .deliver = transition, let kept = keeping?.response { settlement.kept = sealing.keep(kept, of: entry) }
         return AttemptReport(settlement: settlement, networkGone: gone, failure: nil)
@@ -74,13 +86,15 @@ extension QueueDrainer {
     /// cannot be opened, and then nothing was sent. `sentTrace`: the trace context the request
     /// went out with, for the attempt's log line (set only when that line is logged). `keeping`:
     /// where the response goes, for an entry that keeps it (``QueueEntry/keepResponse``).
+    /// `conflicts`: where an answer `policy` calls a conflict goes, with the request, for the
+    /// queue's resolver.
     func attempt(
-        _ entry: QueueEntry, age: Duration, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil,
-        sentTrace: inout SentTrace?, keeping: KeptResponseBox? = nil
+        _ entry: QueueEntry, age: Duration, policy: DeliveryPolicy, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil,
+        sentTrace: inout SentTrace?, keeping: KeptResponseBox? = nil, conflicts: ConflictBox? = nil
     ) async throws(QueueError) -> AttemptOutcome {
         if Task.isCancelled { return .interrupted }
         // An entry too old at its claim is not sent; `settlements` turns it into an expiry.
-        if EntryLifecycle.admit(age: age, policy: configuration.policy) != nil {
+        if EntryLifecycle.admit(age: age, policy: policy) != nil {
             return .invalid(message: "expired")
         }
         let stored: RequestBody?
@@ -129,7 +143,12 @@ extension QueueDrainer {
             // backed off like any failure, so it cannot turn into a loop of instant retries.
             return .failed(message: "cancelled, though the drain was not", retryable: true)
         } catch {
-            return classify(error, secrets: replay.secrets)
+            let outcome = classify(error, secrets: replay.secrets)
+            if let conflicts, case .rejected(let status, let retryAfter, _) = outcome, let response = error.response,
+               !StatusRules.waits(status: status, retryAfter: retryAfter), policy.statuses.meaning(of: status) == .conflict {
+                conflicts.met = Self.conflicted(request, body: requestBody, of: entry, response: response)
+            }
+            return outcome
         }
     }
 
@@ -228,6 +247,10 @@ extension QueueDrainer {
                 broadcast.publish(.deadLettered(id: id, reason: dead.reason, error: dead.error))
             case .release:
                 broadcast.publish(.released(id: id))
+            case .conflict(let conflict):
+                broadcast.publish(.conflicted(id: id, status: conflict.status))
+            case .drop(let conflict):
+                broadcast.publish(.dropped(id: id, status: conflict.status))
             }
         }
     }

@@ -91,6 +91,13 @@ extension QueueDrainer {
             metadata["error"] = "\(dead.error)"
         case .release:
             message = "attempt interrupted, given back"
+        case .conflict(let conflict):
+            message = "conflict, left for an operator"
+            metadata["status"] = "\(conflict.status)"
+            metadata["error"] = "\(conflict.error)"
+        case .drop(let conflict):
+            message = "conflict, dropped by the resolver"
+            metadata["status"] = "\(conflict.status)"
         }
         logger.debug(message, metadata: metadata)
     }

@@ -39,7 +39,10 @@ final class QueueDrainer: Sendable {
     /// Sends due entries until `mode` says the drain is over (``OfflineQueue/drain(_:concurrency:control:)``
     /// says how), and returns what the drain's machine counted. `sealing`: checked by the
     /// queue's seal gate for a drain.
-    func run(_ mode: DrainMode, concurrency: Int?, control: DrainControl, sealing: EntrySealing) async throws(QueueError) -> DrainSummary {
+    /// `conflicts`: the queue's resolver, when it has one.
+    func run(
+        _ mode: DrainMode, concurrency: Int?, control: DrainControl, sealing: EntrySealing, conflicts: ConflictHandling? = nil
+    ) async throws(QueueError) -> DrainSummary {
         let clock = configuration.clock
         let started = clock.now()
         // The machine's time: seconds on the queue's boot clock since the drain began.
@@ -76,7 +79,7 @@ final class QueueDrainer: Sendable {
                         if broadcast.hasSubscribers { broadcast.publish(.attemptStarted(id: entry.id, attempt: entry.attempts + 1)) }
                         // Sealed entries open here, one after another (see `openAhead`).
                         let ahead = sealing.openAhead(entry)
-                        group.addTask { DrainEvent.finished(await self.attemptAndSettle(entry, sealing: sealing, ahead: ahead)) }
+                        group.addTask { DrainEvent.finished(await self.attemptAndSettle(entry, sealing: sealing, ahead: ahead, conflicts: conflicts)) }
                     }
                 case .commit(let commit):
                     // A child task: sends keep starting and finishing while the store works.

@@ -22,6 +22,11 @@ public enum QueueEvent: Sendable, Hashable {
     case waitingForNetwork(id: EntryID)
     /// It went to dead letters.
     case deadLettered(id: EntryID, reason: DeadReason, error: String)
+    /// The server answered with a conflict (``StatusMeaning/conflict``) and no resolver settled
+    /// it: it waits in ``EntryState/conflict`` for an operator.
+    case conflicted(id: EntryID, status: Int)
+    /// The queue's ``ConflictResolver`` dropped it after a conflict (``EntryState/superseded``).
+    case dropped(id: EntryID, status: Int)
     /// The drainer stopped before the attempt ended; the entry is pending again, nothing counted.
     case released(id: EntryID)
     /// The drainer's lease lapsed before it finished, and another drainer has the entry now:

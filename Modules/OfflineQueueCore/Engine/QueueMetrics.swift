@@ -82,6 +82,8 @@ final class QueueMetrics: Sendable {
         case enqueueToDelivery = "enqueue_to_delivery_seconds"
         case retried = "retried_total"
         case deadLettered = "dead_lettered_total"
+        /// Answers that were conflicts (``StatusMeaning/conflict``), left or dropped.
+        case conflicts = "conflicts_total"
     }
 
     private struct Key: Hashable {
@@ -192,6 +194,8 @@ final class QueueMetrics: Sendable {
             counter(Key(metric: .retried, endpoint: name, statusClass: Self.statusClassIndex(retry.status))).increment()
         case .deadLetter(let dead):
             counter(Key(metric: .deadLettered, endpoint: name, statusClass: Self.statusClassIndex(dead.status), reason: dead.reason)).increment()
+        case .conflict(let conflict), .drop(let conflict):
+            counter(Key(metric: .conflicts, endpoint: name, statusClass: Self.statusClassIndex(conflict.status))).increment()
         case .retry, .release:
             break   // a wait for the network, or a stop: not a retry
         }
@@ -223,6 +227,7 @@ final class QueueMetrics: Sendable {
         gauge("dead").record(counts.dead)
         gauge("blocked").record(counts.blocked)
         gauge("superseded").record(counts.superseded)
+        gauge("conflict").record(counts.conflict)
         gauge("oldest_pending_age_seconds").record(counts.oldestPendingCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
     }
 }

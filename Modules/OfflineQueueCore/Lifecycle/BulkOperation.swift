@@ -9,13 +9,13 @@ package enum BulkOperation: Sendable, Hashable {
     /// Deleted, with their bodies.
     case purge
 
-    /// The states `selection` matches: its own, or this operation's default (pending and dead
-    /// for a retry, every state for a purge). A retry never touches a delivered entry, nor a
-    /// blocked one (its parents decide when it goes). Empty:
-    /// there is nothing to do.
+    /// The states `selection` matches: its own, or this operation's default (pending, dead and
+    /// conflict for a retry, every state for a purge). A retry never touches a delivered
+    /// entry, nor a blocked one (its parents decide when it goes), nor a superseded one (never
+    /// to be sent). Empty: there is nothing to do.
     package func states(of selection: EntrySelection) -> Set<EntryState> {
         switch self {
-        case .retry: (selection.states.isEmpty ? [.pending, .dead] : selection.states).subtracting([.delivered, .blocked])
+        case .retry: (selection.states.isEmpty ? [.pending, .dead, .conflict] : selection.states).subtracting([.delivered, .blocked, .superseded])
         case .purge: selection.matchedStates
         }
     }

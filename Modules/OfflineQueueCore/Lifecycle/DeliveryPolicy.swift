@@ -36,6 +36,10 @@ public struct DeliveryPolicy: Sendable, Hashable {
     public var leaseDuration: Duration
     /// How much of an error response's body is kept with the entry.
     public var excerptLimit: Int
+    /// Which statuses mean delivered, retry, dead or conflict (``StatusRules/standard``: 409
+    /// and 412 are conflicts, the rest as HTTPCore classifies them). An entry's own rules
+    /// (``EntryDelivery/statuses``) come first.
+    public var statuses: StatusRules = .standard
     /// Whether a drainer extends the leases of its sends in flight (at half their duration).
     /// Only tests turn it off, to play a drainer that hangs without dying.
     package var renewsLeases = true

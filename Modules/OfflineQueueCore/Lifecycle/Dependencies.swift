@@ -42,13 +42,15 @@ public enum DependencyRule {
             case .delivered:
                 continue
             case .dead, .superseded, nil:
-                // A superseded parent was never sent and cannot be retried: as purged.
+                // A superseded parent (replaced unsent, or dropped after a conflict) cannot be
+                // retried: as purged.
                 let purged = parent.state == nil || parent.state == .superseded
                 if policy == .die || (purged && policy == .wait) {
                     return .dead(deadLetter(parent: parent.id, purged: purged))
                 }
                 if policy == .wait { blocked = true }
-            case .pending, .inflight, .blocked:
+            case .pending, .inflight, .blocked, .conflict:
+                // A conflict is settled by an app or an operator, not yet.
                 blocked = true
             }
         }

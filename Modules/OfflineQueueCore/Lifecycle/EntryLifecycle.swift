@@ -30,6 +30,24 @@ public enum Transition: Sendable, Hashable {
     case deadLetter(DeadLetter)
     /// Back to pending, due now, nothing counted (the drainer stopped).
     case release
+    /// The answer conflicts with the server's state and nothing settled it: the entry waits
+    /// in ``EntryState/conflict`` for an operator (the attempt counts).
+    case conflict(Conflict)
+    /// The app's ``ConflictResolver`` dropped it: ``EntryState/superseded``, never sent again.
+    case drop(Conflict)
+
+    /// A conflict as recorded: the status and the start of the server's answer.
+    public struct Conflict: Sendable, Hashable {
+        public var status: Int
+        public var error: String
+        public var excerpt: String?
+
+        public init(status: Int, error: String, excerpt: String? = nil) {
+            self.status = status
+            self.error = error
+            self.excerpt = excerpt
+        }
+    }
 
     /// A failed attempt tried again later.
     public struct Retry: Sendable, Hashable {
@@ -87,6 +105,9 @@ public enum DeadReason: String, Sendable, Hashable, Codable {
     /// An entry it waited for (``EnqueueOptions/after``) died or was purged unsent, and its
     /// ``ParentDeathPolicy`` said to die with it. Never sent.
     case parentDead
+    /// The server answered with a conflict (``StatusMeaning/conflict``) and the app's
+    /// ``ConflictResolver`` let it die.
+    case conflict
 }
 
 /// The entry lifecycle as pure functions: no clock, no randomness, no I/O.
@@ -104,6 +125,10 @@ public enum DeadReason: String, Sendable, Hashable, Codable {
 ///
 ///   enqueue --after P ──► blocked ──P delivered──► pending
 ///                            └──────P dead (policy: die)──► dead (parentDead)
+///
+///   inflight ──409/412──► the app's ConflictResolver ──new request──► pending (in place)
+///                                │      └──drop──► superseded   └──fail──► dead (conflict)
+///                                └──none, or leave──► conflict ──operator retry──► pending
 /// ```
 public enum EntryLifecycle {
     /// Whether an entry `age` old (on the boot clock, since its budget started) may still be
@@ -128,7 +153,10 @@ public enum EntryLifecycle {
     ) -> Transition {
         switch outcome {
         case .delivered(let status):
-            return .deliver(status: status)
+            // A 2xx means delivered unless a rule says otherwise; then it is read as any answer.
+            guard policy.statuses.rules.contains(where: { $0.statuses.contains(status) }) else { return .deliver(status: status) }
+            return transition(after: .rejected(status: status, retryAfter: nil, excerpt: nil), attempts: attempts, age: age,
+                              policy: policy, unitRandom: unitRandom)
 
         case .interrupted:
             return .release
@@ -142,11 +170,24 @@ public enum EntryLifecycle {
 
         case .rejected(let status, let retryAfter, let excerpt):
             let error = "HTTP \(status)"
-            guard isRetryable(status: status) else {
-                return .deadLetter(.init(.rejected, status: status, error: error, excerpt: excerpt))
+            if StatusRules.waits(status: status, retryAfter: retryAfter) {
+                // The server said when to come back: a wait, never a conflict or a death, and
+                // not an attempt spent (the age limit still holds).
+                if let expired = admit(age: age, policy: policy) { return expired }
+                let delay = retryDelay(counted: attempts + 1, retryAfter: retryAfter, policy: policy, unitRandom: unitRandom)
+                return .retry(.init(after: delay, consumesAttempt: false, status: status, error: error, excerpt: excerpt))
             }
-            return retryOrGiveUp(attempts: attempts, age: age, policy: policy, unitRandom: unitRandom,
-                                 retryAfter: retryAfter, status: status, error: error, excerpt: excerpt)
+            switch policy.statuses.meaning(of: status) {
+            case .delivered:
+                return .deliver(status: status)
+            case .conflict:
+                return .conflict(.init(status: status, error: error, excerpt: excerpt))
+            case .dead:
+                return .deadLetter(.init(.rejected, status: status, error: error, excerpt: excerpt))
+            case .retry:
+                return retryOrGiveUp(attempts: attempts, age: age, policy: policy, unitRandom: unitRandom,
+                                     retryAfter: retryAfter, status: status, error: error, excerpt: excerpt)
+            }
 
         case .failed(let message, let retryable):
             guard retryable else { return .deadLetter(.init(.unsendable, error: message)) }

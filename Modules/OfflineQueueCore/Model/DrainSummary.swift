@@ -8,6 +8,10 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     public var failed = 0
     /// Entries that went to dead letters.
     public var dead = 0
+    /// Entries whose answer was a conflict left for an operator (``EntryState/conflict``).
+    public var conflicts = 0
+    /// Entries a conflict resolver dropped (``EntryState/superseded``).
+    public var dropped = 0
     /// Attempts that found the network gone (not counted against budgets).
     public var waitingForNetwork = 0
     /// Attempts interrupted by a stop and given back.
@@ -44,6 +48,8 @@ public struct DrainSummary: Sendable, Hashable, Codable {
             if retry.waitingForNetwork { waitingForNetwork += 1 } else { failed += 1 }
         case .deadLetter: dead += 1
         case .release: released += 1
+        case .conflict: conflicts += 1
+        case .drop: dropped += 1
         }
     }
 }

@@ -31,12 +31,16 @@ public struct EnqueueOptions: Sendable, Hashable {
     /// new one waits behind it, and goes once it is settled, delivered or not. `nil` (the
     /// default) replaces nothing.
     public var coalescingKey: String?
+    /// This entry's own attempts, maximum age, backoff and status rules, in place of the
+    /// queue's (``DeliveryPolicy``) where set. `nil` (the default) is the queue's policy.
+    public var delivery: EntryDelivery?
 
     public init(
         group: String? = nil, priority: Int = 0, idempotencyKey: String? = nil, notBefore: Date? = nil,
         after: [EntryID] = [], whenParentDies: ParentDeathPolicy = .die, keepResponse: ResponseKeeping? = nil,
-        coalescingKey: String? = nil
+        coalescingKey: String? = nil, delivery: EntryDelivery? = nil
     ) {
+        self.delivery = delivery
         self.group = group
         self.priority = priority
         self.idempotencyKey = idempotencyKey

@@ -60,6 +60,11 @@ public struct QueueConfiguration: Sendable {
     /// How enqueues keep their trace context and deliveries continue it. On, with the
     /// bootstrapped tracer, unless changed.
     public var tracing = QueueTracing()
+    /// Decides, in the drainer's process, what becomes of an entry whose answer was a conflict
+    /// (``StatusMeaning/conflict``: 409 and 412 unless the policy says otherwise): a new
+    /// request in its place, dropped, dead, or left for an operator. `nil` (the default) leaves
+    /// every conflict for an operator (``EntryState/conflict``).
+    public var conflictResolver: ConflictResolver?
 
     public init(
         path: String,

@@ -13,6 +13,9 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     /// Requests replaced by a newer one under their coalescing key before they were sent
     /// (``EntryState/superseded``): kept for the audit trail, never sent.
     public var superseded = 0
+    /// Entries whose answer was a conflict no resolver settled (``EntryState/conflict``):
+    /// waiting for an operator.
+    public var conflict = 0
     /// Entries in flight whose drainer is gone (its process died, or the machine rebooted):
     /// the next claim by any drainer takes them back.
     public var inflightOrphaned = 0
@@ -44,8 +47,8 @@ public struct QueueCounts: Sendable, Hashable, Codable {
         self.nextAttemptAt = nextAttemptAt
     }
 
-    /// Entries not yet delivered or dead.
-    public var open: Int { pending + inflight + blocked }
+    /// Entries not yet settled: pending, in flight, blocked, or in conflict.
+    public var open: Int { pending + inflight + blocked + conflict }
     /// Every entry.
-    public var total: Int { pending + inflight + delivered + dead + blocked + superseded }
+    public var total: Int { pending + inflight + delivered + dead + blocked + superseded + conflict }
 }

@@ -84,6 +84,13 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     /// The key under which a newer enqueue replaces it while it waits
     /// (``EnqueueOptions/coalescingKey``); `nil` for most.
     public var coalescingKey: String? = nil
+    /// Its own delivery policy (``EnqueueOptions/delivery``); `nil` for the queue's.
+    public var delivery: EntryDelivery? = nil
+
+    /// The policy its attempts follow: the queue's, with the entry's own settings in place.
+    package func policy(under queue: DeliveryPolicy) -> DeliveryPolicy {
+        delivery.map { $0.applied(to: queue) } ?? queue
+    }
 
     /// The id of the key the entry is sealed under, or `nil` when it is stored in clear.
     public var sealKeyID: String? { seal?.keyID }

@@ -22,6 +22,8 @@ public struct QueueOverview: Sendable, Hashable {
         public var blocked = 0
         /// Requests replaced before they were sent (``EntryState/superseded``).
         public var superseded = 0
+        /// Conflicts waiting for an operator (``EntryState/conflict``).
+        public var conflict = 0
         /// How many keys this sums: 1 for a group or name of its own.
         public var keys = 1
         /// Whether a pause holds the group back (the whole queue's pause holds every group).
@@ -29,7 +31,7 @@ public struct QueueOverview: Sendable, Hashable {
 
         public init(key: String?) { self.key = key }
 
-        public var total: Int { pending + inflight + delivered + dead + blocked + superseded }
+        public var total: Int { pending + inflight + delivered + dead + blocked + superseded + conflict }
 
         mutating func add(_ state: EntryState, _ count: Int) {
             switch state {
@@ -39,6 +41,7 @@ public struct QueueOverview: Sendable, Hashable {
             case .dead: dead += count
             case .blocked: blocked += count
             case .superseded: superseded += count
+            case .conflict: conflict += count
             }
         }
 
@@ -49,6 +52,7 @@ public struct QueueOverview: Sendable, Hashable {
             dead += other.dead
             blocked += other.blocked
             superseded += other.superseded
+            conflict += other.conflict
         }
     }
 

@@ -104,11 +104,29 @@ package struct Settlement: Sendable {
     /// The response a delivered entry keeps (``QueueEntry/keepResponse``), stored in the
     /// transaction that records the delivery; `nil` for every other.
     package var kept: StoredResponse?
+    /// The request a conflict resolver answered with (``ConflictResolution/send(_:)``), for a
+    /// ``Transition/retry(_:)``: the store records the retry, then writes it in the entry's
+    /// place as a coalescing enqueue does (its old request kept as a superseded entry), in the
+    /// same transaction. `nil` for every other.
+    package var replacement: Replacement?
 
-    package init(id: EntryID, transition: Transition, kept: StoredResponse? = nil) {
+    package init(id: EntryID, transition: Transition, kept: StoredResponse? = nil, replacement: Replacement? = nil) {
         self.id = id
         self.transition = transition
         self.kept = kept
+        self.replacement = replacement
+    }
+
+    /// A conflict resolver's new request, prepared as an enqueue prepares one.
+    package struct Replacement: Sendable {
+        package var entry: NewEntry
+        /// The superseded copy's last error: what replaced it.
+        package var reason: String
+
+        package init(entry: NewEntry, reason: String) {
+            self.entry = entry
+            self.reason = reason
+        }
     }
 }
 
@@ -117,8 +135,8 @@ extension Settlement {
     /// (``QueueOutcomeStorage/observeSettlements(_:)``).
     package var ends: Bool {
         switch transition {
-        case .deliver, .deadLetter: true
-        case .retry, .release: false
+        case .deliver, .deadLetter, .drop: true
+        case .retry, .release, .conflict: false
         }
     }
 }

@@ -62,6 +62,8 @@ package struct NewEntry: Sendable {
     /// Replaces the request waiting under this key (``EnqueueOptions/coalescingKey``), as
     /// ``CoalescingRule`` says; `nil` for most.
     package var coalescingKey: String?
+    /// The entry's own delivery policy (``EnqueueOptions/delivery``), `nil` for most.
+    package var delivery: EntryDelivery?
 
     /// The parents its references read, each once, in id order.
     package var responseSources: [EntryID] { Array(Set(references.map(\.entry))).sorted() }

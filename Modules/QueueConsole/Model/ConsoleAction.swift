@@ -19,11 +19,12 @@ public enum ConsoleAction: String, Sendable, Hashable, CaseIterable, Codable {
     public var states: Set<EntryState> {
         switch self {
         // A delivered entry was accepted: sending it again would repeat it. One in flight is
-        // being sent right now.
-        case .retry: [.pending, .dead]
+        // being sent right now. A conflict retried goes again as it is: the operator's word
+        // that it should win.
+        case .retry: [.pending, .dead, .conflict]
         // An entry in flight under a live drainer may be on the wire: deleting it would lose
         // what the server answers.
-        case .discard: [.pending, .blocked, .delivered, .dead]
+        case .discard: [.pending, .blocked, .delivered, .dead, .conflict, .superseded]
         case .purgeDelivered: [.delivered]
         case .pause, .resume: Set(EntryState.allCases)
         }

@@ -54,6 +54,7 @@ enum ConsoleTemplates {
     <tr><th>Delivered</th><td><a href="{{prefix}}/entries?state=delivered">{{counts.delivered}}</a></td></tr>
     <tr><th>Dead</th><td><a href="{{prefix}}/entries?state=dead">{{counts.dead}}</a></td></tr>
     <tr><th>Waiting for other entries</th><td><a href="{{prefix}}/entries?state=blocked">{{counts.blocked}}</a></td></tr>
+    <tr><th>Conflicts for an operator</th><td><a href="{{prefix}}/entries?state=conflict">{{counts.conflict}}</a></td></tr>
     </table>
     <p>Oldest pending: {{#hasOldestPending}}{{oldestPendingAt}} ({{oldestPendingAgeSeconds}} s ago){{/hasOldestPending}}{{^hasOldestPending}}none{{/hasOldestPending}}.
     Last delivery: {{#hasLastDelivery}}{{lastDeliveredAt}}{{/hasLastDelivery}}{{^hasLastDelivery}}none{{/hasLastDelivery}}.

@@ -11,7 +11,7 @@ import OfflineQueueCore
 /// the recent deliveries.
 struct OverviewView: Encodable, Sendable {
     struct Counts: Encodable, Sendable {
-        var pending, due, waitingForNetwork, inflight, inflightOrphaned, delivered, dead, blocked, total: Int
+        var pending, due, waitingForNetwork, inflight, inflightOrphaned, delivered, dead, blocked, conflict, total: Int
     }
     struct PausedGroup: Encodable, Sendable {
         var name: String
@@ -85,7 +85,7 @@ struct OverviewView: Encodable, Sendable {
         self.counts = Counts(
             pending: counts.pending, due: counts.due, waitingForNetwork: overview.waitingForNetwork, inflight: counts.inflight,
             inflightOrphaned: counts.inflightOrphaned, delivered: counts.delivered, dead: counts.dead, blocked: counts.blocked,
-            total: counts.total
+            conflict: counts.conflict, total: counts.total
         )
         queuePaused = pauses.queuePaused
         pausedGroups = pauses.pausedGroups.map { PausedGroup(name: $0, query: "group=" + formEncode($0)) }

@@ -155,7 +155,7 @@ struct SyncConsoleBrowserTests {
             var shown: [String: Int] = [:]
             for row in try await browser.table("table.counts") where row.count == 2 { shown[row[0]] = Int(row[1]) }
             let keys = ["Pending": "pending", "Due now": "due", "In flight": "inflight", "Held by a dead owner": "inflight_orphaned", "Delivered": "delivered", "Dead": "dead",
-                        "Waiting for other entries": "blocked"]
+                        "Waiting for other entries": "blocked", "Conflicts for an operator": "conflict"]
             // And the entries waiting for the network, which `sync stats` does not count: none here.
             #expect(Set(shown.keys) == Set(keys.keys).union(["Waiting for the network"]), "\(shown)")
             #expect(shown["Waiting for the network"] == 0)
@@ -268,15 +268,8 @@ struct SyncConsoleBrowserTests {
             #expect(try await browser.texts("p.notice") == ["retried 1"], "\(retried.text ?? "")")
 
             // The running drainer takes it: reload the page until it says so.
-            var state = ""
-            let delivered = try await eventually {
-                _ = try await browser.open(scene.url("/entries/\(id)", as: Self.admin))
-                state = try await browser.texts("dl.entry dd").first ?? ""
-                if state == "delivered" { return true }
-                try await Task.sleep(for: .milliseconds(500))
-                return false
-            }
-            #expect(delivered, "the entry's state: \(state)")
+            let state = try await scene.reload(entry: id, until: "delivered")
+            #expect(state == "delivered", "the entry's state: \(state)")
             #expect(scene.fixture.server.requests.filter { $0.path == "/flaky" }.count == 2)
             let stats = try await scene.stats()
             #expect(stats["delivered"] as? Int == 1 && stats["dead"] as? Int == 0, "\(stats)")

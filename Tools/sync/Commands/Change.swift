@@ -4,9 +4,10 @@ import OfflineQueue
 
 struct Retry: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Make dead or waiting entries due now, with a fresh attempt budget.",
+        abstract: "Make dead, waiting or conflicting entries due now, with a fresh attempt budget.",
         discussion: """
-            Give entry ids, --dead, or a selection: --state (pending or dead; both by default), \
+            Give entry ids, --dead, or a selection: --state (pending, dead or conflict; all three \
+            by default; a conflict goes again as it is), \
             --group, --status, --older-than and --url-prefix, all of which must hold. A selection \
             is changed in one transaction; entries in flight are left alone, delivered ones are \
             never retried. --dry-run prints what would change.
@@ -37,8 +38,8 @@ struct Retry: AsyncParsableCommand {
                 : "give entry ids or a selection, not both (\((dead ? ["--dead"] : []) + selection.given))")
         }
         if selection.dryRun && !ids.isEmpty { throw ValidationError("--dry-run applies to a selection, not to entry ids") }
-        for state in selection.state where state == .inflight || state == .delivered {
-            throw ValidationError("--state \(state.rawValue): retry takes pending or dead entries (in flight ones are being sent, delivered ones are done)")
+        for state in selection.state where [.inflight, .delivered, .blocked, .superseded].contains(state) {
+            throw ValidationError("--state \(state.rawValue): retry takes pending, dead or conflict entries (in flight ones are being sent, delivered ones are done, blocked ones wait for others, superseded ones are never sent)")
         }
         try selection.check()
     }

@@ -111,6 +111,8 @@ struct Drain: AsyncParsableCommand {
                 "paused": summary.paused,
                 "inflight_elsewhere": summary.inflightElsewhere,
                 "reclaimed": summary.reclaimed,
+                "conflicts": summary.conflicts,
+                "dropped": summary.dropped,
                 "offline": summary.offline,
                 "next_attempt_at": Output.timestamp(summary.nextAttemptAt),
             ])
@@ -122,6 +124,12 @@ struct Drain: AsyncParsableCommand {
         }
         if summary.reclaimed > 0 {
             print("\(summary.reclaimed) entries were taken back from a drainer that is gone")
+        }
+        if summary.conflicts > 0 {
+            print("\(summary.conflicts) answers were conflicts left for an operator (sync list --state conflict; sync retry or purge)")
+        }
+        if summary.dropped > 0 {
+            print("\(summary.dropped) entries were dropped by the conflict resolver after a conflict")
         }
         if summary.paused > 0 {
             print("\(summary.paused) entries are held by a pause (sync stats shows it; sync resume lifts it)")

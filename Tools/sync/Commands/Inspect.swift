@@ -4,7 +4,7 @@ import OfflineQueue
 
 /// A state filter as the command line spells it.
 enum StateChoice: String, ExpressibleByArgument, CaseIterable {
-    case pending, blocked, inflight, delivered, dead, superseded, all
+    case pending, blocked, inflight, delivered, dead, superseded, conflict, all
 
     var states: Set<EntryState> {
         switch self {
@@ -14,6 +14,7 @@ enum StateChoice: String, ExpressibleByArgument, CaseIterable {
         case .delivered: [.delivered]
         case .dead: [.dead]
         case .superseded: [.superseded]
+        case .conflict: [.conflict]
         case .all: []
         }
     }
@@ -186,6 +187,7 @@ struct Stats: AsyncParsableCommand {
                         "dead": counts.dead,
                         "blocked": counts.blocked,
                         "superseded": counts.superseded,
+                        "conflict": counts.conflict,
                         "oldest_pending_age_seconds": age.map { ($0 * 1000).rounded() / 1000 as Any } ?? NSNull(),
                         "next_attempt_at": Output.timestamp(counts.nextAttemptAt),
                         "last_delivered_at": Output.timestamp(counts.lastDeliveredAt),
@@ -202,7 +204,8 @@ struct Stats: AsyncParsableCommand {
                 print("delivered  \(counts.delivered)")
                 print("dead       \(counts.dead)")
                 if counts.blocked > 0 { print("blocked    \(counts.blocked) (waiting for entries to be delivered first)") }
-                if counts.superseded > 0 { print("superseded \(counts.superseded) (replaced under their coalescing key before they were sent)") }
+                if counts.superseded > 0 { print("superseded \(counts.superseded) (replaced before they were sent, or dropped after a conflict)") }
+                if counts.conflict > 0 { print("conflict   \(counts.conflict) (the server answered with a conflict: sync list --state conflict; retry or purge)") }
                 print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")
                 print("next attempt    \(counts.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
                 print("last delivery   \(counts.lastDeliveredAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")

@@ -5,7 +5,7 @@ import OfflineQueue
 /// The bulk selection of `sync retry` and `sync purge`: one option group, so both commands
 /// spell, check and document it the same way.
 struct SelectionOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Only entries in this state: pending, inflight, delivered, dead or all (repeatable).", valueName: "state"))
+    @Option(name: .long, help: ArgumentHelp("Only entries in this state: pending, blocked, inflight, delivered, dead, superseded, conflict or all (repeatable).", valueName: "state"))
     var state: [StateChoice] = []
 
     @Option(name: .long, help: ArgumentHelp("Only entries of this group.", valueName: "group"))
