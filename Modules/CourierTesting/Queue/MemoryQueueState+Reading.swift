@@ -2,7 +2,8 @@ import Foundation
 import HTTPCore
 import OfflineQueueCore
 
-/// Reading a ``MemoryQueueState``: entries as readers see them, pages, counts and pauses.
+/// Reading a ``MemoryQueueState``: entries as readers see them, pages, counts, pauses, and what
+/// is wrong with its rows.
 extension MemoryQueueState {
     /// `row`'s entry as a reader sees it: a pending one with its due time on the boot clock.
     func entry(_ row: Row, now: QueueTime) -> QueueEntry {
@@ -107,5 +108,21 @@ extension MemoryQueueState {
             .sorted { ($0.group != nil ? 1 : 0, $0.group ?? "") < ($1.group != nil ? 1 : 0, $1.group ?? "") }
         let held = rows.values.filter { $0.entry.state == .pending && paused($0.entry.group) }.count
         return PauseStatus(pauses: list, pendingHeld: held)
+    }
+
+    /// What is wrong with the rows: nothing, when every entry in flight names its drainer, every
+    /// key points at its entry, and every body kept apart is there.
+    func problems() -> [String] {
+        var problems: [String] = []
+        for row in rows.values.sorted(by: { $0.entry.id < $1.entry.id }) {
+            let entry = row.entry
+            if entry.state == .inflight && (entry.leaseOwner == nil || row.leaseUntil == nil) {
+                problems.append("entry \(entry.id) is in flight without a drainer")
+            }
+            if byKey[entry.idempotencyKey] != entry.id { problems.append("entry \(entry.id)'s idempotency key points elsewhere") }
+            if case .file(let name, _) = entry.body, bodies[name] == nil { problems.append("entry \(entry.id)'s body \(name) is missing") }
+        }
+        if byKey.count != rows.count { problems.append("\(byKey.count) idempotency keys for \(rows.count) entries") }
+        return problems
     }
 }

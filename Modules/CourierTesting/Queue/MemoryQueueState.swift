@@ -385,20 +385,4 @@ struct MemoryQueueState {
         for row in rows.values { if case .file(let name, _) = row.entry.body { referenced.insert(name) } }
         bodies = bodies.filter { referenced.contains($0.key) || $0.value.stored >= cutoff }
     }
-
-    /// What is wrong with the rows: nothing, when every entry in flight names its drainer, every
-    /// key points at its entry, and every body kept apart is there.
-    func problems() -> [String] {
-        var problems: [String] = []
-        for row in rows.values.sorted(by: { $0.entry.id < $1.entry.id }) {
-            let entry = row.entry
-            if entry.state == .inflight && (entry.leaseOwner == nil || row.leaseUntil == nil) {
-                problems.append("entry \(entry.id) is in flight without a drainer")
-            }
-            if byKey[entry.idempotencyKey] != entry.id { problems.append("entry \(entry.id)'s idempotency key points elsewhere") }
-            if case .file(let name, _) = entry.body, bodies[name] == nil { problems.append("entry \(entry.id)'s body \(name) is missing") }
-        }
-        if byKey.count != rows.count { problems.append("\(byKey.count) idempotency keys for \(rows.count) entries") }
-        return problems
-    }
 }
