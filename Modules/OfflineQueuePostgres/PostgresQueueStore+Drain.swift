@@ -93,7 +93,7 @@ extension PostgresQueueStore {
     }
 
     /// The call of `settle_and_claim` for one commit.
-    private func commitQuery(
+    func commitQuery(
         _ settlements: [Settlement], fleet: Double, reclaim: Bool, claimLimit: Int, lease: Duration, since: Double?
     ) -> PostgresQuery {
         var query = PostgresQuery(unsafeSQL: commitCall)

@@ -50,6 +50,26 @@ struct ServiceScheduleTests {
         #expect(schedule.next(at: Self.at(10)) == .drain)
     }
 
+    @Test("an entry that came due after the drain began: the next drain at once, not after the floor; the floor from that one on")
+    func cameDueDuringTheDrain() {
+        var schedule = Self.schedule()
+        schedule.retentionApplied(at: Self.at(0))
+        let due = DueTime(boot: Self.boot, uptime: 1800)
+        // The drain began a second early (its claims found nothing due) and ended once it was due.
+        schedule.drained(didWork: false, nextDue: due, began: Self.at(1799))
+        #expect(schedule.next(at: Self.at(1800)) == .drain)
+        // That drain began when it was due, and claimed nothing (in flight elsewhere, say).
+        schedule.drained(didWork: false, nextDue: due, began: Self.at(1800))
+        guard case .wait(let until) = schedule.next(at: Self.at(1800)) else {
+            Issue.record("expected a wait")
+            return
+        }
+        #expect(abs(until - 1800.1) < 1e-9)
+        // A drain of another boot's reading says nothing of this one's due time.
+        schedule.drained(didWork: false, nextDue: due, began: Self.at(5, boot: "boot-b"))
+        #expect(schedule.next(at: Self.at(1800)) != .drain)
+    }
+
     @Test("retention again once its interval has passed, between drains and at most once per drain; a new boot counts as passed")
     func retention() {
         var schedule = Self.schedule()

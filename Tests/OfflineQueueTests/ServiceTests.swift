@@ -1,5 +1,6 @@
 import Foundation
 import HTTPCore
+import InMemoryLogging
 import Logging
 @testable import OfflineQueue
 @testable import OfflineQueueCore
@@ -78,7 +79,12 @@ struct ServiceTests {
             let queue = try await makeQueue(on: store, server: server) { $0.clock = clock.queueClock }
             let notBefore = clock.queueClock.now().wall.addingTimeInterval(1800)
             let later = try await queue.enqueue(method: "POST", url: server.url("/echo?n=later").absoluteString, options: EnqueueOptions(notBefore: notBefore))
-            let service = queue.service(pollInterval: .seconds(3600), logger: Logger(label: "test"))
+            // The service's own account of its loop (each wait's end on the boot clock), shown
+            // with a failure.
+            var logs = InMemoryLogHandler()
+            logs.logLevel = .debug
+            let service = queue.service(pollInterval: .seconds(3600), logger: Logger(label: "service") { [logs] _ in logs })
+            let account = { "the clock at \(clock.queueClock.now().uptime); the service: " + logs.entries.map { "\($0.message) \($0.metadata)" }.joined(separator: "; ") }
             let beats = service.heartbeat
             let running = Task { try await service.run() }
             // Parked until the entry is due: its drain found it not due yet.
@@ -87,7 +93,7 @@ struct ServiceTests {
             #expect(await eventually { queue.enqueued.waiting >= 1 }, "parked again, a second early")
             #expect(server.requests.isEmpty, "not sent before it is due")
             clock.advance(by: .seconds(1))
-            #expect(await eventually { (try? await queue.entry(later.id))?.state == .delivered }, "sent when due")
+            #expect(await eventually { (try? await queue.entry(later.id))?.state == .delivered }, "sent when due; \(account())")
 
             // Next due in two hours: the poll, an hour on the queue's clock, wakes it first.
             #expect(await eventually { queue.enqueued.waiting >= 1 }, "the service parked")

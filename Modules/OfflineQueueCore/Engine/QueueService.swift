@@ -179,8 +179,12 @@ public struct QueueService: Service {
                 schedule.retentionApplied(at: clock.now())
             case .drain:
                 mark = wake.mark
+                let began = clock.now()
                 let (didWork, nextDue) = try await drainOnce()
-                schedule.drained(didWork: didWork, nextDue: nextDue)
+                schedule.drained(didWork: didWork, nextDue: nextDue, began: began)
+                logger.debug("drain ended", metadata: [
+                    "did_work": "\(didWork)", "began_uptime": "\(began.uptime)", "next_due_uptime": "\(nextDue.map { "\($0.uptime)" } ?? "none")",
+                ])
                 turned()
             case .wait(let until):
                 if control.isStopped || Task.isCancelled { break }

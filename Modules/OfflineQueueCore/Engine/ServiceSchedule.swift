@@ -10,7 +10,9 @@ import HTTPCore
 ///   has passed on the boot clock (a new boot counts as passed): at most once per drain.
 /// - After a drain, the next follows at once when something is due, unless the drain did
 ///   nothing: then not sooner than `idleFloor`, so that an entry due but not claimable (in
-///   flight elsewhere, paused) does not spin the loop.
+///   flight elsewhere, paused) does not spin the loop. An entry that came due only after the
+///   drain began is not of those (its claims may all have come before it was due): the next
+///   drain follows at once, and the floor holds from that one on.
 /// - Otherwise the service waits for a wake-up (an enqueue, the network back, a stop) until
 ///   the next due time or the poll, whichever comes first; a wake-up ends the wait in a drain.
 struct ServiceSchedule {
@@ -29,8 +31,8 @@ struct ServiceSchedule {
         case starting
         /// A drain next.
         case draining
-        /// A drain ended: whether it did work, and when something is next due.
-        case drained(didWork: Bool, nextDue: DueTime?)
+        /// A drain ended: whether it did work, when something is next due, and when it began.
+        case drained(didWork: Bool, nextDue: DueTime?, began: QueueTime?)
     }
 
     let pollInterval: Duration
@@ -47,9 +49,9 @@ struct ServiceSchedule {
 
     // MARK: - Events
 
-    /// A drain ended, or was skipped while offline (no work, nothing due).
-    mutating func drained(didWork: Bool, nextDue: DueTime?) {
-        phase = .drained(didWork: didWork, nextDue: nextDue)
+    /// A drain that began at `began` ended, or was skipped while offline (no work, nothing due).
+    mutating func drained(didWork: Bool, nextDue: DueTime?, began: QueueTime? = nil) {
+        phase = .drained(didWork: didWork, nextDue: nextDue, began: began)
     }
 
     /// Retention ran, or failed (then it is tried again after the interval).
@@ -72,11 +74,13 @@ struct ServiceSchedule {
             return .applyRetention
         case .draining:
             return .drain
-        case .drained(let didWork, let nextDue):
+        case .drained(let didWork, let nextDue, let began):
             if retentionDue(at: now) { return .applyRetention }
             var until = now.uptime + pollInterval.seconds
             if let nextDue {
-                let wait = max(nextDue.remaining(at: now), didWork ? .zero : idleFloor)
+                // Due after the drain began: not yet due, maybe, when its claims looked.
+                let cameDueSince = began.map { nextDue.boot == $0.boot && nextDue.uptime > $0.uptime } ?? false
+                let wait = max(nextDue.remaining(at: now), didWork || cameDueSince ? .zero : idleFloor)
                 if wait == .zero { return .drain }
                 until = min(until, now.uptime + wait.seconds)
             }

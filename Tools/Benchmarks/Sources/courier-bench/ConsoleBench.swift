@@ -16,7 +16,7 @@ import QueueConsole
 
 enum ConsoleBench {
     /// Bump when the fill changes, so a cached file of the old fill is not reused.
-    static let fillVersion = 2
+    static let fillVersion = 3
     static let token = "console-bench-token"
     static let names = [
         "POST /events", "POST /orders", "PUT /orders/{id}", "POST /payments", "PATCH /profile", "POST /messages",
@@ -172,8 +172,10 @@ enum ConsoleBench {
         )
         var generator = Bootstrap.SplitMix64(seed: 0xC0_1501E)
         let batch = 10_000
-        for start in stride(from: 0, to: count, by: batch) {
-            let requests = (start..<min(count, start + batch)).map { index -> QueuedRequest in
+        // A tenth of the queue is enqueued later, each entry waiting for a parent.
+        let base = count - count / 10
+        for start in stride(from: 0, to: base, by: batch) {
+            let requests = (start..<min(base, start + batch)).map { index -> QueuedRequest in
                 // Names and origins skewed (a few carry most entries), groups spread.
                 let name = names[min(names.count - 1, Int(Double(names.count) * pow(Double(generator.next() % 10_000) / 10_000, 2.5)))]
                 let origin = origins[min(origins.count - 1, Int(Double(origins.count) * pow(Double(generator.next() % 10_000) / 10_000, 2)))]
@@ -187,11 +189,35 @@ enum ConsoleBench {
         }
         await queue.close()
         let enqueued = ContinuousClock.now - began
-        try settle(path: filling, count: count)
+        try settle(path: filling, count: count - count / 10)
+        try await enqueueWaiting(path: filling, base: count - count / 10, count: count / 10)
         try FileManager.default.moveItem(atPath: filling, toPath: path)
         for suffix in ["-wal", "-shm", ".reserve"] { try? FileManager.default.removeItem(atPath: filling + suffix) }
         print("filled \(count) entries: enqueued in \(String(format: "%.1f", enqueued.seconds)) s (\(Int(Double(count) / enqueued.seconds))/s), states set in \(String(format: "%.1f", (ContinuousClock.now - began - enqueued).seconds)) s")
         return path
+    }
+
+    /// A tenth of the queue waiting for parents (issue 48): children of entries pending in a
+    /// backoff (ten each), enqueued through `OfflineQueue.enqueue` after the states are set,
+    /// so they stay blocked; half in groups.
+    static func enqueueWaiting(path: String, base: Int, count: Int) async throws {
+        let queue = try OfflineQueue(
+            configuration: QueueConfiguration(path: path, durability: .normal),
+            client: APIClient(baseURL: URL(string: "http://127.0.0.1")!, transport: AsyncHTTPClientTransport())
+        )
+        let old = base * 60 / 100, middle = base * 70 / 100
+        // The entries `settle` left pending in a backoff.
+        let parents = stride(from: old + 1, through: middle, by: 1).filter { $0 % 4 == 1 }.map { EntryID($0) }
+        for start in stride(from: 0, to: count, by: 10_000) {
+            _ = try await queue.enqueue((start..<min(count, start + 10_000)).map { index in
+                QueuedRequest(
+                    method: "POST", url: "\(origins[0])/v1/attachments/\(index)", headers: QueuePayload.headers,
+                    body: .data(QueuePayload.body(index)), name: "POST /attachments",
+                    options: EnqueueOptions(group: index % 2 == 0 ? "device-\(index % groups)" : nil, after: [parents[(index / 10) % parents.count]])
+                )
+            })
+        }
+        await queue.close()
     }
 
     /// The states of a queue that has worked for days: the oldest 60 % delivered (one in 20
@@ -230,6 +256,11 @@ enum ConsoleBench {
             UPDATE entry SET attempts = 3, last_status = 503, last_error = 'HTTP 503', last_attempt_at = \(now) - 60,
                 due_uptime = budget_uptime + 600, next_attempt_at = \(now) + 600
             WHERE id > \(old) AND id <= \(middle) AND id % 4 = 1
+            """)
+        // Conflicts left for an operator: one in 50 of those.
+        try exec("""
+            UPDATE entry SET state = 'conflict', last_status = 409, last_error = 'HTTP 409', response_excerpt = '{"error":"version"}', dead_reason = NULL
+            WHERE id > \(old) AND id <= \(middle) AND id % 200 = 0
             """)
         try exec("UPDATE entry SET waiting_network = 1, attempts = 1, last_error = 'not connected' WHERE id > \(middle) AND id % 20 = 0")
         try exec("""
