@@ -175,11 +175,14 @@ struct ProcessTests {
             let keys = QueueRoutes.counting(server, "/shared", hold: .milliseconds(2))
             let queue = try await makeQueue(on: store, server: server)
             let total = 1500
+            let began = ContinuousClock.now
             let tickets = try await QueueRoutes.fill(queue, count: total) { server.url("/shared?n=\($0)").absoluteString }
+            let filled = ContinuousClock.now
             let agents = try (0..<4).map { _ in try Agent.start(store.path, leaseMilliseconds: 60_000, concurrency: 8) }
             for (index, agent) in agents.enumerated() {
                 let (status, output) = await agent.ended()
                 #expect(status == 0, "agent \(index) exited \(status): \(output)")
+                print("four processes, \(kind): agent \(index) ended \(ContinuousClock.now - filled) after the fill (\(filled - began)): \(output)")
             }
             let seen = keys.current
             #expect(seen.count == total)
