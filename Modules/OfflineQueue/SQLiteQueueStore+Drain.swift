@@ -20,6 +20,7 @@ extension SQLiteQueueStore {
         defer { if settlements.contains(where: \.ends) { ringSettled() } }
         return try await write { db in
             var result = ClaimResult()
+            if !settlements.isEmpty { try Self.recordFlow(db, settlements, owner: owner, now: now, settings: chores.flow) }
             result.lost = try Self.settle(db, settlements, owner: owner, now: now)
             if chores.carryOver {
                 try Self.carryOver(db, now: now, maxDelay: chores.maxDelay)
@@ -28,7 +29,8 @@ extension SQLiteQueueStore {
             if chores.reclaimOrphans { result.reclaimed = try Self.reclaimOrphans(db, owner: owner, now: now, databasePath: path) }
             if claimLimit > 0 {
                 result.claimed = try Self.claim(
-                    db, limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, databasePath: path
+                    db, limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, databasePath: path,
+                    heldFor: &result.heldFor
                 )
             }
             return result
@@ -99,8 +101,13 @@ extension SQLiteQueueStore {
     ///
     /// - Parameter attemptedSince: when set, skips entries attempted at or after this boot-clock
     ///   reading (for a drain that tries each entry once).
+    ///
+    /// When an origin's flow is held (``FlowControl``), the walk passes over the entries of
+    /// origins paused or at their limit, debits the buckets of those it takes, and sets
+    /// `heldFor`; it walks at most ``flowWalk`` rows past the limit.
     static func claim(
-        _ db: Database, limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, databasePath path: String
+        _ db: Database, limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, databasePath path: String,
+        heldFor: inout Duration?
     ) throws -> [QueueEntry] {
         // The lapsed leases of a drainer that lives but hangs (its own are renewed or lost).
         try db.cachedStatement(sql: "DELETE FROM lease WHERE until_uptime < ? AND owner <> ?").execute(arguments: [now.uptime, owner])
@@ -116,20 +123,28 @@ extension SQLiteQueueStore {
             ORDER BY e.priority DESC, e.id
             LIMIT :limit
             """)
+        var book = try hasFlowRows(db) ? OriginFlowBook(flowRows(db, now: now), inflight: inflightByOrigin(db), now: now.uptime) : nil
         let until = now.uptime + lease.seconds, untilWall = now.wall.timeIntervalSince1970 + lease.seconds
         let wall = now.wall.timeIntervalSince1970
-        var arguments: StatementArguments = ["untilWall": untilWall, "wall": wall, "uptime": now.uptime, "limit": limit]
+        let walk = book == nil ? limit : limit + flowWalk
+        var arguments: StatementArguments = ["untilWall": untilWall, "wall": wall, "uptime": now.uptime, "limit": walk]
         if let attemptedSince { _ = arguments.append(contentsOf: ["since": attemptedSince]) }
         // Each row decoded straight from the statement, not copied into a `Row` first; the
         // statement walks the claim order, so the entries come in it.
         var claimed: [QueueEntry] = []
         claimed.reserveCapacity(limit)
         let rows = try Row.fetchCursor(statement, arguments: arguments)
-        while let row = try rows.next() {
+        while claimed.count < limit, let row = try rows.next() {
+            if book != nil, !book!.admit(url: row[EntryColumn.url.rawValue]) { continue }
             var entry = try QueueEntry(row: row, path: path)
             // The owner's one string, shared by every claimed entry, rather than a copy a row.
             entry.leaseOwner = owner
             claimed.append(entry)
+        }
+        if let book {
+            let (changed, idle) = book.written()
+            try writeFlows(db, changed, idle: idle, now: now)
+            heldFor = book.heldFor
         }
         guard !claimed.isEmpty else { return [] }
         try db.cachedStatement(sql: """
@@ -141,6 +156,10 @@ extension SQLiteQueueStore {
             ])
         return claimed
     }
+
+    /// Rows a claim walks past its limit when origins' flows are held: entries of a paused or
+    /// limited origin passed over without end would make every claim read the backlog.
+    static let flowWalk = 4096
 
     /// `ids` as a JSON array, for `json_each`.
     static func list(_ ids: some Collection<EntryID>) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }

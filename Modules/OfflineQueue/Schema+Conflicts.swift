@@ -20,5 +20,28 @@ extension Schema {
                 PRAGMA user_version = 14;
                 """)
         }
+        migrator.registerMigration("v15-origin-flow") { db in
+            // Flow control by origin (FlowControl): a row only for an origin paused by a
+            // Retry-After, shrunk by overloads or limited, read and written by the claim's
+            // transaction. Times on the boot clock named by `boot`, with the pause's end as a
+            // wall time for carrying it over a reboot. No entry row is touched.
+            try db.execute(sql: """
+                CREATE TABLE origin_flow (
+                    origin TEXT PRIMARY KEY NOT NULL,
+                    paused_until REAL,
+                    paused_until_wall REAL,
+                    pause_status INTEGER,
+                    boot TEXT,
+                    shrunk_to INTEGER,
+                    successes INTEGER NOT NULL DEFAULT 0,
+                    rate REAL,
+                    burst INTEGER,
+                    cap INTEGER,
+                    tokens REAL NOT NULL DEFAULT 0,
+                    refilled_at REAL NOT NULL DEFAULT 0
+                ) WITHOUT ROWID;
+                PRAGMA user_version = 15;
+                """)
+        }
     }
 }

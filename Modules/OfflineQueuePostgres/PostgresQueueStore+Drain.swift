@@ -26,7 +26,8 @@ extension PostgresQueueStore {
         let fleet = try await fleetTime(now)
         let since = attemptedSince.map { fleet - (now.uptime - $0) }
         return try await commit(
-            settlements, fleet: fleet, now: now, reclaim: chores.reclaimOrphans, claimLimit: claimLimit, lease: lease, since: since
+            settlements, fleet: fleet, now: now, reclaim: chores.reclaimOrphans, claimLimit: claimLimit, lease: lease, since: since,
+            flow: chores.flow
         )
     }
 
@@ -53,16 +54,17 @@ extension PostgresQueueStore {
     /// that are gone and the lapsed leases (the guard against a drainer that lives but hangs);
     /// then claims up to `claimLimit` entries under the current number.
     private func commit(
-        _ settlements: [Settlement], fleet: Double, now: QueueTime, reclaim: Bool, claimLimit: Int, lease: Duration, since: Double?
+        _ settlements: [Settlement], fleet: Double, now: QueueTime, reclaim: Bool, claimLimit: Int, lease: Duration, since: Double?,
+        flow: FlowSettings = FlowSettings()
     ) async throws(QueueError) -> ClaimResult {
         let owner = self.owner
-        let query = commitQuery(settlements, fleet: fleet, reclaim: reclaim, claimLimit: claimLimit, lease: lease, since: since)
+        let query = commitQuery(settlements, fleet: fleet, reclaim: reclaim, claimLimit: claimLimit, lease: lease, since: since, flow: flow)
         // Requests conflict resolvers answered with take their entries' places before the
         // claim, so the claim reads them: the settlements first, claiming nothing, then the
         // replacements, then the claim, in one transaction (one more round trip, for these few).
         if settlements.contains(where: { $0.replacement != nil }) {
-            let settling = commitQuery(settlements, fleet: fleet, reclaim: false, claimLimit: 0, lease: lease, since: since)
-            let claiming = commitQuery([], fleet: fleet, reclaim: reclaim, claimLimit: claimLimit, lease: lease, since: since)
+            let settling = commitQuery(settlements, fleet: fleet, reclaim: false, claimLimit: 0, lease: lease, since: since, flow: flow)
+            let claiming = commitQuery([], fleet: fleet, reclaim: reclaim, claimLimit: claimLimit, lease: lease, since: since, flow: flow)
             return try await transaction { connection in
                 var result = try await self.commit(settling, fleet: fleet, now: now, owner: owner, claimLimit: 0, on: connection)
                 try await self.keepResponses(settlements.filter { $0.kept != nil && !result.lost.contains($0.id) }, on: connection)
@@ -75,6 +77,7 @@ extension PostgresQueueStore {
                 let claimed = try await self.commit(claiming, fleet: fleet, now: now, owner: owner, claimLimit: claimLimit, on: connection)
                 result.claimed = claimed.claimed
                 result.reclaimed += claimed.reclaimed
+                result.heldFor = claimed.heldFor
                 return result
             }
         }
@@ -94,12 +97,14 @@ extension PostgresQueueStore {
 
     /// The call of `settle_and_claim` for one commit.
     func commitQuery(
-        _ settlements: [Settlement], fleet: Double, reclaim: Bool, claimLimit: Int, lease: Duration, since: Double?
+        _ settlements: [Settlement], fleet: Double, reclaim: Bool, claimLimit: Int, lease: Duration, since: Double?,
+        flow: FlowSettings = FlowSettings()
     ) -> PostgresQuery {
         var query = PostgresQuery(unsafeSQL: commitCall)
         query.binds.append(heldNumbers)
         query.binds.append(fleet)
-        SettlementColumns(settlements).bind(into: &query.binds)
+        let columns = SettlementColumns(settlements, maxPause: flow.maxPause)
+        columns.bind(into: &query.binds)
         query.binds.append(reclaim)
         query.binds.append(lockName)
         query.binds.append(currentNumber)
@@ -107,6 +112,9 @@ extension PostgresQueueStore {
         query.binds.append(owner)
         query.binds.append(fleet + lease.seconds)
         query.binds.append(since)
+        query.binds.append(columns.pauses)
+        query.binds.append(Int32(clamping: flow.growAfter))
+        query.binds.append(Int32(clamping: flow.ceiling))
         return query
     }
 
@@ -122,6 +130,9 @@ extension PostgresQueueStore {
             switch try cells[PostgresEntryColumn.tag].decode(String.self) {
             case "claimed": claimed.append(try Self.entry(cells, fleet: fleet, at: now, leaseOwner: owner))
             case "lost": result.lost.insert(try cells.decode(.id, as: EntryID.self))
+            case "held":
+                // Entries passed over for their origins' flow; how long until one frees by time.
+                result.heldFor = try cells.decode(.nextAttemptAt, as: Double?.self).flatMap { Duration.clamped(seconds: max(0, $0)) }
             default: result.reclaimed += Int(try cells.decode(.id, as: Int64.self))
             }
         }
@@ -179,9 +190,12 @@ struct SettlementColumns {
     var excerpts: [String] = []
     var hasExcerpt: [Bool] = []
     var reasons: [String] = []
+    /// A `Retry-After` pause of the origin, in seconds (at most `maxPause`); `-1`: none.
+    var pauses: [Double] = []
 
-    init(_ settlements: [Settlement]) {
+    init(_ settlements: [Settlement], maxPause: Double = 3600) {
         let count = settlements.count
+        pauses.reserveCapacity(count)
         ids.reserveCapacity(count)
         kinds.reserveCapacity(count)
         attempts.reserveCapacity(count)
@@ -194,6 +208,11 @@ struct SettlementColumns {
         reasons.reserveCapacity(count)
         for settlement in settlements {
             ids.append(settlement.id)
+            if case .retry(let retry) = settlement.transition, let pause = retry.originPause {
+                pauses.append(min(max(0, pause.seconds), maxPause))
+            } else {
+                pauses.append(-1)
+            }
             switch settlement.transition {
             case .deliver(let status):
                 append("deliver", attempts: 1, status: status)

@@ -247,6 +247,8 @@ enum PostgresSchema {
             ))
             """
         },
+        // Flow control by origin (FlowControl): PostgresSchema+Flow.swift.
+        Migration(name: "v9-origin-flow") { schema in originFlowMigration(schema) },
     ]
 
     /// The channel those awaiting outcomes listen on: `<schema>.settled`.
@@ -306,11 +308,12 @@ enum PostgresSchema {
 
     /// Drops `settle_and_claim` (v2's arguments, which every later definition keeps), so that a
     /// migration can make it again with other result columns.
-    private static func dropSettleAndClaim(_ schema: String) -> String {
+    /// With `flow` (v9 on), the arguments v9 added.
+    static func dropSettleAndClaim(_ schema: String, flow: Bool = false) -> String {
         """
         DROP FUNCTION "\(schema)".settle_and_claim(
             bigint[], double precision, bigint[], text[], integer[], double precision[], boolean[], integer[], text[], text[],
-            boolean[], text[], boolean, text, bigint, integer, text, double precision, double precision
+            boolean[], text[], boolean, text, bigint, integer, text, double precision, double precision\(flow ? ", double precision[], integer, integer" : "")
         );
         """
     }
@@ -323,8 +326,10 @@ enum PostgresSchema {
     /// entries it delivers or gives up on are decided (`resolve_blocked`) before it claims.
     /// With `conflicts` (v8 on): settlements of kind `conflict` (state `conflict`, which holds
     /// its group) and `drop` (state `superseded`, its children decided as a dead parent's).
-    private static func settleAndClaim(
-        _ schema: String, outputs: String = "", columns: String = "", dependencies: Bool = false, conflicts: Bool = false
+    /// With `flow` (v9 on): flow control by origin (``PostgresSchema/flowRecording(_:)``,
+    /// ``PostgresSchema/flowClaim(_:candidates:)``), with three arguments more.
+    static func settleAndClaim(
+        _ schema: String, outputs: String = "", columns: String = "", dependencies: Bool = false, conflicts: Bool = false, flow: Bool = false
     ) -> String {
         let groupOpen = conflicts ? "('pending', 'inflight', 'blocked', 'conflict')" : dependencies ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
         let ended = conflicts ? "done.state IN ('dead', 'superseded')" : "done.state = 'dead'"
@@ -347,14 +352,30 @@ enum PostgresSchema {
                     END IF;
                 END IF;
             """ : ""
-        let declarations = dependencies ? "\n    delivered bigint[];\n    died bigint[];\n    children bigint[];" : ""
+        var declarations = dependencies ? "\n    delivered bigint[];\n    died bigint[];\n    children bigint[];" : ""
+        if flow { declarations += flowDeclarations }
+        let candidates = """
+                        WHERE c.state = 'pending' AND c.next_attempt_at + 0 <= fleet
+                        AND (since IS NULL OR c.last_attempt_at IS NULL OR c.last_attempt_at < since)
+                        AND NOT EXISTS (SELECT 1 FROM "\(schema)".pause AS z WHERE z.group_key IS NULL OR z.group_key = c.group_key)
+                        AND (c.group_key IS NULL OR NOT EXISTS (
+                            SELECT 1 FROM "\(schema)".entry AS p
+                            WHERE p.group_key = c.group_key AND p.id < c.id AND p.state IN \(groupOpen)))
+                        ORDER BY c.priority DESC, c.id
+            """
+        let returning = """
+                    RETURNING e.id, e.idempotency_key, e.method, e.url, e.headers, e.body, e.body_ref, e.body_length, e.scopes, e.name,
+                        e.group_key, e.priority, e.timeout_ms, e.state, e.attempts, e.created_at, e.budget_from, e.next_attempt_at,
+                        e.last_attempt_at, e.finished_at, e.waiting_network, e.lease_owner, e.lease_expires_at, e.last_status,
+                        e.last_error, e.response_excerpt, e.dead_reason\(columns)
+            """
         return """
         CREATE FUNCTION "\(schema)".settle_and_claim(
             mine bigint[], fleet double precision,
             s_id bigint[], s_kind text[], s_attempts integer[], s_next double precision[], s_waiting boolean[],
             s_status integer[], s_error text[], s_excerpt text[], s_has_excerpt boolean[], s_reason text[],
             reclaim boolean, lock_name text, current_number bigint,
-            claim_limit integer, claim_owner text, lease_until double precision, since double precision
+            claim_limit integer, claim_owner text, lease_until double precision, since double precision\(flow ? ",\n    s_pause double precision[], grow_after integer, ceiling integer" : "")
         ) RETURNS TABLE (
             o_id bigint, o_idempotency_key text, o_method text, o_url text, o_headers text, o_body bytea, o_body_ref text,
             o_body_length bigint, o_scopes text, o_name text, o_group_key text, o_priority integer, o_timeout_ms bigint, o_state text,
@@ -370,7 +391,7 @@ enum PostgresSchema {
         DECLARE
             recorded bigint[];\(declarations)
         BEGIN
-            IF cardinality(s_id) > 0 THEN
+            IF cardinality(s_id) > 0 THEN\(flow ? flowRecording(schema) : "")
                 -- Materialized: the join reads the arrays once, not once per row it updates.
                 WITH s AS MATERIALIZED (
                     SELECT * FROM unnest(s_id, s_kind, s_attempts, s_next, s_waiting, s_status, s_error, s_excerpt, s_has_excerpt, s_reason)
@@ -417,28 +438,19 @@ enum PostgresSchema {
                     WHERE state = 'inflight' AND lease_expires_at < fleet AND lease_drainer <> current_number;
                 END IF;
             END IF;
-            IF claim_limit > 0 AND current_number >= 0 THEN
+            IF claim_limit > 0 AND current_number >= 0\(flow ? " AND NOT EXISTS (SELECT 1 FROM \"\(schema)\".origin_flow)" : "") THEN
                 RETURN QUERY WITH claimed AS (
                     UPDATE "\(schema)".entry AS e SET state = 'inflight', lease_owner = claim_owner, lease_drainer = current_number,
                         lease_expires_at = lease_until, last_attempt_at = fleet
                     WHERE e.id = ANY(ARRAY(
                         SELECT c.id FROM "\(schema)".entry AS c
-                        WHERE c.state = 'pending' AND c.next_attempt_at + 0 <= fleet
-                        AND (since IS NULL OR c.last_attempt_at IS NULL OR c.last_attempt_at < since)
-                        AND NOT EXISTS (SELECT 1 FROM "\(schema)".pause AS z WHERE z.group_key IS NULL OR z.group_key = c.group_key)
-                        AND (c.group_key IS NULL OR NOT EXISTS (
-                            SELECT 1 FROM "\(schema)".entry AS p
-                            WHERE p.group_key = c.group_key AND p.id < c.id AND p.state IN \(groupOpen)))
-                        ORDER BY c.priority DESC, c.id
+            \(candidates)
                         LIMIT claim_limit
                         FOR UPDATE SKIP LOCKED
                     ))
-                    RETURNING e.id, e.idempotency_key, e.method, e.url, e.headers, e.body, e.body_ref, e.body_length, e.scopes, e.name,
-                        e.group_key, e.priority, e.timeout_ms, e.state, e.attempts, e.created_at, e.budget_from, e.next_attempt_at,
-                        e.last_attempt_at, e.finished_at, e.waiting_network, e.lease_owner, e.lease_expires_at, e.last_status,
-                        e.last_error, e.response_excerpt, e.dead_reason\(columns)
+            \(returning)
                 )
-                SELECT claimed.*, 'claimed' FROM claimed;
+                SELECT claimed.*, 'claimed' FROM claimed;\(flow ? flowClaim(schema, candidates: candidates, returning: returning) : "")
             END IF;
         END
         $$

@@ -23,9 +23,11 @@ func expectRefused(
 }
 
 /// SQL that takes a file of this version back to schema 13, as Courier wrote it before
-/// entries had delivery policies of their own and conflicts held their groups: schema 14's
-/// column gone, the group index as schema 11 made it.
+/// entries had delivery policies of their own and conflicts held their groups: schema 15's
+/// table and schema 14's column gone, the group index as schema 11 made it.
 let backToSchema13 = """
+    DROP TABLE origin_flow;
+    DELETE FROM grdb_migrations WHERE identifier = 'v15-origin-flow';
     DROP VIEW entry_view;
     ALTER TABLE entry DROP COLUMN delivery;
     DROP INDEX entry_group_open;

@@ -136,7 +136,7 @@ struct TraceContextTests {
         #expect(try await reader.entries().count == 3, "a reader reads schema 9 as it is")
         let queue = try makeQueue(path: folder.databasePath, server: server)
         let version = try await DatabaseQueue(path: folder.databasePath).read { try Int.fetchOne($0, sql: "PRAGMA user_version") }
-        #expect(version == 14)
+        #expect(version == 15)
         #expect(try await queue.entries().allSatisfy { $0.traceContext == nil })
         #expect(try await queue.drain().delivered == 3)
         #expect(server.requests.allSatisfy { $0.values(of: "traceparent").isEmpty })
@@ -154,10 +154,19 @@ struct TraceContextTests {
                 for _ in 0..<3 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString) }
                 await queue.close()
             }
-            // v8, v7, v6, v5 and v4 undone: their tables, functions, triggers, columns and
-            // records gone (each makes `settle_and_claim` anew).
+            // v9, v8, v7, v6, v5 and v4 undone: their tables, functions, triggers, columns and
+            // records gone (each makes `settle_and_claim` anew; v9's has three arguments more,
+            // so one with v2's arguments stands in for v4 to drop).
+            let v2Arguments = """
+                bigint[], double precision, bigint[], text[], integer[], double precision[], boolean[], integer[], text[], text[],
+                boolean[], text[], boolean, text, bigint, integer, text, double precision, double precision
+                """
             _ = try await withPostgres(store.path) { connection in
                 for statement in [
+                    "DROP FUNCTION \"\(schema)\".settle_and_claim(\(v2Arguments), double precision[], integer, integer)",
+                    "CREATE FUNCTION \"\(schema)\".settle_and_claim(\(v2Arguments)) RETURNS void LANGUAGE sql AS ''",
+                    "DROP FUNCTION \"\(schema)\".origin_of(text)", "DROP TABLE \"\(schema)\".origin_flow",
+                    "DELETE FROM \"\(schema)\".migration WHERE name = 'v9-origin-flow'",
                     "ALTER TABLE \"\(schema)\".entry DROP COLUMN delivery",
                     "DELETE FROM \"\(schema)\".migration WHERE name = 'v8-conflicts'",
                     "ALTER TABLE \"\(schema)\".entry DROP COLUMN response_sources, DROP COLUMN coalesce_key",

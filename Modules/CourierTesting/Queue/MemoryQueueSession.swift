@@ -85,10 +85,13 @@ final class MemoryQueueSession: QueueStorage {
         defer { if settlements.contains(where: \.ends) { store.settled.notify() } }
         return store.state.withLock { state in
             var result = ClaimResult()
+            state.recordFlow(settlements, owner: owner, now: now, settings: chores.flow)
             result.lost = state.settle(settlements, owner: owner, now: now)
             if chores.reclaimOrphans { result.reclaimed = state.reclaimOrphans(owner: owner) }
             if claimLimit > 0 {
-                result.claimed = state.claim(limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince)
+                result.claimed = state.claim(
+                    limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, heldFor: &result.heldFor
+                )
             }
             return result
         }
@@ -97,7 +100,15 @@ final class MemoryQueueSession: QueueStorage {
     func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
         let owner = self.owner
         defer { if settlements.contains(where: \.ends) { store.settled.notify() } }
-        return store.state.withLock { $0.settle(settlements, owner: owner, now: now) }
+        return store.state.withLock { state in
+            state.recordFlow(settlements, owner: owner, now: now, settings: FlowSettings())
+            return state.settle(settlements, owner: owner, now: now)
+        }
+    }
+
+    func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
+        store.state.withLock { $0.storeOriginLimits(limits, now: now) }
+        store.ring()
     }
 
     // MARK: - Outcomes
@@ -225,6 +236,16 @@ final class MemoryQueueSession: QueueStorage {
         let lifted = store.state.withLock { $0.pauses.removeValue(forKey: group) != nil }
         if lifted { store.ring() }
         return lifted
+    }
+
+    func resume(origin: String, now: QueueTime) async throws(QueueError) -> Bool {
+        let lifted = store.state.withLock { $0.resume(origin: origin, now: now) }
+        if lifted { store.ring() }
+        return lifted
+    }
+
+    func originFlows(now: QueueTime) async throws(QueueError) -> [OriginFlowStatus] {
+        store.state.withLock { $0.originFlows(now: now) }
     }
 
     // MARK: - Upkeep

@@ -27,6 +27,8 @@ struct MemoryQueueState {
     /// Bodies kept apart, by name, with when they were stored (for the orphan sweep's grace).
     var bodies: [String: (data: Data, stored: Date)] = [:]
     var pauses: [String?: Date] = [:]
+    /// Flow rows by origin (``FlowControl``): only origins paused, shrunk or limited.
+    var flows: [String: OriginFlow] = [:]
     /// The drainers whose hold lives: a hold dies when its session shuts down or goes away.
     var liveOwners: Set<String> = []
     /// The queue's id and the key-check values recorded per key id (``QueueSealStorage``).
@@ -190,7 +192,9 @@ struct MemoryQueueState {
     /// hangs) to pending, then claims up to `limit` due entries for `owner`: the highest
     /// priority first, then the oldest, only the first open entry of each group, none a pause
     /// holds, none attempted at or after `attemptedSince`.
-    mutating func claim(limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?) -> [QueueEntry] {
+    mutating func claim(
+        limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, heldFor: inout Duration?
+    ) -> [QueueEntry] {
         for (id, row) in rows where row.entry.state == .inflight && row.entry.leaseOwner != owner {
             if let until = row.leaseUntil, until < now.uptime { unlease(id) }
         }
@@ -210,8 +214,16 @@ struct MemoryQueueState {
             return true
         }
         .sorted { $0.entry.priority != $1.entry.priority ? $0.entry.priority > $1.entry.priority : $0.entry.id < $1.entry.id }
-        .prefix(limit)
-        return candidates.map { candidate in
+        var chosen: [Row] = []
+        var book = flowBook(now: now)
+        for candidate in candidates where chosen.count < limit {
+            if book?.admit(url: candidate.entry.url) ?? true { chosen.append(candidate) }
+        }
+        if let book {
+            write(book)
+            heldFor = book.heldFor
+        }
+        return chosen.map { candidate in
             var row = candidate
             row.entry.state = .inflight
             row.entry.leaseOwner = owner

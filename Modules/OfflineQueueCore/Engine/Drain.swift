@@ -65,6 +65,10 @@ extension OfflineQueue {
     private func drainEntries(_ mode: DrainMode, concurrency: Int?, control: DrainControl?) async throws(QueueError) -> DrainSummary {
         // The keys every stored entry needs, checked before any entry is claimed.
         let sealing = try await sealGate.sealing(configuration.sealing, store: sealStore, forDrain: true)
+        // The fleet's limits, as this drainer was given them: stored for every drainer.
+        if !configuration.flow.limits.isEmpty {
+            try await drainer.store.storeOriginLimits(configuration.flow.limits, now: configuration.clock.now())
+        }
         let conflicts = configuration.conflictResolver.map { resolver in
             QueueDrainer.ConflictHandling(resolver: resolver) { request, entry throws(QueueError) in
                 try await self.prepareReplacement(request, for: entry)
@@ -81,6 +85,15 @@ extension OfflineQueue {
         if counts.pending > 0 { summary.paused = try await operations.pauses().pendingHeld }
         summary.nextAttemptAt = counts.nextAttemptAt
         summary.nextDue = counts.nextDue
+        // Due entries its last claim passed over for their origin's flow: due when that frees
+        // (an entry of another origin that comes due sooner wakes the service as ever).
+        if let held = summary.heldFor {
+            let now = configuration.clock.now()
+            if counts.nextDue.map({ $0.remaining(at: now) == .zero }) ?? true {
+                summary.nextDue = DueTime(boot: now.boot, uptime: now.uptime + held.seconds)
+                summary.nextAttemptAt = now.wall.addingTimeInterval(held.seconds)
+            }
+        }
         summary.inflightElsewhere = counts.inflight - counts.inflightOrphaned
         summary.otherDrainers = counts.drainers.filter { $0 != owner }
         return summary

@@ -50,6 +50,11 @@ struct DrainMachine {
         var reclaimInterval: Duration = .seconds(1)
         /// The longest wait a row from another boot may keep.
         var maxDelay: Duration
+        /// How answers change their origins' flow (``FlowControl``).
+        var flow = FlowSettings()
+        /// The longest a drain waits for a held origin (a limit's next token) before it ends
+        /// instead: longer holds (a `Retry-After` pause) are the service's to wait for.
+        var longestHold: Duration = .seconds(1)
 
         var claimBatch: Int { max(1, batch ?? limit) }
     }
@@ -133,13 +138,16 @@ struct DrainMachine {
     private var leasedAt: [EntryID: Duration] = [:]
     private var chores: ClaimChores
     private var lastReclaim: Duration = .zero
+    /// When the last claim passed over entries of origins held by a limit that frees soon:
+    /// the next claim waits for this point, and the drain does not end before it.
+    private var heldUntil: Duration?
 
     init(settings: Settings, online: Bool) {
         self.settings = settings
         self.online = online
         // The first claim carries rows over from another boot and takes back the entries of
         // drainers that are gone.
-        chores = ClaimChores(carryOver: true, reclaimOrphans: true, maxDelay: settings.maxDelay)
+        chores = ClaimChores(carryOver: true, reclaimOrphans: true, maxDelay: settings.maxDelay, flow: settings.flow)
     }
 
     /// The failure the drain ends with, if any.
@@ -222,6 +230,15 @@ struct DrainMachine {
         for entry in result.claimed { leasedAt[entry.id] = now }
         // A drain stopped or failed meanwhile stays so; a drained one stays drained.
         let exhausted = result.claimed.count < commit.claimLimit
+        summary.heldFor = exhausted ? result.heldFor : nil
+        // Entries held by a limit that frees soon: claimed when it does, the drain going on.
+        if exhausted, let held = result.heldFor, held <= settings.longestHold {
+            heldUntil = now + held
+            if case .drained = phase { phase = .claiming(exhausted: true) }
+            if case .claiming = phase { phase = .claiming(exhausted: true) }
+            return
+        }
+        heldUntil = nil
         switch phase {
         case .claiming: phase = exhausted && isIdle ? .drained(exhausted: true) : .claiming(exhausted: exhausted)
         case .drained: phase = .drained(exhausted: exhausted)
@@ -303,7 +320,8 @@ struct DrainMachine {
         // One commit at a time; sends go on starting and finishing while it runs.
         var claimLimit = 0
         let level = settings.limit + settings.reserve
-        if let exhausted = claimsExhausted, committing == nil, online, running + ready.count <= level, !exhausted || isIdle {
+        if let exhausted = claimsExhausted, committing == nil, online, running + ready.count <= level, !exhausted || isIdle,
+           heldUntil.map({ now >= $0 }) ?? true {
             claimLimit = level + settings.claimBatch - running - ready.count
         }
         let flushDue = committing == nil && recordable && !unsettled.isEmpty && (
@@ -316,7 +334,7 @@ struct DrainMachine {
             let commit = Commit(
                 settlements: onFullDisk ? Self.sentFirst(unsettled) : unsettled,
                 claimLimit: claimLimit,
-                chores: claimLimit > 0 ? chores : ClaimChores(maxDelay: settings.maxDelay),
+                chores: claimLimit > 0 ? chores : ClaimChores(maxDelay: settings.maxDelay, flow: settings.flow),
                 onFullDisk: onFullDisk
             )
             committing = commit
@@ -328,6 +346,7 @@ struct DrainMachine {
         var deadline: Duration?
         // While a commit runs, its end is the next event: no timer for the flush.
         if failure == nil, committing == nil, let oldest = oldestUnsettled { deadline = oldest + settings.flushDelay }
+        if !stopping, committing == nil, let heldUntil, now < heldUntil { deadline = min(deadline ?? heldUntil, heldUntil) }
         if failure == nil, let renewal = settings.renewal, let earliest = leasedAt.values.min() {
             let renewAt = earliest + renewal
             if now >= renewAt {

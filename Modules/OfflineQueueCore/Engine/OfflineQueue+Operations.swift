@@ -61,4 +61,20 @@ extension OfflineQueue {
 
     /// The pauses in force and how many pending entries they hold back.
     public func pauses() async throws(QueueError) -> PauseStatus { try await operations.pauses() }
+
+    /// The origins whose flow is held (``FlowControl``): paused by a `Retry-After` until when
+    /// and by which status, their concurrency shrunk by overloads, their stored limit, and their
+    /// entries in flight. Empty for a queue that holds none.
+    public func originFlows() async throws(QueueError) -> [OriginFlowStatus] { try await operations.originFlows() }
+
+    /// Lifts `origin`'s `Retry-After` pause and its shrunk concurrency (a stored limit stays),
+    /// and wakes the drainers, as ``resume(group:)`` does.
+    ///
+    /// - Returns: whether either was in force.
+    @discardableResult
+    public func resume(origin: String) async throws(QueueError) -> Bool {
+        var text = origin
+        while text.hasSuffix("/") { text.removeLast() }
+        return try await operations.resume(origin: text)
+    }
 }

@@ -59,7 +59,7 @@ extension QueueDrainer {
         }
         logAttempt(of: entry, transition: transition, trace: trace)
         let gone = if case .networkGone = outcome { true } else { false }
-        var settlement = Settlement(id: entry.id, transition: transition, replacement: replacement)
+        var settlement = Settlement(id: entry.id, transition: transition, replacement: replacement, url: entry.url)
         // Kept in the transaction that records the delivery, sealed as the entry is.
         if case .deliver = transition, let kept = keeping?.response { settlement.kept = sealing.keep(kept, of: entry) }
         return AttemptReport(settlement: settlement, networkGone: gone, failure: nil)

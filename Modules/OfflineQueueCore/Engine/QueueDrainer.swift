@@ -61,7 +61,8 @@ final class QueueDrainer: Sendable {
         // (`courier-bench --queue-priority` measures how long).
         var machine = DrainMachine(settings: DrainMachine.Settings(
             limit: limit, batch: 2 * limit, reserve: limit,
-            renewal: policy.renewsLeases ? policy.leaseDuration / 2 : nil, maxDelay: policy.longestDelay
+            renewal: policy.renewsLeases ? policy.leaseDuration / 2 : nil, maxDelay: policy.longestDelay,
+            flow: configuration.flow.settings(concurrency: limit)
         ), online: online)
         await withTaskGroup(of: DrainEvent.self) { group in
             group.addTask { await control.stopRequested(); return .stop }

@@ -97,6 +97,8 @@ struct QueueOperations: Sendable {
 
     func pauses() async throws(QueueError) -> PauseStatus { try await store.pauseStatus() }
 
+    func originFlows() async throws(QueueError) -> [OriginFlowStatus] { try await store.originFlows(now: clock.now()) }
+
     // MARK: Changing
 
     func retry(_ ids: [EntryID]?) async throws(QueueError) -> [EntryID] {
@@ -141,6 +143,12 @@ struct QueueOperations: Sendable {
     func resume(group: String?) async throws(QueueError) -> Bool {
         let lifted = try await store.resume(group: group)
         forgetRecentReads()
+        if lifted { wake.fire() }
+        return lifted
+    }
+
+    func resume(origin: String) async throws(QueueError) -> Bool {
+        let lifted = try await store.resume(origin: origin, now: clock.now())
         if lifted { wake.fire() }
         return lifted
     }

@@ -62,8 +62,15 @@ public enum Transition: Sendable, Hashable {
         public var error: String
         /// The start of the error response's body, secrets redacted.
         public var excerpt: String?
+        /// How long the answer's `Retry-After` pauses the whole origin (a 429 or 503 that
+        /// carries one; ``FlowControl``), `nil` for every other answer.
+        public var originPause: Duration?
 
-        public init(after: Duration, consumesAttempt: Bool = true, waitingForNetwork: Bool = false, status: Int? = nil, error: String, excerpt: String? = nil) {
+        public init(
+            after: Duration, consumesAttempt: Bool = true, waitingForNetwork: Bool = false, status: Int? = nil, error: String,
+            excerpt: String? = nil, originPause: Duration? = nil
+        ) {
+            self.originPause = originPause
             self.after = after
             self.consumesAttempt = consumesAttempt
             self.waitingForNetwork = waitingForNetwork
@@ -175,7 +182,9 @@ public enum EntryLifecycle {
                 // not an attempt spent (the age limit still holds).
                 if let expired = admit(age: age, policy: policy) { return expired }
                 let delay = retryDelay(counted: attempts + 1, retryAfter: retryAfter, policy: policy, unitRandom: unitRandom)
-                return .retry(.init(after: delay, consumesAttempt: false, status: status, error: error, excerpt: excerpt))
+                // A 429 or 503 speaks for the origin: every drainer waits for it (`FlowControl`).
+                let pause = status == 425 ? nil : retryAfter.map { min($0, policy.maxRetryAfter) }
+                return .retry(.init(after: delay, consumesAttempt: false, status: status, error: error, excerpt: excerpt, originPause: pause))
             }
             switch policy.statuses.meaning(of: status) {
             case .delivered:

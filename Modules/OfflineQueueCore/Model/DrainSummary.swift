@@ -37,6 +37,9 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     public var nextDue: DueTime?
     /// Whether the drain stopped, or did not start, because the network is gone.
     public var offline = false
+    /// When the drain's last claim passed over due entries whose origin is paused or at its
+    /// limit (``FlowControl``): how long until the soonest of those origins frees by time.
+    public var heldFor: Duration?
 
     public init() {}
 

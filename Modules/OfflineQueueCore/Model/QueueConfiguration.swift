@@ -65,6 +65,10 @@ public struct QueueConfiguration: Sendable {
     /// request in its place, dropped, dead, or left for an operator. `nil` (the default) leaves
     /// every conflict for an operator (``EntryState/conflict``).
     public var conflictResolver: ConflictResolver?
+    /// How the queue treats the servers it delivers to: pauses and slows an origin on its
+    /// 429s and 503s for every drainer, holds the limits set here across the fleet, and may
+    /// spread a fleet's replays after the network returns (``FlowControl``).
+    public var flow = FlowControl()
 
     public init(
         path: String,

@@ -34,8 +34,10 @@ package protocol QueueDrainStorage: QueueBodyReading {
     /// Records `settlements`, runs `chores`, and claims up to `claimLimit` due entries for
     /// ``owner`` under `lease`, in one transaction: the highest priority first, then the
     /// oldest, only the first open entry of each group, none a pause holds, never one claimed
-    /// by another drainer. `attemptedSince` (a boot-clock reading) skips entries attempted
-    /// since then. Lapsed leases of other drainers go back to pending first.
+    /// by another drainer, none whose origin is paused or at its limit (``FlowControl``).
+    /// `attemptedSince` (a boot-clock reading) skips entries attempted since then. Lapsed
+    /// leases of other drainers go back to pending first. Settlements' answers change their
+    /// origins' flow (``Settlement/flowSignal``) before the claim.
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult
@@ -57,6 +59,9 @@ package protocol QueueDrainStorage: QueueBodyReading {
     /// Settlements are written in order, each as soon as it can be, so those before a failure
     /// stay recorded when it throws.
     func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID>
+    /// Stores `limits` as the queue's limits by origin (``FlowControl/limits``), replacing the
+    /// stored ones, in one transaction; an origin's bucket keeps its tokens.
+    func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError)
     /// Makes the entries that wait only for the network due now. Returns how many.
     func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int
     /// Extends ``owner``'s leases on `ids` to `lease` from `now`; entries it lost are left alone.
@@ -109,8 +114,12 @@ package struct Settlement: Sendable {
     /// place as a coalescing enqueue does (its old request kept as a superseded entry), in the
     /// same transaction. `nil` for every other.
     package var replacement: Replacement?
+    /// The entry's stored URL, whose origin an answer may pause or slow (``flowSignal``);
+    /// `nil` when the drain did not send it.
+    package var url: String?
 
-    package init(id: EntryID, transition: Transition, kept: StoredResponse? = nil, replacement: Replacement? = nil) {
+    package init(id: EntryID, transition: Transition, kept: StoredResponse? = nil, replacement: Replacement? = nil, url: String? = nil) {
+        self.url = url
         self.id = id
         self.transition = transition
         self.kept = kept
@@ -150,8 +159,11 @@ package struct ClaimChores: Sendable {
     package var reclaimOrphans = false
     /// The longest wait a row from another boot may keep (the policy's longest delay).
     package var maxDelay: Duration = .seconds(3600)
+    /// How answers change their origins' flow, and the drainer's concurrency (``FlowControl``).
+    package var flow = FlowSettings()
 
-    package init(carryOver: Bool = false, reclaimOrphans: Bool = false, maxDelay: Duration = .seconds(3600)) {
+    package init(carryOver: Bool = false, reclaimOrphans: Bool = false, maxDelay: Duration = .seconds(3600), flow: FlowSettings = FlowSettings()) {
+        self.flow = flow
         self.carryOver = carryOver
         self.reclaimOrphans = reclaimOrphans
         self.maxDelay = maxDelay
@@ -166,8 +178,13 @@ package struct ClaimResult: Sendable {
     package var claimed: [QueueEntry] = []
     /// Entries taken back from drainers that are gone.
     package var reclaimed = 0
+    /// When the claim passed over due entries because their origin is paused or at its limit:
+    /// how long until the soonest of those origins frees by time alone (a pause's end, a
+    /// limit's next token); `nil` when nothing was held, or only by a concurrency cap.
+    package var heldFor: Duration?
 
-    package init(lost: Set<EntryID> = [], claimed: [QueueEntry] = [], reclaimed: Int = 0) {
+    package init(lost: Set<EntryID> = [], claimed: [QueueEntry] = [], reclaimed: Int = 0, heldFor: Duration? = nil) {
+        self.heldFor = heldFor
         self.lost = lost
         self.claimed = claimed
         self.reclaimed = reclaimed

@@ -34,6 +34,9 @@ package protocol QueueOperatorStorage: Sendable {
     func counts(now: QueueTime) async throws(QueueError) -> QueueCounts
     /// The pauses in force and the pending entries they hold.
     func pauseStatus() async throws(QueueError) -> PauseStatus
+    /// The origins whose flow is held (``FlowControl``): paused, shrunk or limited, with their
+    /// entries in flight.
+    func originFlows(now: QueueTime) async throws(QueueError) -> [OriginFlowStatus]
     /// The entries `id` waits for and the entries that wait for it (none for an entry the
     /// queue does not hold).
     func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies
@@ -61,4 +64,7 @@ package protocol QueueOperatorStorage: Sendable {
     /// Lifts the pause of `group`, or of the whole queue for `nil` (group pauses stay), and
     /// wakes the drainers. Returns whether there was one.
     func resume(group: String?) async throws(QueueError) -> Bool
+    /// Lifts `origin`'s `Retry-After` pause and its shrunk concurrency (its limit stays), and
+    /// wakes the drainers. Returns whether either was in force.
+    func resume(origin: String, now: QueueTime) async throws(QueueError) -> Bool
 }

@@ -1,0 +1,148 @@
+import Foundation
+import GRDB
+import HTTPCore
+
+/// Flow control by origin (``FlowControl``), in the table `origin_flow` (schema 15): a row only
+/// for an origin paused, shrunk or limited, so a queue without any claims as before, one
+/// `EXISTS` more per claim. The rows are read, and the buckets debited, in the transaction
+/// that claims: SQLite's one writer at a time serialises the drainers of every process.
+///
+/// Times are readings of the boot clock, as the entries' are; a row of another boot is carried
+/// over by its wall times (a pause keeps what is left of it; a bucket starts from its tokens).
+extension SQLiteQueueStore {
+    /// Whether any origin's flow is held: the claim's one check when none is.
+    static func hasFlowRows(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM origin_flow)")) ?? false
+    }
+
+    /// The flow rows, carried over to this boot.
+    static func flowRows(_ db: Database, now: QueueTime) throws -> [OriginFlow] {
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT origin, paused_until, paused_until_wall, pause_status, boot, shrunk_to, successes, rate, burst, cap, tokens, refilled_at
+            FROM origin_flow
+            """))
+        return rows.map { row in
+            var flow = OriginFlow(origin: row[0])
+            let sameBoot = (row[4] as String?) == now.boot
+            let wall = now.wall.timeIntervalSince1970
+            flow.pausedUntilWall = row[2]
+            flow.pausedUntil = sameBoot ? row[1] : flow.pausedUntilWall.map { now.uptime + max(0, $0 - wall) }
+            flow.pauseStatus = row[3]
+            flow.window = row[5]
+            flow.successes = row[6]
+            flow.rate = row[7]
+            flow.burst = row[8]
+            flow.cap = row[9]
+            flow.tokens = row[10]
+            flow.refilledAt = sameBoot ? row[11] : now.uptime
+            return flow
+        }
+    }
+
+    /// Writes `rows` (each whole, on this boot's clock) and deletes the rows of `idle`.
+    static func writeFlows(_ db: Database, _ rows: [OriginFlow], idle: [String], now: QueueTime) throws {
+        let upsert = try db.cachedStatement(sql: """
+            INSERT OR REPLACE INTO origin_flow
+                (origin, paused_until, paused_until_wall, pause_status, boot, shrunk_to, successes, rate, burst, cap, tokens, refilled_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for row in rows {
+            try upsert.execute(arguments: [
+                row.origin, row.pausedUntil, row.pausedUntilWall, row.pauseStatus, now.boot, row.window, row.successes,
+                row.rate, row.burst, row.cap, row.tokens, row.refilledAt,
+            ])
+        }
+        let delete = try db.cachedStatement(sql: "DELETE FROM origin_flow WHERE origin = ?")
+        for origin in idle { try delete.execute(arguments: [origin]) }
+    }
+
+    /// Entries in flight by origin, in every drainer (the leases: few).
+    static func inflightByOrigin(_ db: Database) throws -> [Substring: Int] {
+        var counts: [Substring: Int] = [:]
+        let urls = try String.fetchCursor(db.cachedStatement(sql: "SELECT e.url FROM lease JOIN entry AS e ON e.id = lease.entry_id"))
+        while let url = try urls.next() {
+            if let origin = FlowOrigin.key(ofURL: url) { counts[origin, default: 0] += 1 }
+        }
+        return counts
+    }
+
+    /// What `settlements` (those of claims `owner` holds) say of their origins, recorded before
+    /// the settlements themselves (so an overload counts the entry that met it among those in
+    /// flight). Deliveries are read only when a row exists to count them.
+    static func recordFlow(_ db: Database, _ settlements: [Settlement], owner: String, now: QueueTime, settings: FlowSettings) throws {
+        // Pauses and overloads make rows; deliveries count only towards rows that exist.
+        let signals = settlements.contains { settlement in
+            switch settlement.flowSignal {
+            case .pause?, .overload?: true
+            case .success?, nil: false
+            }
+        }
+        guard try signals || hasFlowRows(db) else { return }
+        var flows = Dictionary(try flowRows(db, now: now).map { ($0.origin, $0) }, uniquingKeysWith: { first, _ in first })
+        let held = try Set(EntryID.fetchAll(
+            db.cachedStatement(sql: "SELECT entry_id FROM lease WHERE owner = ? AND entry_id IN (SELECT value FROM json_each(?))"),
+            arguments: [owner, list(settlements.map(\.id))]
+        ))
+        var inflight: [Substring: Int]?
+        var changed: Set<String> = []
+        for settlement in settlements where held.contains(settlement.id) {
+            guard let signal = settlement.flowSignal, let url = settlement.url, let origin = FlowOrigin.key(ofURL: url) else { continue }
+            let key = String(origin)
+            if case .success = signal, flows[key] == nil { continue }
+            if case .overload = signal, inflight == nil { inflight = try inflightByOrigin(db) }
+            var row = flows[key] ?? OriginFlow(origin: key)
+            row.record(signal, now: now.uptime, wall: now.wall.timeIntervalSince1970, inflight: inflight?[origin] ?? 1, settings: settings)
+            flows[key] = row
+            changed.insert(key)
+        }
+        try writeFlows(db, changed.compactMap { flows[$0] }, idle: [], now: now)
+    }
+
+    func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
+        try await write { db in
+            let byOrigin = Dictionary(limits.map { ($0.origin, $0) }, uniquingKeysWith: { _, last in last })
+            var rows = Dictionary(try Self.flowRows(db, now: now).map { ($0.origin, $0) }, uniquingKeysWith: { first, _ in first })
+            for origin in Set(rows.keys).union(byOrigin.keys) {
+                var row = rows[origin] ?? OriginFlow(origin: origin)
+                row.set(byOrigin[origin], now: now.uptime)
+                rows[origin] = row
+            }
+            let idle = rows.values.filter { $0.isIdle(at: now.uptime) }.map(\.origin)
+            try Self.writeFlows(db, rows.values.filter { !$0.isIdle(at: now.uptime) }, idle: idle, now: now)
+        }
+        ringWake()
+    }
+
+    func originFlows(now: QueueTime) async throws(QueueError) -> [OriginFlowStatus] {
+        guard schemaVersion >= Schema.firstFlowVersion else { return [] }
+        return try await read { db in
+            let inflight = try Self.inflightByOrigin(db)
+            return try Self.flowRows(db, now: now).sorted { $0.origin < $1.origin }.map { row in
+                let paused = row.isPaused(at: now.uptime)
+                return OriginFlowStatus(
+                    origin: row.origin, pausedUntil: paused ? row.pausedUntil.map { now.wallTime(atUptime: $0) } : nil,
+                    pauseStatus: paused ? row.pauseStatus : nil, concurrency: row.window, limit: row.limit,
+                    inflight: inflight[row.origin[...], default: 0]
+                )
+            }
+        }
+    }
+
+    func resume(origin: String, now: QueueTime) async throws(QueueError) -> Bool {
+        guard schemaVersion >= Schema.firstFlowVersion else { return false }
+        let lifted = try await write { db in
+            guard var row = try Self.flowRows(db, now: now).first(where: { $0.origin == origin }),
+                  row.isPaused(at: now.uptime) || row.window != nil else { return false }
+            row.pausedUntil = nil
+            row.pausedUntilWall = nil
+            row.pauseStatus = nil
+            row.window = nil
+            row.successes = 0
+            let idle = row.isIdle(at: now.uptime)
+            try Self.writeFlows(db, idle ? [] : [row], idle: idle ? [origin] : [], now: now)
+            return true
+        }
+        if lifted { ringWake() }
+        return lifted
+    }
+}

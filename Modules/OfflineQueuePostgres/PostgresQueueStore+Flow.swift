@@ -1,0 +1,72 @@
+import Foundation
+import HTTPCore
+import OfflineQueueCore
+import PostgresNIO
+
+/// Flow control by origin (``FlowControl``): what an operator sees and changes, and the limits
+/// a drainer stores. The claim's side is in `settle_and_claim` (PostgresSchema+Flow.swift).
+extension PostgresQueueStore {
+    /// Rows that hold nothing any more (no pause in force at `$1`, nothing shrunk, no limit).
+    static let idleFlows = "(paused_until IS NULL OR paused_until <= $1) AND shrunk_to IS NULL AND rate IS NULL AND cap IS NULL"
+
+    func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
+        let fleet = try await fleetTime(now)
+        try await transaction { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                UPDATE §.origin_flow SET rate = NULL, burst = NULL, cap = NULL WHERE NOT origin = ANY($1)
+                """)).with(limits.map(\.origin)), logger: self.logger)
+            for limit in limits {
+                // A new bucket starts full; one that existed keeps its tokens (at most the new burst).
+                try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                    INSERT INTO §.origin_flow AS f (origin, rate, burst, cap, tokens, refilled_at) VALUES ($1, $2, $3, $4, $3, $5)
+                    ON CONFLICT (origin) DO UPDATE SET
+                        tokens = CASE WHEN f.rate IS NULL THEN EXCLUDED.tokens ELSE least(f.tokens, EXCLUDED.burst) END,
+                        refilled_at = CASE WHEN f.rate IS NULL THEN EXCLUDED.refilled_at ELSE f.refilled_at END,
+                        rate = EXCLUDED.rate, burst = EXCLUDED.burst, cap = EXCLUDED.cap
+                    """)).with(
+                        limit.origin, limit.requestsPerSecond, Int32(clamping: limit.burst), limit.concurrency.map { Int32(clamping: $0) }, fleet
+                    ), logger: self.logger)
+            }
+            try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.origin_flow WHERE \(Self.idleFlows)")).with(fleet), logger: self.logger)
+            try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger)
+        }
+    }
+
+    func originFlows(now: QueueTime) async throws(QueueError) -> [OriginFlowStatus] {
+        let fleet = try await fleetTime(now)
+        return try await reading { connection in
+            var flows: [OriginFlowStatus] = []
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                SELECT f.origin, f.paused_until, f.pause_status, f.shrunk_to, f.rate, f.burst, f.cap,
+                    (SELECT count(*) FROM §.entry AS i WHERE i.state = 'inflight' AND §.origin_of(i.url) = f.origin)
+                FROM §.origin_flow AS f ORDER BY f.origin
+                """)), logger: self.logger)
+            for try await (origin, pausedUntil, status, shrunk, rate, burst, cap, inflight) in rows.decode(
+                (String, Double?, Int32?, Int32?, Double?, Int32?, Int32?, Int64).self
+            ) {
+                let paused = pausedUntil.map { $0 > fleet } ?? false
+                let limit = rate != nil || cap != nil
+                    ? try? OriginLimit(origin, requestsPerSecond: rate, burst: Int(burst ?? 1), concurrency: cap.map(Int.init)) : nil
+                flows.append(OriginFlowStatus(
+                    origin: origin, pausedUntil: paused ? pausedUntil.map { now.wall.addingTimeInterval($0 - fleet) } : nil,
+                    pauseStatus: paused ? status.map(Int.init) : nil, concurrency: shrunk.map(Int.init), limit: limit, inflight: Int(inflight)
+                ))
+            }
+            return flows
+        }
+    }
+
+    /// A resume wakes every drainer, as an enqueue does.
+    func resume(origin: String, now: QueueTime) async throws(QueueError) -> Bool {
+        let fleet = try await fleetTime(now)
+        return try await transaction { connection in
+            let lifted = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                UPDATE §.origin_flow SET paused_until = NULL, pause_status = NULL, shrunk_to = NULL, successes = 0
+                WHERE origin = $1 AND (paused_until > $2 OR shrunk_to IS NOT NULL) RETURNING origin
+                """)).with(origin, fleet), logger: self.logger).decodeAll(String.self)
+            try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.origin_flow WHERE \(Self.idleFlows)")).with(fleet), logger: self.logger)
+            if !lifted.isEmpty { try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger) }
+            return !lifted.isEmpty
+        }
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+
+/// Schema 9: flow control by origin (``FlowControl``), the same rules as the store-neutral
+/// ``OriginFlowBook`` and ``OriginFlow/record(_:now:wall:inflight:settings:)`` keep for SQLite
+/// and memory, here inside `settle_and_claim`, so that a commit stays one statement.
+///
+/// `origin_flow` holds a row only for an origin paused by a `Retry-After`, shrunk by overloads
+/// or limited; times are the fleet's. While it holds none, the claim is the one before it
+/// (one `EXISTS` more). While it holds any, the claim locks them (one claim at a time reads and
+/// debits them, across hosts), walks the claim order past the entries of held origins (at most
+/// 4,096 rows past its limit), debits the buckets of the origins it took from, deletes rows
+/// that hold nothing any more, and returns a row tagged `held` whose `o_next_attempt_at` is
+/// how long until the soonest held origin frees by time.
+extension PostgresSchema {
+    static func originFlowMigration(_ schema: String) -> String {
+        """
+        CREATE TABLE "\(schema)".origin_flow (
+            origin text PRIMARY KEY,
+            paused_until double precision,
+            pause_status integer,
+            shrunk_to integer,
+            successes integer NOT NULL DEFAULT 0,
+            rate double precision,
+            burst integer,
+            cap integer,
+            tokens double precision NOT NULL DEFAULT 0,
+            refilled_at double precision NOT NULL DEFAULT 0
+        );
+        -- An entry's origin as its stored URL begins (FlowOrigin.key(ofURL:)).
+        CREATE FUNCTION "\(schema)".origin_of(url text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $$ SELECT substring(url from '^[^:/?#]*://[^/?#]*') $$;
+        \(dropSettleAndClaim(schema))
+        \(settleAndClaim(
+            schema,
+            outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text, o_keep_response text, o_response_sources text, o_coalesce_key text, o_delivery text",
+            columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate, e.keep_response, e.response_sources, e.coalesce_key, e.delivery",
+            dependencies: true, conflicts: true, flow: true
+        ))
+        """
+    }
+
+    static let flowDeclarations = """
+
+            sig record;
+            cand record;
+            n integer;
+            allow jsonb;
+            taken jsonb;
+            picked bigint[];
+            held_origins text[];
+            soonest double precision;
+        """
+
+    /// What the settlements' answers say of their origins (`s_pause`: a `Retry-After` pause's
+    /// seconds, `-1` for none), before they are recorded, so that an overload counts the entry
+    /// that met it among those in flight. Deliveries count only towards rows that exist.
+    static func flowRecording(_ schema: String) -> String {
+        """
+
+                IF EXISTS (SELECT 1 FROM unnest(s_kind, s_status) AS k(kind, status) WHERE k.kind IN ('retry', 'dead') AND k.status IN (429, 503))
+                    OR EXISTS (SELECT 1 FROM "\(schema)".origin_flow) THEN
+                    FOR sig IN
+                        SELECT "\(schema)".origin_of(e.url) AS origin, s.kind, s.status, s.pause
+                        FROM unnest(s_id, s_kind, s_status, s_pause) AS s(id, kind, status, pause)
+                        JOIN "\(schema)".entry AS e ON e.id = s.id AND e.state = 'inflight' AND e.lease_drainer = ANY(mine)
+                        WHERE s.kind = 'deliver' OR (s.kind IN ('retry', 'dead') AND s.status IN (429, 503))
+                        ORDER BY s.id
+                    LOOP
+                        IF sig.kind = 'deliver' THEN
+                            UPDATE "\(schema)".origin_flow SET
+                                successes = CASE WHEN successes + 1 >= grow_after THEN 0 ELSE successes + 1 END,
+                                shrunk_to = CASE WHEN successes + 1 < grow_after THEN shrunk_to
+                                    WHEN shrunk_to + 1 >= least(ceiling, coalesce(cap, ceiling)) THEN NULL ELSE shrunk_to + 1 END
+                            WHERE origin = sig.origin AND shrunk_to IS NOT NULL;
+                        ELSIF sig.kind = 'retry' AND sig.pause >= 0 THEN
+                            INSERT INTO "\(schema)".origin_flow AS f (origin, paused_until, pause_status)
+                                VALUES (sig.origin, fleet + sig.pause, sig.status)
+                            ON CONFLICT (origin) DO UPDATE SET
+                                pause_status = CASE WHEN coalesce(f.paused_until, '-infinity') < EXCLUDED.paused_until
+                                    THEN EXCLUDED.pause_status ELSE f.pause_status END,
+                                paused_until = greatest(coalesce(f.paused_until, '-infinity'), EXCLUDED.paused_until);
+                        ELSE
+                            SELECT count(*) INTO n FROM "\(schema)".entry AS i
+                                WHERE i.state = 'inflight' AND "\(schema)".origin_of(i.url) = sig.origin;
+                            n := greatest(n, 1);
+                            INSERT INTO "\(schema)".origin_flow AS f (origin, shrunk_to) VALUES (sig.origin, greatest(1, n / 2))
+                            ON CONFLICT (origin) DO UPDATE SET successes = 0,
+                                shrunk_to = greatest(1, coalesce(f.shrunk_to, least(n, coalesce(f.cap, n))) / 2);
+                        END IF;
+                    END LOOP;
+                END IF;
+        """
+    }
+
+    /// The claim while `origin_flow` holds rows (the `ELSIF` after the plain claim's `IF`).
+    static func flowClaim(_ schema: String, candidates: String, returning: String) -> String {
+        """
+
+            ELSIF claim_limit > 0 AND current_number >= 0 THEN
+                -- One claim at a time reads and debits the flows: the fleet's limits hold.
+                PERFORM 1 FROM "\(schema)".origin_flow ORDER BY origin FOR UPDATE;
+                SELECT coalesce(jsonb_object_agg(f.origin, CASE WHEN f.paused_until > fleet THEN 0 ELSE least(
+                        CASE WHEN f.rate IS NULL THEN 1000000
+                            ELSE floor(least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate)) END,
+                        CASE WHEN f.cap IS NULL AND f.shrunk_to IS NULL THEN 1000000
+                            ELSE greatest(0, least(coalesce(f.cap, 1000000), coalesce(f.shrunk_to, 1000000)) - (SELECT count(*)
+                                FROM "\(schema)".entry AS i WHERE i.state = 'inflight' AND "\(schema)".origin_of(i.url) = f.origin)) END) END),
+                    '{}'::jsonb)
+                    INTO allow FROM "\(schema)".origin_flow AS f;
+                taken := '{}'::jsonb;
+                picked := '{}';
+                held_origins := '{}';
+                FOR cand IN
+                    SELECT c.id, "\(schema)".origin_of(c.url) AS origin FROM "\(schema)".entry AS c
+        \(candidates)
+                    LIMIT claim_limit + 4096
+                    FOR UPDATE SKIP LOCKED
+                LOOP
+                    IF allow ? cand.origin THEN
+                        IF (allow ->> cand.origin)::numeric < 1 THEN
+                            IF NOT cand.origin = ANY(held_origins) THEN held_origins := array_append(held_origins, cand.origin); END IF;
+                            CONTINUE;
+                        END IF;
+                        allow := jsonb_set(allow, ARRAY[cand.origin], to_jsonb((allow ->> cand.origin)::numeric - 1));
+                        taken := jsonb_set(taken, ARRAY[cand.origin], to_jsonb(coalesce((taken ->> cand.origin)::numeric, 0) + 1));
+                    END IF;
+                    picked := array_append(picked, cand.id);
+                    EXIT WHEN cardinality(picked) >= claim_limit;
+                END LOOP;
+                UPDATE "\(schema)".origin_flow AS f
+                    SET tokens = least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate) - (taken ->> f.origin)::double precision,
+                        refilled_at = fleet
+                    WHERE f.rate IS NOT NULL AND taken ? f.origin;
+                DELETE FROM "\(schema)".origin_flow
+                    WHERE (paused_until IS NULL OR paused_until <= fleet) AND shrunk_to IS NULL AND rate IS NULL AND cap IS NULL;
+                IF cardinality(held_origins) > 0 THEN
+                    SELECT min(CASE WHEN f.paused_until > fleet THEN f.paused_until - fleet
+                        WHEN f.rate IS NOT NULL AND least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate) < 1
+                        THEN (1 - least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate)) / f.rate END)
+                        INTO soonest FROM "\(schema)".origin_flow AS f WHERE f.origin = ANY(held_origins);
+                    o_id := 0;
+                    o_next_attempt_at := soonest;
+                    o_tag := 'held';
+                    RETURN NEXT;
+                END IF;
+                RETURN QUERY WITH claimed AS (
+                    UPDATE "\(schema)".entry AS e SET state = 'inflight', lease_owner = claim_owner, lease_drainer = current_number,
+                        lease_expires_at = lease_until, last_attempt_at = fleet
+                    WHERE e.id = ANY(picked)
+        \(returning)
+                )
+                SELECT claimed.*, 'claimed' FROM claimed;
+        """
+    }
+}
