@@ -30,7 +30,7 @@ extension SQLiteQueueStore {
             if claimLimit > 0 {
                 result.claimed = try Self.claim(
                     db, limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, databasePath: path,
-                    heldFor: &result.heldFor
+                    heldFor: &result.heldFor, pausedOrigins: &result.pausedOrigins
                 )
             }
             return result
@@ -107,7 +107,7 @@ extension SQLiteQueueStore {
     /// `heldFor`; it walks at most ``flowWalk`` rows past the limit.
     static func claim(
         _ db: Database, limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, databasePath path: String,
-        heldFor: inout Duration?
+        heldFor: inout Duration?, pausedOrigins: inout [String]
     ) throws -> [QueueEntry] {
         // The lapsed leases of a drainer that lives but hangs (its own are renewed or lost).
         try db.cachedStatement(sql: "DELETE FROM lease WHERE until_uptime < ? AND owner <> ?").execute(arguments: [now.uptime, owner])
@@ -145,6 +145,7 @@ extension SQLiteQueueStore {
             let (changed, idle) = book.written()
             try writeFlows(db, changed, idle: idle, now: now)
             heldFor = book.heldFor
+            pausedOrigins = book.pausedOrigins
         }
         guard !claimed.isEmpty else { return [] }
         try db.cachedStatement(sql: """

@@ -78,6 +78,7 @@ extension PostgresQueueStore {
                 result.claimed = claimed.claimed
                 result.reclaimed += claimed.reclaimed
                 result.heldFor = claimed.heldFor
+                result.pausedOrigins = claimed.pausedOrigins
                 return result
             }
         }
@@ -130,6 +131,7 @@ extension PostgresQueueStore {
             switch try cells[PostgresEntryColumn.tag].decode(String.self) {
             case "claimed": claimed.append(try Self.entry(cells, fleet: fleet, at: now, leaseOwner: owner))
             case "lost": result.lost.insert(try cells.decode(.id, as: EntryID.self))
+            case "paused": result.pausedOrigins.append(try cells.decode(.url, as: String.self))
             case "held":
                 // Entries passed over for their origins' flow; how long until one frees by time.
                 result.heldFor = try cells.decode(.nextAttemptAt, as: Double?.self).flatMap { Duration.clamped(seconds: max(0, $0)) }

@@ -133,6 +133,12 @@ extension PostgresSchema {
                     WHERE f.rate IS NOT NULL AND taken ? f.origin;
                 DELETE FROM "\(schema)".origin_flow
                     WHERE (paused_until IS NULL OR paused_until <= fleet) AND shrunk_to IS NULL AND rate IS NULL AND cap IS NULL;
+                -- The origins paused now: a drainer gives back what it holds of them.
+                o_id := 0;
+                FOR o_url IN SELECT f.origin FROM "\(schema)".origin_flow AS f WHERE f.paused_until > fleet LOOP
+                    o_tag := 'paused';
+                    RETURN NEXT;
+                END LOOP;
                 IF cardinality(held_origins) > 0 THEN
                     SELECT min(CASE WHEN f.paused_until > fleet THEN f.paused_until - fleet
                         WHEN f.rate IS NOT NULL AND least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate) < 1

@@ -165,9 +165,10 @@ struct ClaimCostTests {
                 try db.execute(sql: "BEGIN IMMEDIATE")
                 defer { try? db.execute(sql: "ROLLBACK") }
                 var held: Duration?
+                var paused: [String] = []
                 return try SQLiteQueueStore.claim(
                     db, limit: claimLimit, owner: "claim-cost", now: QueueClock.system.now(), lease: .seconds(60), attemptedSince: nil, databasePath: path,
-                    heldFor: &held
+                    heldFor: &held, pausedOrigins: &paused
                 ).count
             }
             func statuses(_ counter: Int32, reset: Bool) -> Int64 {

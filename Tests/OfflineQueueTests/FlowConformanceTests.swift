@@ -52,6 +52,7 @@ struct FlowConformanceTests {
             #expect(paused.claimed.allSatisfy { $0.url.hasPrefix(Self.b) } && paused.claimed.count == 2, "the other origin flows")
             let held = try #require(paused.heldFor, "the claim says its origin holds due entries back")
             #expect(held > .seconds(29) && held <= .seconds(30))
+            #expect(paused.pausedOrigins == [Self.a], "a drainer learns which origins to give back what it holds of")
 
             // Another drainer (another process, another host) honours the stored pause.
             let other = try await contract.drainer()

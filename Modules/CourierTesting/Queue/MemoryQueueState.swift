@@ -193,7 +193,8 @@ struct MemoryQueueState {
     /// priority first, then the oldest, only the first open entry of each group, none a pause
     /// holds, none attempted at or after `attemptedSince`.
     mutating func claim(
-        limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, heldFor: inout Duration?
+        limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, heldFor: inout Duration?,
+        pausedOrigins: inout [String]
     ) -> [QueueEntry] {
         for (id, row) in rows where row.entry.state == .inflight && row.entry.leaseOwner != owner {
             if let until = row.leaseUntil, until < now.uptime { unlease(id) }
@@ -222,6 +223,7 @@ struct MemoryQueueState {
         if let book {
             write(book)
             heldFor = book.heldFor
+            pausedOrigins = book.pausedOrigins
         }
         return chosen.map { candidate in
             var row = candidate

@@ -200,6 +200,10 @@ struct DrainMachine {
         leasedAt[settlement.id] = nil
         unsettled.append(settlement)
         if oldestUnsettled == nil { oldestUnsettled = now }
+        // The origin's server said when to come back: what is in hand for it goes back unsent.
+        if case .pause? = settlement.flowSignal, let origin = settlement.url.flatMap(FlowOrigin.key(ofURL:)) {
+            giveBack(origins: [origin], at: now)
+        }
         if gone {
             summary.offline = true
             if !isFinal { phase = .stopped(.networkGone) }
@@ -228,6 +232,8 @@ struct DrainMachine {
         chores.reclaimOrphans = false
         ready += result.claimed
         for entry in result.claimed { leasedAt[entry.id] = now }
+        // Another drainer's answer paused these origins: what is in hand for them goes back.
+        if !result.pausedOrigins.isEmpty { giveBack(origins: Set(result.pausedOrigins.map { $0[...] }), at: now) }
         // A drain stopped or failed meanwhile stays so; a drained one stays drained.
         let exhausted = result.claimed.count < commit.claimLimit
         summary.heldFor = exhausted ? result.heldFor : nil
@@ -244,6 +250,22 @@ struct DrainMachine {
         case .drained: phase = .drained(exhausted: exhausted)
         case .stopped, .failed: break
         }
+    }
+
+    /// Gives back, unsent, the claimed entries in hand whose origin is one of `origins`.
+    private mutating func giveBack(origins: Set<Substring>, at now: Duration) {
+        guard !ready.isEmpty else { return }
+        var kept: [QueueEntry] = []
+        for entry in ready {
+            if let origin = FlowOrigin.key(ofURL: entry.url), origins.contains(origin) {
+                unsettled.append(Settlement(id: entry.id, transition: .release))
+                leasedAt[entry.id] = nil
+                if oldestUnsettled == nil { oldestUnsettled = now }
+            } else {
+                kept.append(entry)
+            }
+        }
+        ready = kept
     }
 
     /// These leases were renewed.

@@ -172,12 +172,23 @@ public struct QueueService: Service {
         // Taken before each drain: a wake-up during it (an enqueue here or elsewhere, the
         // network back) ends the wait after it at once.
         var mark = wake.mark
+        // The network was seen gone: the first drain after it returns waits the reconnect spread.
+        var returning = false
         while !control.isStopped && !Task.isCancelled {
             switch schedule.next(at: clock.now()) {
             case .applyRetention:
                 await applyRetention()
                 schedule.retentionApplied(at: clock.now())
             case .drain:
+                if let spread = queue.configuration.flow.reconnectSpread, let monitor = queue.monitor {
+                    if !monitor.status.isOnline {
+                        returning = true
+                    } else if returning {
+                        returning = false
+                        await waitReconnectSpread(spread)
+                        if control.isStopped || Task.isCancelled { break }
+                    }
+                }
                 mark = wake.mark
                 let began = clock.now()
                 let (didWork, nextDue) = try await drainOnce()
@@ -195,6 +206,20 @@ public struct QueueService: Service {
             }
         }
         logger.info("queue service stopped")
+    }
+
+    /// The host's share of `spread` (``FlowControl/reconnectSpread``), on the queue's clock, or
+    /// until a stop: a fleet that regains the network together replays spread over it.
+    private func waitReconnectSpread(_ spread: Duration) async {
+        let clock = queue.configuration.clock
+        let delay = spread.seconds * FlowControl.hostShare
+        logger.info("network is back: waiting this host's share of the reconnect spread", metadata: ["seconds": "\(delay)"])
+        await withTaskGroup(of: Void.self) { [control] group in
+            group.addTask { await clock.sleep(clock.now().uptime + delay) }
+            group.addTask { await control.stopRequested() }
+            await group.next()
+            group.cancelAll()
+        }
     }
 
     /// One drain when the network is there: whether it did work, and when something is next

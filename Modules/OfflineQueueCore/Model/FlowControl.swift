@@ -43,6 +43,21 @@ public struct FlowControl: Sendable, Hashable {
         self.reconnectSpread = reconnectSpread
     }
 
+    /// This host's share of ``reconnectSpread``, in `0..<1`: drawn once per host from its machine
+    /// id (`/etc/machine-id`, else its host name), so that a host waits the same share at every
+    /// return of the network and a fleet's hosts spread evenly.
+    package static let hostShare: Double = {
+        let id = (try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        let seed = id.flatMap { $0.isEmpty ? nil : $0 } ?? ProcessInfo.processInfo.hostName
+        // FNV-1a, 64 bits: the same on every platform and run (Swift's hashing is seeded per process).
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in seed.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return Double(hash % 1_000_000) / 1_000_000
+    }()
+
     /// What a claim needs of these settings besides the limits.
     package func settings(concurrency: Int) -> FlowSettings {
         FlowSettings(maxPause: maxPause.seconds, growAfter: growAfter, ceiling: max(1, concurrency))
@@ -326,8 +341,10 @@ package struct OriginFlowBook {
         }
     }
 
-    /// Whether no row can hold anything back (the claim may ignore the book).
-    package var isEmpty: Bool { flows.isEmpty }
+    /// The origins paused at the claim's time.
+    package var pausedOrigins: [String] {
+        flows.values.filter { $0.isPaused(at: now) }.map(\.origin)
+    }
 
     /// Whether an entry to `url` may be claimed; counts it when it may.
     package mutating func admit(url: String) -> Bool {

@@ -182,6 +182,9 @@ package struct ClaimResult: Sendable {
     /// how long until the soonest of those origins frees by time alone (a pause's end, a
     /// limit's next token); `nil` when nothing was held, or only by a concurrency cap.
     package var heldFor: Duration?
+    /// The origins a `Retry-After` pauses now (reported by a claim while any origin's flow is
+    /// held): the drain gives back what it holds of them unsent.
+    package var pausedOrigins: [String] = []
 
     package init(lost: Set<EntryID> = [], claimed: [QueueEntry] = [], reclaimed: Int = 0, heldFor: Duration? = nil) {
         self.heldFor = heldFor

@@ -37,6 +37,8 @@ struct Drain: AsyncParsableCommand {
 
     @OptionGroup var sending: SendOptions
 
+    @OptionGroup var flow: FlowOptions
+
     @Flag(name: .long, help: "Try each due entry at most once.")
     var once = false
 
@@ -60,7 +62,7 @@ struct Drain: AsyncParsableCommand {
         let summary: DrainSummary = try await reporting {
             try await options.withQueue(
                 create: false, transport: transport, monitor: monitor,
-                concurrency: sending.concurrency, timeout: sending.timeoutDuration,
+                concurrency: sending.concurrency, timeout: sending.timeoutDuration, flow: try flow.flow(),
                 templates: try secrets.templates()
             ) { queue in
                 let due = try await queue.counts().pending

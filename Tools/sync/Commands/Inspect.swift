@@ -157,7 +157,9 @@ struct Stats: AsyncParsableCommand {
             drain takes them back at once), delivered, dead, blocked (waiting for entries to be \
             delivered first), oldest_pending_age_seconds, \
             next_attempt_at (null when none), last_delivered_at (null when none), paused (the \
-            whole queue), paused_groups and pending_paused (pending entries a pause holds back). \
+            whole queue), paused_groups, pending_paused (pending entries a pause holds back) and \
+            origins (each origin held by flow control: origin, paused_until, pause_status, \
+            concurrency as 429s and 503s shrank it, limit as --origin-limit writes it, inflight). \
             Due times are kept on the boot clock and shown by this process's wall clock.
 
             Examples:
@@ -173,9 +175,18 @@ struct Stats: AsyncParsableCommand {
             try await options.withQueue(create: false, readOnly: true) { queue in
                 let counts = try await queue.counts()
                 let pauses = try await queue.pauses()
+                let origins = try await queue.originFlows()
                 let age = counts.oldestPendingCreatedAt.map { max(0, Date().timeIntervalSince($0)) }
                 if options.json {
                     Output.json([
+                        "origins": origins.map { flow -> [String: Any] in
+                            [
+                                "origin": flow.origin, "paused_until": Output.timestamp(flow.pausedUntil),
+                                "pause_status": flow.pauseStatus.map { $0 as Any } ?? NSNull(),
+                                "concurrency": flow.concurrency.map { $0 as Any } ?? NSNull(),
+                                "limit": flow.limit.map { $0.text as Any } ?? NSNull(), "inflight": flow.inflight,
+                            ]
+                        },
                         "paused": pauses.queuePaused,
                         "paused_groups": pauses.pausedGroups,
                         "pending_paused": pauses.pendingHeld,
@@ -197,6 +208,16 @@ struct Stats: AsyncParsableCommand {
                 if pauses.queuePaused { print("PAUSED     the whole queue (sync resume)") }
                 if !pauses.pausedGroups.isEmpty {
                     print(Output.terminalSafe("paused groups  \(pauses.pausedGroups.joined(separator: ", ")) (sync resume --group G)"))
+                }
+                for flow in origins {
+                    var parts: [String] = []
+                    if let until = flow.pausedUntil {
+                        parts.append("paused until \(Output.iso(until)) (\(Output.relative(until)))" + (flow.pauseStatus.map { " after a \($0)" } ?? ""))
+                    }
+                    if let concurrency = flow.concurrency { parts.append("concurrency shrunk to \(concurrency)") }
+                    if let limit = flow.limit { parts.append("limit " + String(limit.text.dropFirst(limit.origin.count + 1))) }
+                    parts.append("\(flow.inflight) in flight")
+                    print(Output.terminalSafe("origin     \(flow.origin): " + parts.joined(separator: ", ")))
                 }
                 print("pending    \(counts.pending)" + (pauses.pendingHeld > 0 ? " (\(pauses.pendingHeld) held by a pause)" : ""))
                 print("due        \(counts.due)")

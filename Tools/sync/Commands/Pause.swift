@@ -26,21 +26,46 @@ struct Pause: AsyncParsableCommand {
 
 struct Resume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Lift a pause made by `sync pause`: of the whole queue, or of one group.",
+        abstract: "Lift a pause made by `sync pause` (of the whole queue, or of one group), or an origin's pause after a 429 or 503.",
         discussion: """
             Without --group it lifts the whole queue's pause; pauses of single groups stay. A \
-            running `sync run` picks the entries up at its next poll.
+            running `sync run` picks the entries up at once.
+
+            With --origin it lifts the pause a server's Retry-After put on an origin, and the \
+            concurrency its 429s and 503s shrank; a limit set with --origin-limit stays. \
+            `sync stats` lists the origins held.
 
             Examples:
               sync resume
               sync resume --group user-42
+              sync resume --origin https://api.example.com
             """
     )
 
     @OptionGroup var target: PauseTarget
 
+    @Option(name: .long, help: ArgumentHelp("Lift this origin's Retry-After pause and shrunk concurrency instead (https://host[:port]).", valueName: "origin"))
+    var origin: String?
+
+    func validate() throws {
+        if origin != nil && target.group != nil { throw ValidationError("--origin and --group name different pauses: give one") }
+    }
+
     func run() async throws {
-        try await target.apply(paused: false) { queue, group throws(QueueError) in try await queue.resume(group: group) }
+        guard let origin else {
+            try await target.apply(paused: false) { queue, group throws(QueueError) in try await queue.resume(group: group) }
+            return
+        }
+        try await reporting {
+            try await target.options.withQueue(create: false) { queue in
+                let changed = try await queue.resume(origin: origin)
+                if target.options.json {
+                    Output.json(["origin": origin, "paused": false, "changed": changed])
+                    return
+                }
+                print(Output.terminalSafe(changed ? "origin \(origin) resumed" : "origin \(origin) was not paused or slowed"))
+            }
+        }
     }
 }
 

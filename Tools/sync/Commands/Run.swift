@@ -54,6 +54,8 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var sending: SendOptions
 
+    @OptionGroup var flow: FlowOptions
+
     @OptionGroup var network: NetworkOptions
 
     @OptionGroup var secrets: SecretOptions
@@ -142,7 +144,7 @@ struct Run: AsyncParsableCommand {
         try await reporting {
             try await options.withQueue(
                 create: true, transport: transport, monitor: monitor,
-                concurrency: sending.concurrency, timeout: sending.timeoutDuration,
+                concurrency: sending.concurrency, timeout: sending.timeoutDuration, flow: try flow.flow(),
                 templates: try secrets.templates()
             ) { queue in
                 let grace = Duration.seconds(5)

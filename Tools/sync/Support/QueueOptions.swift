@@ -111,6 +111,7 @@ struct QueueOptions: ParsableArguments {
         monitor: (any NetworkMonitor)? = nil,
         concurrency: Int = 8,
         timeout: Duration = .seconds(30),
+        flow: FlowControl = FlowControl(),
         templates: HeaderTemplates = HeaderTemplates(),
         _ body: (OfflineQueue) async throws -> T
     ) async throws -> T {
@@ -130,6 +131,7 @@ struct QueueOptions: ParsableArguments {
         configuration.templates = templates
         configuration.readOnly = readOnly
         configuration.sealing = sealing
+        configuration.flow = flow
         let client = APIClient(
             configuration: ClientConfiguration(baseURL: URL(string: "http://localhost")!, timeout: timeout),
             transport: transport ?? UnusedTransport()

@@ -1,0 +1,229 @@
+import CourierTesting
+import Foundation
+import HTTPCore
+import OfflineQueue
+import QueueTestSupport
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Flow control by origin as a fleet lives it: `sync run` processes sharing one queue (four on
+/// PostgreSQL, two on a SQLite file, both stores at once), each a drainer of its own, against
+/// loopback origins that count what arrives on their own clock.
+@Suite("Flow control across `sync run` processes: limits held, pauses honoured, overloads slowed", .serialized)
+struct FlowProcessTests {
+    /// What one loopback origin saw: each request's arrival (this process's clock) and answer.
+    final class OriginLog: Sendable {
+        struct Arrival: Sendable {
+            var at: ContinuousClock.Instant
+            var status: Int
+        }
+
+        let arrivals = LockedBox([Arrival]())
+
+        func record(_ status: Int, at: ContinuousClock.Instant = .now) {
+            arrivals.withLock { $0.append(Arrival(at: at, status: status)) }
+        }
+
+        var delivered: Int { arrivals.current.filter { $0.status == 200 }.count }
+        func count(_ status: Int) -> Int { arrivals.current.filter { $0.status == status }.count }
+    }
+
+    /// `count` `sync run` drainers of `path`, with `arguments` more.
+    static func drainers(_ count: Int, path: String, _ arguments: [String] = []) throws -> [(ChildProcess, Task<Data, Never>, Task<Data, Never>)] {
+        try (0..<count).map { _ in
+            let process = ChildProcess()
+            process.executableURL = try builtProduct(named: "sync")
+            process.arguments = ["--db", path, "run", "--no-reachability", "--poll", "3600", "--concurrency", "8"] + arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment.removeValue(forKey: "NOTIFY_SOCKET")
+            process.environment = environment
+            let out = Pipe(), err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            return (process, readToEnd(out.fileHandleForReading), readToEnd(err.fileHandleForReading))
+        }
+    }
+
+    /// Stops the drainers with SIGTERM; each must exit 0.
+    static func stop(_ drainers: [(ChildProcess, Task<Data, Never>, Task<Data, Never>)], _ kind: StoreKind) async {
+        for (process, _, _) in drainers { _ = process.signal(SIGTERM) }
+        for (index, (process, _, err)) in drainers.enumerated() {
+            #expect(await process.exited(limit: .hangGuard), "\(kind) drainer \(index) ended")
+            let log = String(decoding: await err.value, as: UTF8.self)
+            #expect(process.terminationStatus == 0, "\(kind) drainer \(index) exited \(process.terminationStatus): \(log.suffix(2000))")
+        }
+    }
+
+    static func drainerCount(_ kind: StoreKind) -> Int { kind == .postgres ? 4 : 2 }
+
+    static func onSharedStores(_ body: @escaping @Sendable (StoreKind) async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for kind in StoreKind.shared { group.addTask { try await body(kind) } }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test("a limit of 10/s held by the fleet: 300 entries, no 429 from a server that admits 10 a second, delivered at 9.5/s or more, on SQLite and PostgreSQL at once")
+    func limitHeldByTheFleet() async throws {
+        try await Self.onSharedStores { kind in
+            let store = try TestStore(kind)
+            try await removing(store) {
+                let server = try await TestHTTPServer.start()
+                let log = OriginLog()
+                // The server's own bucket: 10 a second, 3 at once after a lull (so that a request
+                // the network delayed and the next one arriving together are both admitted).
+                let bucket = LockedBox((tokens: 3.0, at: ContinuousClock.now))
+                server.route("/limited") { _, writer in
+                    let now = ContinuousClock.now
+                    let admitted = bucket.withLock { state -> Bool in
+                        let elapsed = Double((now - state.at).components.attoseconds) / 1e18 + Double((now - state.at).components.seconds)
+                        state.tokens = min(3, state.tokens + elapsed * 10)
+                        state.at = now
+                        guard state.tokens >= 1 else { return false }
+                        state.tokens -= 1
+                        return true
+                    }
+                    log.record(admitted ? 200 : 429, at: now)
+                    if admitted {
+                        try await writer.respond(status: 200)
+                    } else {
+                        try await writer.respond(status: 429, headers: [HeaderField(name: "Retry-After", value: "1")])
+                    }
+                }
+                let queue = try await makeQueue(on: store, server: server)
+                let total = 300
+                _ = try await QueueRoutes.fill(queue, count: total) { server.url("/limited?n=\($0)").absoluteString }
+                let origin = server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+                let drainers = try Self.drainers(Self.drainerCount(kind), path: store.path, ["--origin-limit", "\(origin)=10/s,burst=2"])
+                let done = await eventually { log.delivered >= total }
+                let flows = try await queue.originFlows()
+                await Self.stop(drainers, kind)
+                #expect(done, "\(kind): \(log.delivered) of \(total) delivered")
+                #expect(log.count(429) == 0, "\(kind): the server answered 429 \(log.count(429)) times")
+                let arrivals = log.arrivals.current
+                if let first = arrivals.first, let last = arrivals.last, arrivals.count > 1 {
+                    let span = last.at - first.at
+                    let rate = Double(arrivals.count - 1) / (Double(span.components.seconds) + Double(span.components.attoseconds) / 1e18)
+                    print("flow limit, \(kind): \(arrivals.count) requests over \(span), \(rate) a second, \(log.count(429)) 429s")
+                    #expect(rate >= 9.5 && rate <= 10.5, "\(kind): \(rate) requests a second")
+                }
+                #expect(flows.first?.limit == (try OriginLimit(origin, requestsPerSecond: 10, burst: 2)), "\(kind): the fleet's stored limit: \(flows)")
+                #expect(try await queue.counts().delivered == total)
+                await server.shutdown()
+            }
+        }
+    }
+
+    @Test("no limit set: after a 429 with Retry-After, no drainer sends to that origin until then (after what was under way), while a second origin's entries flow")
+    func pauseHonouredByTheFleet() async throws {
+        try await Self.onSharedStores { kind in
+            let store = try TestStore(kind)
+            try await removing(store) {
+                let busy = try await TestHTTPServer.start()
+                let free = try await TestHTTPServer.start()
+                let busyLog = OriginLog(), freeLog = OriginLog()
+                let pause: Duration = .seconds(5)
+                // The first request is answered 429 with Retry-After: 5; every request before that
+                // time is answered 429 too, and counted.
+                let pausedAt = LockedBox<ContinuousClock.Instant?>(nil)
+                busy.route("/busy") { _, writer in
+                    let now = ContinuousClock.now
+                    let start = pausedAt.withLock { value -> ContinuousClock.Instant in
+                        if value == nil { value = now }
+                        return value!
+                    }
+                    if now - start < pause {
+                        busyLog.record(429, at: now)
+                        try await writer.respond(status: 429, headers: [HeaderField(name: "Retry-After", value: "5")])
+                    } else {
+                        busyLog.record(200, at: now)
+                        try await writer.respond(status: 200)
+                    }
+                }
+                free.route("/free") { _, writer in
+                    freeLog.record(200)
+                    try await Task.sleep(for: .milliseconds(5))
+                    try await writer.respond(status: 200)
+                }
+                let queue = try await makeQueue(on: store, server: busy)
+                _ = try await QueueRoutes.fill(queue, count: 40) { busy.url("/busy?n=\($0)").absoluteString }
+                _ = try await QueueRoutes.fill(queue, count: 200) { free.url("/free?n=\($0)").absoluteString }
+                let drainers = try Self.drainers(Self.drainerCount(kind), path: store.path)
+                let done = await eventually { busyLog.delivered >= 40 && freeLog.delivered >= 200 }
+                await Self.stop(drainers, kind)
+                #expect(done, "\(kind): \(busyLog.delivered) of 40 and \(freeLog.delivered) of 200 delivered")
+                let start = try #require(pausedAt.current)
+                let busyArrivals = busyLog.arrivals.current
+                // Requests under way (or in hand) when the 429 came may still arrive just after
+                // it; a drainer learns of the pause at its next commit.
+                let grace: Duration = .milliseconds(1500)
+                let late = busyArrivals.filter { $0.at - start >= grace && $0.at - start < pause }
+                print("flow pause, \(kind): \(busyLog.count(429)) answered 429 (all within \(grace) of the first), \(late.count) later within the pause; free origin: \(freeLog.delivered)")
+                #expect(late.isEmpty, "\(kind): \(late.count) requests to the paused origin between \(grace) and \(pause) after its 429")
+                #expect(busyLog.count(429) < 40, "\(kind): not every entry met the 429: \(busyLog.count(429))")
+                let lastFree = try #require(freeLog.arrivals.current.last)
+                #expect(lastFree.at - start < pause, "\(kind): the second origin's entries were all delivered while the first was paused")
+                let counts = try await queue.counts()
+                #expect(counts.delivered == 240 && counts.dead == 0)
+                await busy.shutdown()
+                await free.shutdown()
+            }
+        }
+    }
+
+    @Test("a server that answers 503 when overloaded, without Retry-After: the fleet's concurrency towards it falls, the 503s stop growing, everything delivered, nothing dead")
+    func overloadSlowsTheFleet() async throws {
+        try await Self.onSharedStores { kind in
+            let store = try TestStore(kind)
+            try await removing(store) {
+                let server = try await TestHTTPServer.start()
+                let log = OriginLog()
+                // Up to 4 requests at once are served (in 20 ms); the rest are answered 503.
+                let inFlight = LockedBox(0)
+                server.route("/overloaded") { _, writer in
+                    let admitted = inFlight.withLock { count -> Bool in
+                        guard count < 4 else { return false }
+                        count += 1
+                        return true
+                    }
+                    guard admitted else {
+                        log.record(503)
+                        try await writer.respond(status: 503)
+                        return
+                    }
+                    try await Task.sleep(for: .milliseconds(20))
+                    inFlight.withLock { $0 -= 1 }
+                    log.record(200)
+                    try await writer.respond(status: 200)
+                }
+                let queue = try await makeQueue(on: store, server: server)
+                let total = 200
+                _ = try await QueueRoutes.fill(queue, count: total) { server.url("/overloaded?n=\($0)").absoluteString }
+                let drainers = try Self.drainers(Self.drainerCount(kind), path: store.path)
+                let shrunk = LockedBox<Int?>(nil)
+                let done = await eventually {
+                    if let concurrency = try? await queue.originFlows().first?.concurrency {
+                        shrunk.withLock { $0 = min($0 ?? .max, concurrency) }
+                    }
+                    return log.delivered >= total
+                }
+                await Self.stop(drainers, kind)
+                #expect(done, "\(kind): \(log.delivered) of \(total) delivered")
+                let answers = log.arrivals.current.map(\.status)
+                let half = answers.count / 2
+                let early = answers[..<half].filter { $0 == 503 }.count, late = answers[half...].filter { $0 == 503 }.count
+                print("flow overload, \(kind): \(answers.count) requests, 503s \(early) in the first half, \(late) in the second; concurrency shrunk to \(shrunk.current.map(String.init) ?? "-")")
+                #expect(shrunk.current != nil, "\(kind): the origin's concurrency was shrunk")
+                #expect(late < early, "\(kind): the 503s stopped growing: \(early) then \(late)")
+                let counts = try await queue.counts()
+                #expect(counts.delivered == total && counts.dead == 0)
+                await server.shutdown()
+            }
+        }
+    }
+}
