@@ -160,6 +160,16 @@ public struct SystemdQueueService: Service {
             var line = "pending \(counts.pending) (due \(counts.due)), in flight \(counts.inflight) (\(counts.inflightHere) here), "
                 + "dead \(counts.dead), " + (counts.blocked > 0 ? "blocked \(counts.blocked), " : "") + "oldest pending \(oldest), last delivery \(delivered); "
                 + "here: \(activity.deliveredLastMinute) delivered in the last minute"
+            // Origins held by flow control: what a server asked for, and what limits the fleet.
+            let held = try await queue.originFlows().compactMap { flow -> String? in
+                var parts: [String] = []
+                if let until = flow.pausedUntil {
+                    parts.append("paused until \(Date.ISO8601FormatStyle().format(until))" + (flow.pauseStatus.map { " (\($0))" } ?? ""))
+                }
+                if let concurrency = flow.concurrency { parts.append("concurrency \(concurrency)") }
+                return parts.isEmpty ? nil : flow.origin + " " + parts.joined(separator: ", ")
+            }
+            if !held.isEmpty { line += "; origins: " + held.joined(separator: "; ") }
             let verdict = service.liveness()
             if let reason = verdict.reason { line = "stuck: \(reason); " + line }
             return line

@@ -127,6 +127,26 @@ struct ConsoleActionsTests {
         }
     }
 
+    @Test("an origin a 429 paused shows on the overview with its status, and a resume lifts it")
+    func resumeAnOriginPausedByRetryAfter() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            _ = try await fixture.enqueue(url: "https://busy.example.com/busy")
+            _ = try await fixture.enqueue(url: "https://busy.example.com/busy")
+            try await fixture.drain()
+            let overview = try await client.send(.get, "/", json: true).decode(OriginsJSON.self)
+            #expect(overview.hasOrigins && overview.origins.map(\.origin) == ["https://busy.example.com"])
+            let origin = try #require(overview.origins.first)
+            #expect(origin.paused && origin.pauseStatus == "429" && !origin.pausedUntil.isEmpty && origin.canResume)
+            #expect(try await fixture.queue.counts().pending == 2, "the second entry was held, not sent")
+            let html = try await client.send(.get, "/").text
+            #expect(html.contains(#"<input type="hidden" name="origin" value="https://busy.example.com"><button>Resume</button>"#))
+            #expect(try await client.send(.post, "/resume", form: "origin=https%3A%2F%2Fbusy.example.com").status == .seeOther)
+            #expect(try await fixture.queue.originFlows().isEmpty)
+            let again = try await client.send(.post, "/resume", json: true, form: "origin=https%3A%2F%2Fbusy.example.com").decode(ActionJSON.self)
+            #expect(again.message == "origin https://busy.example.com was not paused or slowed")
+        }
+    }
+
     @Test func bulkRetryAndDiscardOfSelectedIDs() async throws {
         try await ConsoleFixture.with { fixture, client in
             let dead1 = try await fixture.enqueue("/missing")

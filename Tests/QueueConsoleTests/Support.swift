@@ -69,6 +69,7 @@ struct ConsoleFixture {
     private static func client() -> APIClient {
         let transport = StubTransport(fallback: StubTransport.Stub(status: .badRequest, body: Data(#"<script>alert(1)</script>"><img src=x onerror=alert(2)>"#.utf8)))
         transport.on(.post, "/ok", respond: .status(200))
+        transport.on(.post, "/busy", respond: StubTransport.Stub(status: .tooManyRequests, headers: [HTTPField.Name("Retry-After")!: "600"]))
         transport.on(.post, "/created", respond: StubTransport.Stub(
             status: .created, headers: [.location: "/notes/<b>7</b>", .eTag: "\"v1\""], body: Data(#"{"note":"<script>alert(3)</script>"}"#.utf8)
         ))
@@ -174,6 +175,12 @@ struct OverviewJSON: Decodable {
     var talliedAll: Bool
     var deliveredLastMinute: Int
     var deliveredLastFiveMinutes: Int
+}
+
+struct OriginsJSON: Decodable {
+    struct Origin: Decodable { var origin, pausedUntil, pauseStatus, concurrency, limit: String; var paused, canResume: Bool; var inflight: Int }
+    var origins: [Origin]
+    var hasOrigins: Bool
 }
 
 struct EntriesJSON: Decodable {

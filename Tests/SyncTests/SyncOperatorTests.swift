@@ -145,6 +145,38 @@ struct SyncOperatorTests {
         await fixture.finish()
     }
 
+    @Test("an origin a 429 paused: sync stats shows it with its status and limit, sync resume --origin lifts it; bad limits exit 64")
+    func originFlow() async throws {
+        let fixture = try await Fixture()
+        let sync = fixture.sync
+        fixture.server.route("/busy") { _, writer in
+            try await writer.respond(status: 429, headers: [HeaderField(name: "Retry-After", value: "600")])
+        }
+        let origin = fixture.server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        for n in 1...3 { #expect(try await sync("enqueue", "POST", fixture.url("/busy?n=\(n)")).status == 0) }
+        let drained = try await sync("drain", "--no-reachability", "--concurrency", "1", "--origin-limit", "\(origin)=5/s,burst=2")
+        #expect(drained.status == 75, "entries remain: \(drained.stderr)")
+        #expect(fixture.server.requests.count == 1, "one 429, then the origin waits: \(fixture.server.requests.count) requests")
+
+        let stats = try #require(try await sync("--json", "stats").json() as? [String: Any])
+        let origins = try #require(stats["origins"] as? [[String: Any]])
+        #expect(origins.count == 1 && origins.first?["origin"] as? String == origin)
+        #expect(origins.first?["pause_status"] as? Int == 429 && origins.first?["paused_until"] is String)
+        #expect(origins.first?["limit"] as? String == "\(origin)=5/s,burst=2" && origins.first?["inflight"] as? Int == 0)
+        let text = try await sync("stats")
+        #expect(text.stdout.contains("origin     \(origin): paused until ") && text.stdout.contains("after a 429, limit 5/s,burst=2, 0 in flight"), "\(text.stdout)")
+
+        #expect(try await sync("resume", "--origin", origin).stdout == "origin \(origin) resumed\n")
+        let again = try #require(try await sync("--json", "resume", "--origin", origin).json() as? [String: Any])
+        #expect(again["changed"] as? Bool == false)
+        #expect(try await sync("resume", "--origin", origin, "--group", "g").status == 64)
+        for bad in ["\(origin)", "\(origin)/path=1/s", "\(origin)=0/s", "\(origin)=fast"] {
+            let refused = try await sync("drain", "--no-reachability", "--origin-limit", bad)
+            #expect(refused.status == 64 && refused.stderr.contains("--origin-limit"), "\(bad): \(refused.stderr)")
+        }
+        await fixture.finish()
+    }
+
     @Test("list --format table|json|csv: CSV is RFC 4180, quoted where needed and safe for spreadsheets")
     func listFormats() async throws {
         let fixture = try await Fixture()

@@ -72,6 +72,9 @@ final class QueueMetrics: Sendable {
     private let counters = LockedBox<[Key: Counter]>([:])
     private let timers = LockedBox<[Key: Metrics.Timer]>([:])
     private let gauges = LockedBox<[String: Gauge]>([:])
+    /// The origin gauges, by name and origin, and the origins they were last set for.
+    private let originGauges = LockedBox<[String: Gauge]>([:])
+    private let originsShown = LockedBox<Set<String>>([])
     private let queries = LockedBox<[CountQuery: Counter]>([:])
     private let endpoints: BoundedLabel
 
@@ -218,6 +221,32 @@ final class QueueMetrics: Sendable {
         }.increment()
     }
 
+    /// The origins' gauges (`courier_queue_origin_paused_seconds{origin}`: what is left of a
+    /// `Retry-After` pause; `_origin_concurrency{origin}`: the concurrency 429s and 503s shrank
+    /// it to, 0 when not shrunk), from flows read at `now`. An origin no longer held reads 0.
+    func update(_ flows: [OriginFlowStatus], now: Date) {
+        guard isRecording else { return }
+        let current = Set(flows.map(\.origin))
+        let gone = originsShown.withLock { shown -> Set<String> in
+            defer { shown = current }
+            return shown.subtracting(current)
+        }
+        for flow in flows {
+            originGauge("origin_paused_seconds", flow.origin).record(flow.pausedUntil.map { max(0, $0.timeIntervalSince(now)) } ?? 0)
+            originGauge("origin_concurrency", flow.origin).record(flow.concurrency ?? 0)
+        }
+        for origin in gone {
+            originGauge("origin_paused_seconds", origin).record(0)
+            originGauge("origin_concurrency", origin).record(0)
+        }
+    }
+
+    private func originGauge(_ name: String, _ origin: String) -> Gauge {
+        Self.handle(name + " " + origin, in: originGauges) {
+            Gauge(label: options.prefix + "_" + name, dimensions: [("origin", origin)], factory: factory)
+        }
+    }
+
     /// The gauges, from counts read at `now`.
     func update(_ counts: QueueCounts, now: Date) {
         guard isRecording else { return }
@@ -251,5 +280,7 @@ extension OfflineQueue {
     func refreshGauges(maxAge: Duration) async throws(QueueError) {
         guard metrics.isRecording else { return }
         metrics.update(try await recentCounts(maxAge: maxAge), now: configuration.clock.now().wall)
+        // The origins held by flow control: a read of a table that is empty but for them.
+        metrics.update(try await operations.originFlows(), now: configuration.clock.now().wall)
     }
 }

@@ -70,6 +70,11 @@ enum ConsoleTemplates {
     <table class="tally"><thead><tr><th>Name</th><th>Pending</th><th>In flight</th><th>Delivered</th><th>Dead</th></tr></thead><tbody>
     {{#names}}<tr><td>{{#hasQuery}}<a href="{{prefix}}/entries?{{query}}">{{label}}</a>{{/hasQuery}}{{^hasQuery}}{{label}}{{/hasQuery}}</td><td>{{pending}}</td><td>{{inflight}}</td><td>{{delivered}}</td><td>{{dead}}</td></tr>
     {{/names}}</tbody></table>{{/hasNames}}
+    {{#hasOrigins}}<h2>Origins held</h2>
+    <table class="tally"><thead><tr><th>Origin</th><th>Paused until</th><th>Concurrency</th><th>Limit</th><th>In flight</th>{{#canAct}}<th></th>{{/canAct}}</tr></thead><tbody>
+    {{#origins}}<tr><td>{{origin}}</td><td>{{#paused}}<span class="paused">paused</span> until {{pausedUntil}} (after a {{pauseStatus}}){{/paused}}</td><td>{{#shrunk}}shrunk to {{concurrency}}{{/shrunk}}</td><td>{{limit}}</td><td>{{inflight}}</td>
+    {{#canAct}}<td>{{#canResume}}<form method="post" action="{{prefix}}/resume{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><input type="hidden" name="origin" value="{{origin}}"><button>Resume</button></form>{{/canResume}}</td>{{/canAct}}</tr>
+    {{/origins}}</tbody></table>{{/hasOrigins}}
     {{#hasPausedGroups}}<h2>Paused groups</h2><ul>
     {{#pausedGroups}}<li><a href="{{prefix}}/entries?{{query}}">{{name}}</a>
     {{#canAct}}<form method="post" action="{{prefix}}/resume{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><input type="hidden" name="group" value="{{name}}"><button>Resume</button></form>{{/canAct}}</li>

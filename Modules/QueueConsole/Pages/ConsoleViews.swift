@@ -78,6 +78,9 @@ struct OverviewView: Encodable, Sendable {
     var hasLastDelivery: Bool
     var hasGroups: Bool
     var hasNames: Bool
+    /// The origins flow control holds (set after the overview is read).
+    var origins: [OriginFlowView] = []
+    var hasOrigins = false
 
     init(_ overview: QueueOverview, now: Date) {
         let counts = overview.counts

@@ -130,7 +130,14 @@ extension QueueConsole {
     }
 
     private func pause(_ action: ConsoleAction, _ request: Request, _ context: ConsoleContext) async throws -> Response {
-        let group = try await request.formFields().first { $0.name == "group" }.map(\.value).flatMap { $0.isEmpty ? nil : $0 }
+        let fields = try await request.formFields()
+        if action == .resume, let origin = fields.first(where: { $0.name == "origin" })?.value, !origin.isEmpty {
+            // An origin's pause after a 429 or 503, and its shrunk concurrency (FlowControl).
+            let changed = try await queue.resume(origin: origin)
+            let message = changed ? "resumed origin \(origin)" : "origin \(origin) was not paused or slowed"
+            return try finish(ActionResultView(action: action.rawValue, changed: [], skipped: [], message: message), back: path("/"), request, context, changed: changed)
+        }
+        let group = fields.first { $0.name == "group" }.map(\.value).flatMap { $0.isEmpty ? nil : $0 }
         let changed: Bool
         if action == .pause { changed = try await queue.pause(group: group) } else { changed = try await queue.resume(group: group) }
         let what = group.map { "group \($0)" } ?? "the queue"

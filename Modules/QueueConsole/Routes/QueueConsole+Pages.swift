@@ -19,7 +19,9 @@ extension QueueConsole {
 
     func overview(_ request: Request, _ context: ConsoleContext) async throws -> Response {
         let overview = try await queue.recentOverview(maxAge: countsMaxAge, top: overviewTop, window: overviewWindow)
-        let view = OverviewView(overview, now: Date())
+        var view = OverviewView(overview, now: Date())
+        view.origins = try await queue.originFlows().map(OriginFlowView.init)
+        view.hasOrigins = !view.origins.isEmpty
         return try respond(request, context, view, title: "Overview", template: "overview", route: "/")
     }
 
