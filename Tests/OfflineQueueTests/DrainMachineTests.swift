@@ -320,4 +320,49 @@ struct DrainMachineTests {
         machine.committed(ClaimResult(lost: [2], reclaimed: 3), at: Self.ms(3))
         #expect(machine.summary.delivered == 1 && machine.summary.leasesLost == 1 && machine.summary.reclaimed == 3)
     }
+
+    // MARK: - Flow control
+
+    static func entry(_ id: EntryID, url: String) -> QueueEntry {
+        var entry = entry(id)
+        entry.url = url
+        return entry
+    }
+
+    @Test("a 429 with Retry-After gives back, unsent, what is in hand for its origin; another drainer's pause, reported by a claim, too")
+    func pausedOriginsGoBack() throws {
+        let a = "https://a.test/x", b = "https://b.test/y"
+        var machine = Self.started(limit: 1, claimed: [Self.entry(1, url: a), Self.entry(2, url: a), Self.entry(3, url: b), Self.entry(4, url: a)])
+        let pause = Transition.retry(.init(after: .seconds(30), consumesAttempt: false, status: 429, error: "HTTP 429", originPause: .seconds(30)))
+        machine.finished(Settlement(id: 1, transition: pause, url: a), networkGone: false, at: Self.ms(5))
+        guard case .start(let next) = machine.next(at: Self.ms(5)) else { Issue.record("expected a start"); return }
+        #expect(next.map(\.id) == [3], "the other origin's entry goes; the paused one's go back")
+        let commit = try #require(Self.expectCommit(&machine, at: Self.ms(100)))
+        #expect(commit.settlements.map(\.id) == [1, 2, 4])
+        #expect(commit.settlements.dropFirst().allSatisfy { $0.transition == .release })
+
+        // A claim reports an origin another drainer's answer paused: its entries in hand go back.
+        var other = Self.started(limit: 1, claimed: [Self.entry(5, url: b)])
+        other.finished(Self.delivered(5), networkGone: false, at: Self.ms(5))
+        let flush = try #require(Self.expectCommit(&other, at: Self.ms(5)))
+        var result = ClaimResult(claimed: [Self.entry(6, url: b), Self.entry(7, url: a)])
+        result.pausedOrigins = ["https://b.test"]
+        other.committed(result, at: Self.ms(6))
+        guard case .start(let after) = other.next(at: Self.ms(6)) else { Issue.record("expected a start"); return }
+        #expect(flush.claimLimit > 0 && after.map(\.id) == [7])
+    }
+
+    @Test("a claim held back by a limit's next token waits for it and claims again, not ending the drain; a long hold ends it")
+    func heldByALimit() throws {
+        var machine = Self.machine(limit: 2)
+        _ = try #require(Self.expectCommit(&machine, at: .zero))
+        machine.committed(ClaimResult(claimed: [], heldFor: Self.ms(100)), at: .zero)
+        guard case .wait(let until) = machine.next(at: .zero) else { Issue.record("expected a wait for the token"); return }
+        #expect(until == Self.ms(100))
+        let again = try #require(Self.expectCommit(&machine, at: Self.ms(100)))
+        #expect(again.claimLimit > 0)
+        machine.committed(ClaimResult(claimed: [], heldFor: .seconds(30)), at: Self.ms(100))
+        guard case .finish = machine.next(at: Self.ms(100)) else { Issue.record("a pause of 30 s is the service's to wait for"); return }
+        #expect(machine.summary.heldFor == .seconds(30))
+    }
 }

@@ -6,6 +6,7 @@ import Logging
 @testable import OfflineQueueCore
 import ServiceLifecycle
 import QueueTestSupport
+import Reachability
 import Testing
 import TestSupport
 
@@ -115,4 +116,41 @@ struct ServiceTests {
         }
     }
 
+    @Test("with a reconnect spread, the first drain after the network returns waits this host's share of it on the queue's clock; without one it goes at once", arguments: [true, false])
+    func reconnectSpread(_ spread: Bool) async throws {
+        let store = try TestStore(.memory)
+        try await removing(store) {
+            let server = try await TestHTTPServer.start()
+            let clock = ManualQueueClock()
+            let monitor = ManualMonitor(.offline(.noCarrier))
+            let queue = try await makeQueue(on: store, server: server, monitor: monitor) { configuration in
+                configuration.clock = clock.queueClock
+                if spread { configuration.flow.reconnectSpread = .seconds(1000) }
+            }
+            let service = queue.service(pollInterval: .seconds(3600), logger: Logger(label: "test"))
+            let running = Task { try await service.run() }
+            let ticket = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
+            #expect(await eventually { queue.enqueued.waiting >= 1 }, "the service parked, offline")
+            monitor.status = .online(interface: "lo", family: .ipv4)
+            guard spread else {
+                #expect(await eventually { (try? await queue.entry(ticket.id))?.state == .delivered }, "at once without a spread")
+                service.shutDown()
+                try await running.value
+                await server.shutdown()
+                return
+            }
+            let share = FlowControl.hostShare * 1000
+            let back = clock.queueClock.now().uptime
+            #expect(await eventually { clock.sleeperDeadlines.contains { abs($0 - (back + share)) < 0.001 } }, "the service waits its share of the spread")
+            #expect(server.requests.isEmpty)
+            clock.advance(by: .milliseconds(Int64(max(0, share - 1) * 1000)))
+            #expect(await eventually { clock.sleepers >= 1 })
+            #expect(server.requests.isEmpty, "not before this host's share (\(share) s of 1000) has passed")
+            clock.advance(by: .seconds(2))
+            #expect(await eventually { (try? await queue.entry(ticket.id))?.state == .delivered }, "sent once its share passed")
+            service.shutDown()
+            try await running.value
+            await server.shutdown()
+        }
+    }
 }

@@ -32,6 +32,9 @@ public final class ManualQueueClock: Sendable {
     /// How many sleepers wait for the clock to move.
     public var sleepers: Int { state.current.sleepers.count }
 
+    /// The boot-clock readings the sleepers wait for, soonest first.
+    public var sleeperDeadlines: [Double] { state.current.sleepers.values.map(\.uptime).sorted() }
+
     /// Moves both clocks on by `duration`, waking the sleepers whose time has come.
     public func advance(by duration: Duration) {
         let woken = state.withLock { state in
