@@ -51,6 +51,21 @@ struct ClaimCostTests {
             #expect(after.fullScans == before.fullScans, "the claim order's index walked as far")
             #expect(after.plan.contains { $0.contains("USING INDEX entry_pending") }, "\(after.plan)")
             #expect(!after.plan.contains { $0.hasPrefix("SCAN") && !$0.contains("INDEX") }, "no table scan: \(after.plan)")
+
+            // Flow control (issue 49): a limit that does not bind (another origin's) walks the
+            // same rows; one that binds on the claim's origin takes what its bucket allows.
+            try await queue.store.storeOriginLimits([try OriginLimit("https://elsewhere.test", requestsPerSecond: 1000, burst: 1000)], now: QueueClock.system.now())
+            let unbound = try Self.sqliteClaim(path: store.path)
+            let origin = server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+            try await queue.store.storeOriginLimits([try OriginLimit(origin, requestsPerSecond: 1, burst: 10)], now: QueueClock.system.now())
+            let bound = try Self.sqliteClaim(path: store.path)
+            print("""
+                claim cost, SQLite, with flow rows: a limit on another origin: a claim of \(unbound.claimed), \(unbound.steps) VM steps, \
+                \(unbound.fullScans) rows walked; a limit of 10 at once on the claim's origin: a claim of \(bound.claimed), \(bound.steps) VM steps, \
+                \(bound.fullScans) rows walked (at most \(Self.claimLimit + SQLiteQueueStore.flowWalk) past the first)
+                """)
+            #expect(unbound.claimed == Self.claimLimit && unbound.fullScans == after.fullScans, "a limit that does not bind walks as far")
+            #expect(bound.claimed == 10 && bound.fullScans <= after.fullScans + Int64(SQLiteQueueStore.flowWalk + Self.claimLimit))
             await queue.close()
             await server.shutdown()
         }
