@@ -170,10 +170,7 @@ extension SQLiteQueueStore {
     /// nothing; the ids of those are returned.
     @discardableResult
     func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
-        guard !settlements.isEmpty else { return [] }
-        let owner = self.owner
-        defer { if settlements.contains(where: \.ends) { ringSettled() } }
-        return try await write { db in try Self.settle(db, settlements, owner: owner, now: now) }
+        try await settleRecordingFlow(settlements, now: now)
     }
 
     static func settle(_ db: Database, _ settlements: [Settlement], owner: String, now: QueueTime) throws -> Set<EntryID> {

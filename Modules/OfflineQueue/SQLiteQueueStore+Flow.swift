@@ -99,8 +99,12 @@ extension SQLiteQueueStore {
     }
 
     func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
+        let byOrigin = Dictionary(limits.map { ($0.origin, $0) }, uniquingKeysWith: { _, last in last })
+        let stored = try await read { db in
+            Dictionary(try Self.flowRows(db, now: now).compactMap { row in row.limit.map { (row.origin, $0) } }, uniquingKeysWith: { first, _ in first })
+        }
+        guard stored != byOrigin else { return }
         try await write { db in
-            let byOrigin = Dictionary(limits.map { ($0.origin, $0) }, uniquingKeysWith: { _, last in last })
             var rows = Dictionary(try Self.flowRows(db, now: now).map { ($0.origin, $0) }, uniquingKeysWith: { first, _ in first })
             for origin in Set(rows.keys).union(byOrigin.keys) {
                 var row = rows[origin] ?? OriginFlow(origin: origin)
@@ -125,6 +129,18 @@ extension SQLiteQueueStore {
                     inflight: inflight[row.origin[...], default: 0]
                 )
             }
+        }
+    }
+
+    /// Records what `settlements` say of their origins, then the settlements (as
+    /// ``settleAndClaim(_:now:claimLimit:lease:attemptedSince:chores:)`` does, claiming nothing).
+    func settleRecordingFlow(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+        guard !settlements.isEmpty else { return [] }
+        let owner = self.owner
+        defer { if settlements.contains(where: \.ends) { ringSettled() } }
+        return try await write { db in
+            try Self.recordFlow(db, settlements, owner: owner, now: now, settings: FlowSettings())
+            return try Self.settle(db, settlements, owner: owner, now: now)
         }
     }
 

@@ -11,6 +11,17 @@ extension PostgresQueueStore {
 
     func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
         let fleet = try await fleetTime(now)
+        let byOrigin = Dictionary(limits.map { ($0.origin, $0) }, uniquingKeysWith: { _, last in last })
+        let stored = try await reading { connection in
+            var stored: [String: OriginLimit] = [:]
+            for try await (origin, rate, burst, cap) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                SELECT origin, rate, burst, cap FROM §.origin_flow WHERE rate IS NOT NULL OR cap IS NOT NULL
+                """)), logger: self.logger).decode((String, Double?, Int32?, Int32?).self) {
+                stored[origin] = try? OriginLimit(origin, requestsPerSecond: rate, burst: Int(burst ?? 1), concurrency: cap.map(Int.init))
+            }
+            return stored
+        }
+        guard stored != byOrigin else { return }
         try await transaction { connection in
             try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                 UPDATE §.origin_flow SET rate = NULL, burst = NULL, cap = NULL WHERE NOT origin = ANY($1)

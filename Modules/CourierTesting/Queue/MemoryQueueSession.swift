@@ -108,8 +108,7 @@ final class MemoryQueueSession: QueueStorage {
     }
 
     func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
-        store.state.withLock { $0.storeOriginLimits(limits, now: now) }
-        store.ring()
+        if store.state.withLock({ $0.storeOriginLimits(limits, now: now) }) { store.ring() }
     }
 
     // MARK: - Outcomes

@@ -41,13 +41,17 @@ extension MemoryQueueState {
         for origin in idle { flows[origin] = nil }
     }
 
-    mutating func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) {
+    /// Returns whether the stored limits changed.
+    mutating func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) -> Bool {
         let byOrigin = Dictionary(limits.map { ($0.origin, $0) }, uniquingKeysWith: { _, last in last })
+        let stored = Dictionary(flows.values.compactMap { row in row.limit.map { (row.origin, $0) } }, uniquingKeysWith: { first, _ in first })
+        guard stored != byOrigin else { return false }
         for origin in Set(flows.keys).union(byOrigin.keys) {
             var row = flows[origin] ?? OriginFlow(origin: origin)
             row.set(byOrigin[origin], now: now.uptime)
             flows[origin] = row.isIdle(at: now.uptime) ? nil : row
         }
+        return true
     }
 
     func originFlows(now: QueueTime) -> [OriginFlowStatus] {

@@ -65,9 +65,11 @@ extension OfflineQueue {
     private func drainEntries(_ mode: DrainMode, concurrency: Int?, control: DrainControl?) async throws(QueueError) -> DrainSummary {
         // The keys every stored entry needs, checked before any entry is claimed.
         let sealing = try await sealGate.sealing(configuration.sealing, store: sealStore, forDrain: true)
-        // The fleet's limits, as this drainer was given them: stored for every drainer.
-        if !configuration.flow.limits.isEmpty {
+        // The fleet's limits, as this drainer was given them: stored for every drainer, at the
+        // queue's first drain (a store that holds them already changes nothing, wakes no one).
+        if !configuration.flow.limits.isEmpty && !flowLimitsStored.current {
             try await drainer.store.storeOriginLimits(configuration.flow.limits, now: configuration.clock.now())
+            flowLimitsStored.withLock { $0 = true }
         }
         let conflicts = configuration.conflictResolver.map { resolver in
             QueueDrainer.ConflictHandling(resolver: resolver) { request, entry throws(QueueError) in

@@ -346,9 +346,12 @@ struct DrainMachine {
            heldUntil.map({ now >= $0 }) ?? true {
             claimLimit = level + settings.claimBatch - running - ready.count
         }
+        // Held by a limit's next token: what is left to record goes with that claim, in one
+        // commit, unless a batch is full or the drain stops.
+        let waitingForToken = heldUntil.map { now < $0 } ?? false
         let flushDue = committing == nil && recordable && !unsettled.isEmpty && (
-            unsettled.count >= settings.claimBatch || isIdle || stopping
-                || oldestUnsettled.map { now - $0 >= settings.flushDelay } ?? false
+            unsettled.count >= settings.claimBatch || stopping || (!waitingForToken && (isIdle
+                || oldestUnsettled.map { now - $0 >= settings.flushDelay } ?? false))
         )
         if claimLimit > 0 || flushDue {
             if claimLimit > 0 && now - lastReclaim >= settings.reclaimInterval { chores.reclaimOrphans = true }
@@ -367,7 +370,7 @@ struct DrainMachine {
 
         var deadline: Duration?
         // While a commit runs, its end is the next event: no timer for the flush.
-        if failure == nil, committing == nil, let oldest = oldestUnsettled { deadline = oldest + settings.flushDelay }
+        if failure == nil, committing == nil, !waitingForToken, let oldest = oldestUnsettled { deadline = oldest + settings.flushDelay }
         if !stopping, committing == nil, let heldUntil, now < heldUntil { deadline = min(deadline ?? heldUntil, heldUntil) }
         if failure == nil, let renewal = settings.renewal, let earliest = leasedAt.values.min() {
             let renewAt = earliest + renewal

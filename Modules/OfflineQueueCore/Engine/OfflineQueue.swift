@@ -54,6 +54,9 @@ public final class OfflineQueue: Sendable {
     /// The re-sealing's role (key rotation, sealing entries stored in clear).
     let resealer: QueueResealer
     let sealGate = SealGate()
+    /// Whether this queue stored its configured limits by origin (``FlowControl/limits``): once,
+    /// at its first drain, not at every drain.
+    let flowLimitsStored = LockedBox(false)
     /// What the sends may hold of sealed bodies' verified plaintext (``QueueSealing/verifiedBodyMemory``).
     package var verifiedBodyMemory: VerifiedBodyMemory { drainer.verifiedBodyMemory }
     let broadcast = EventBroadcast()
