@@ -34,6 +34,22 @@ extension MemoryQueueState {
         return OriginFlowBook(Array(flows.values), inflight: inflightByOrigin(), now: now.uptime)
     }
 
+    /// The first `limit` of `candidates` (in claim order) that their origins' flows admit, the
+    /// flows written back as the claim leaves them.
+    mutating func admitted(
+        _ candidates: [Row], limit: Int, now: QueueTime, heldFor: inout Duration?, pausedOrigins: inout [String]
+    ) -> [Row] {
+        guard var book = flowBook(now: now) else { return Array(candidates.prefix(limit)) }
+        var chosen: [Row] = []
+        for candidate in candidates where chosen.count < limit {
+            if book.admit(url: candidate.entry.url) { chosen.append(candidate) }
+        }
+        write(book)
+        heldFor = book.heldFor
+        pausedOrigins = book.pausedOrigins
+        return chosen
+    }
+
     /// Writes back what a claim took.
     mutating func write(_ book: OriginFlowBook) {
         let (changed, idle) = book.written()

@@ -215,16 +215,7 @@ struct MemoryQueueState {
             return true
         }
         .sorted { $0.entry.priority != $1.entry.priority ? $0.entry.priority > $1.entry.priority : $0.entry.id < $1.entry.id }
-        var chosen: [Row] = []
-        var book = flowBook(now: now)
-        for candidate in candidates where chosen.count < limit {
-            if book?.admit(url: candidate.entry.url) ?? true { chosen.append(candidate) }
-        }
-        if let book {
-            write(book)
-            heldFor = book.heldFor
-            pausedOrigins = book.pausedOrigins
-        }
+        let chosen = admitted(candidates, limit: limit, now: now, heldFor: &heldFor, pausedOrigins: &pausedOrigins)
         return chosen.map { candidate in
             var row = candidate
             row.entry.state = .inflight
