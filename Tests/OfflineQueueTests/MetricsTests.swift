@@ -52,6 +52,29 @@ struct MetricsTests {
         await server.shutdown()
     }
 
+    @Test("an origin a 429 with Retry-After paused: a gauge by origin with what is left of the pause, 0 once an operator lifts it")
+    func originGauges() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        server.route("/busy") { _, writer in
+            try await writer.respond(status: 429, headers: [HeaderField(name: "Retry-After", value: "600")])
+        }
+        let metrics = TestMetrics()
+        let queue = try makeQueue(path: folder.databasePath, server: server) { $0.metrics.factory = metrics }
+        _ = try await queue.enqueue(method: "POST", url: server.url("/busy").absoluteString)
+        _ = try await queue.drain()
+        try await queue.updateMetrics()
+        let origin = server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        let paused = try metrics.expectGauge("courier_queue_origin_paused_seconds", [("origin", origin)]).lastValue
+        #expect(paused.map { $0 > 500 && $0 <= 600 } == true, "\(String(describing: paused))")
+        #expect(try metrics.expectGauge("courier_queue_origin_concurrency", [("origin", origin)]).lastValue == 0)
+        #expect(try await queue.resume(origin: origin))
+        try await queue.updateMetrics()
+        #expect(try metrics.expectGauge("courier_queue_origin_paused_seconds", [("origin", origin)]).lastValue == 0, "an origin no longer held reads 0")
+        await server.shutdown()
+    }
+
     @Test("a prefix of one's own; metrics turned off report nothing")
     func options() async throws {
         let folder = try TempFolder()

@@ -46,4 +46,31 @@ struct SystemdServiceTests {
         #expect(try await queue.counts().delivered == 3)
         await server.shutdown()
     }
+
+    @Test("STATUS= names an origin a 429 with Retry-After paused, with its status")
+    func statusNamesPausedOrigins() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        server.route("/busy") { _, writer in
+            try await writer.respond(status: 429, headers: [HeaderField(name: "Retry-After", value: "600")])
+        }
+        let socket = try NotifySocket()
+        let notifier = try #require(SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]))
+        let queue = try makeQueue(path: folder.databasePath, server: server)
+        _ = try await queue.enqueue(method: "POST", url: server.url("/busy").absoluteString)
+        let logger = Logger(label: "test.systemd")
+        let service = queue.service(pollInterval: .seconds(1), shutdownGrace: .seconds(1), logger: logger)
+        let group = ServiceGroup(
+            services: [service, SystemdQueueService(notifier: notifier, service: service, shutdownGrace: .seconds(1), logger: logger)],
+            gracefulShutdownSignals: [], logger: logger
+        )
+        let running = Task { try await group.run() }
+        let origin = server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        let status = await socket.receive(containing: "origins: \(origin) paused until ", limit: .hangGuard)
+        #expect(status.last?.contains("(429)") == true, "\(status)")
+        await group.triggerGracefulShutdown()
+        try await running.value
+        await server.shutdown()
+    }
 }

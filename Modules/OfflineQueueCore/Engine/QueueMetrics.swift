@@ -263,7 +263,8 @@ final class QueueMetrics: Sendable {
 
 extension OfflineQueue {
     /// Reads the counts into the gauges (`courier_queue_pending`, `_due`, `_inflight`, `_dead`,
-    /// `_blocked`, `_oldest_pending_age_seconds`): the queue's state as the store holds it, whichever
+    /// `_blocked`, `_oldest_pending_age_seconds`), and the origins flow control holds into
+    /// `_origin_paused_seconds{origin}` and `_origin_concurrency{origin}`: the queue's state as the store holds it, whichever
     /// process did the work. A drain does this when it ends, and ``QueueService`` every
     /// ``QueueMetricsOptions/gaugeInterval``; call it yourself when you drain by hand and want
     /// the gauges fresh in between. The counts it reads are kept for the process's other
@@ -273,6 +274,7 @@ extension OfflineQueue {
         let counts = try await counts()
         operations.countsCache.offer(counts)
         metrics.update(counts, now: configuration.clock.now().wall)
+        metrics.update(try await operations.originFlows(), now: configuration.clock.now().wall)
     }
 
     /// The gauges from counts no older than `maxAge`, shared with the process's other readers
