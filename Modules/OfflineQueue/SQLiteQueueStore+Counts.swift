@@ -179,6 +179,19 @@ extension SQLiteQueueStore {
                     AND \(self.notPaused("entry")) \(notLeased)
                     """, arguments: [now.boot, now.wall.timeIntervalSince1970]) ?? 0
             }
+            // Entries whose origin's flow holds them back are not due (FlowControl): counted
+            // apart, a walk of the claim order's index per origin held, only while one is.
+            if counts.due > 0, self.schemaVersion >= Schema.firstFlowVersion, try Self.hasFlowRows(db) {
+                let book = OriginFlowBook(try Self.flowRows(db, now: now), inflight: try Self.inflightByOrigin(db), now: now.uptime)
+                for origin in book.heldOrigins {
+                    counts.heldByFlow += try Int.fetchOne(db, sql: """
+                        SELECT count(*) FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND due_uptime <= ? AND clock_boot = ?
+                        AND (url = ? OR substr(url, 1, length(?) + 1) IN (? || '/', ? || '?')) AND \(self.notPaused("entry")) \(notLeased)
+                        """, arguments: [now.uptime, now.boot, origin, origin, origin, origin]) ?? 0
+                }
+                counts.heldByFlow = min(counts.heldByFlow, counts.due)
+                counts.due -= counts.heldByFlow
+            }
             // The newest delivered entries hold the last delivery, unless delivered far out of order.
             counts.lastDeliveredAt = try Double.fetchOne(db, sql: """
                 SELECT max(finished_at) FROM (SELECT finished_at FROM entry INDEXED BY entry_state WHERE state = 'delivered' AND state <> 'pending' ORDER BY id DESC LIMIT 64)

@@ -327,6 +327,15 @@ extension PostgresQueueStore {
                         """)).with(fleet), logger: self.logger).decodeAll(Int64.self).first ?? 0)
                 }
             }
+            // Entries whose origin's flow holds them back are not due (FlowControl), counted apart.
+            if counts.due > 0 {
+                let held = Int(try await connection.query(try PostgresQuery(unsafeSQL: self.sql("""
+                    SELECT count(*) FROM §.entry AS e WHERE e.state = 'pending' AND e.next_attempt_at <= $1 AND NOT \(Self.paused("e"))
+                    AND §.origin_of(e.url) = ANY(ARRAY(SELECT f.origin FROM §.origin_flow AS f WHERE \(Self.heldFlow)))
+                    """)).with(fleet), logger: self.logger).decodeAll(Int64.self).first ?? 0)
+                counts.heldByFlow = min(held, counts.due)
+                counts.due -= counts.heldByFlow
+            }
             // The newest delivered entries hold the last delivery, unless delivered far out of order.
             let delivered = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                 SELECT max(finished_at) FROM (SELECT finished_at FROM §.entry WHERE state = 'delivered' ORDER BY id DESC LIMIT 64) AS d

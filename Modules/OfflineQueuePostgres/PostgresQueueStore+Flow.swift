@@ -9,6 +9,15 @@ extension PostgresQueueStore {
     /// Rows that hold nothing any more (no pause in force at `$1`, nothing shrunk, no limit).
     static let idleFlows = "(paused_until IS NULL OR paused_until <= $1) AND shrunk_to IS NULL AND rate IS NULL AND cap IS NULL"
 
+    /// "The flow row `f` lets its origin take nothing at `$1`": paused, out of tokens, or at its
+    /// concurrency (the claim's allowance in `settle_and_claim`, below 1).
+    static let heldFlow = """
+        f.paused_until > $1
+        OR (f.rate IS NOT NULL AND least(f.burst, f.tokens + greatest(0, $1 - f.refilled_at) * f.rate) < 1)
+        OR (coalesce(f.cap, f.shrunk_to) IS NOT NULL AND least(coalesce(f.cap, 1000000), coalesce(f.shrunk_to, 1000000))
+            <= (SELECT count(*) FROM §.entry AS i WHERE i.state = 'inflight' AND §.origin_of(i.url) = f.origin))
+        """
+
     func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
         let fleet = try await fleetTime(now)
         let byOrigin = Dictionary(limits.map { ($0.origin, $0) }, uniquingKeysWith: { _, last in last })

@@ -53,6 +53,8 @@ struct FlowConformanceTests {
             let held = try #require(paused.heldFor, "the claim says its origin holds due entries back")
             #expect(held > .seconds(29) && held <= .seconds(30))
             #expect(paused.pausedOrigins == [Self.a], "a drainer learns which origins to give back what it holds of")
+            let counts = try await contract.storage.counts(now: contract.now)
+            #expect(counts.due == 0 && counts.heldByFlow == 2, "entries a pause holds are not due: \(counts.due), \(counts.heldByFlow)")
 
             // Another drainer (another process, another host) honours the stored pause.
             let other = try await contract.drainer()
@@ -131,6 +133,8 @@ struct FlowConformanceTests {
             #expect(first.claimed.filter { $0.url.hasPrefix(Self.b) }.count == 2, "another origin is not limited")
             let held = try #require(first.heldFor)
             #expect(held > .milliseconds(200) && held <= .milliseconds(250), "the next token in a quarter of a second")
+            let metered = try await contract.storage.counts(now: contract.now)
+            #expect(metered.due == 0 && metered.heldByFlow == 8, "entries a limit holds are not due: \(metered.due), \(metered.heldByFlow)")
             let other = try await contract.drainer()
             #expect(try await Self.commit(contract, other).claimed.isEmpty, "the bucket is the queue's, not the drainer's")
             contract.clock.advance(by: .milliseconds(300))

@@ -67,7 +67,7 @@ struct SyncCommandTests {
         let counts = try #require(try stats.json() as? [String: Any])
         #expect(Set(counts.keys) == [
             "pending", "due", "inflight", "inflight_orphaned", "delivered", "dead", "blocked", "superseded", "conflict", "oldest_pending_age_seconds", "next_attempt_at",
-            "last_delivered_at", "paused", "paused_groups", "pending_paused", "origins",
+            "last_delivered_at", "paused", "paused_groups", "pending_paused", "origins", "due_held_by_flow",
         ])
         #expect(counts["pending"] as? Int == 2)
         #expect(counts["next_attempt_at"] is String)

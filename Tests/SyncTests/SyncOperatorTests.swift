@@ -163,6 +163,7 @@ struct SyncOperatorTests {
         #expect(origins.count == 1 && origins.first?["origin"] as? String == origin)
         #expect(origins.first?["pause_status"] as? Int == 429 && origins.first?["paused_until"] is String)
         #expect(origins.first?["limit"] as? String == "\(origin)=5/s,burst=2" && origins.first?["inflight"] as? Int == 0)
+        #expect(stats["due"] as? Int == 0 && stats["due_held_by_flow"] as? Int == 2, "the paused origin's other entries are held, not due")
         let text = try await sync("stats")
         #expect(text.stdout.contains("origin     \(origin): paused until ") && text.stdout.contains("after a 429, limit 5/s,burst=2, 0 in flight"), "\(text.stdout)")
 

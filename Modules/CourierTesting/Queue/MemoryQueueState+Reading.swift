@@ -64,6 +64,7 @@ extension MemoryQueueState {
 
     func counts(now: QueueTime, owner: String) -> QueueCounts {
         var counts = QueueCounts()
+        let held = flowBook(now: now).map { Set($0.heldOrigins) }
         var oldest: Row?
         var next: Double?
         var drainers: [String: Int] = [:]
@@ -74,7 +75,13 @@ extension MemoryQueueState {
                 if row.entry.id < oldest?.entry.id ?? .max { oldest = row }
                 guard !paused(row.entry.group) else { continue }
                 next = min(next ?? row.due, row.due)
-                if row.due <= now.uptime { counts.due += 1 }
+                guard row.due <= now.uptime else { continue }
+                // Held back by its origin's flow (FlowControl): counted apart, not due.
+                if let held, let origin = FlowOrigin.key(ofURL: row.entry.url), held.contains(String(origin)) {
+                    counts.heldByFlow += 1
+                } else {
+                    counts.due += 1
+                }
             case .inflight:
                 counts.inflight += 1
                 if let holder = row.entry.leaseOwner, liveOwners.contains(holder) {

@@ -341,6 +341,12 @@ package struct OriginFlowBook {
         }
     }
 
+    /// The origins that may take nothing at the claim's time: paused, out of tokens, or at their
+    /// concurrency. Their due entries are not counted as due (``QueueCounts/heldByFlow``).
+    package var heldOrigins: [String] {
+        flows.values.filter { allowance[$0.origin[...], default: .max] < 1 }.map(\.origin)
+    }
+
     /// The origins paused at the claim's time.
     package var pausedOrigins: [String] {
         flows.values.filter { $0.isPaused(at: now) }.map(\.origin)

@@ -31,6 +31,10 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     public var nextDue: DueTime?
     /// Pending entries due now: neither backing off nor held by a pause (nor in flight).
     public var due = 0
+    /// Pending entries that would be due but for their origin's flow (``FlowControl``): a
+    /// `Retry-After` pause or a limit holds them back now. Not among ``due``, so an alarm that
+    /// watches due entries for a stuck queue does not fire for an origin that is only metered.
+    public var heldByFlow = 0
     /// Of ``inflight``, the entries this process's drainer holds.
     public var inflightHere = 0
     /// When the last delivery recorded in the store happened, by any process (the latest of

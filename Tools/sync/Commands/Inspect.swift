@@ -158,7 +158,8 @@ struct Stats: AsyncParsableCommand {
             delivered first), oldest_pending_age_seconds, \
             next_attempt_at (null when none), last_delivered_at (null when none), paused (the \
             whole queue), paused_groups, pending_paused (pending entries a pause holds back) and \
-            origins (each origin held by flow control: origin, paused_until, pause_status, \
+            due_held_by_flow (pending entries otherwise due that an origin's pause or limit holds \
+            back: not in due), origins (each origin held by flow control: origin, paused_until, pause_status, \
             concurrency as 429s and 503s shrank it, limit as --origin-limit writes it, inflight). \
             Due times are kept on the boot clock and shown by this process's wall clock.
 
@@ -192,6 +193,7 @@ struct Stats: AsyncParsableCommand {
                         "pending_paused": pauses.pendingHeld,
                         "pending": counts.pending,
                         "due": counts.due,
+                        "due_held_by_flow": counts.heldByFlow,
                         "inflight": counts.inflight,
                         "inflight_orphaned": counts.inflightOrphaned,
                         "delivered": counts.delivered,
@@ -220,7 +222,7 @@ struct Stats: AsyncParsableCommand {
                     print(Output.terminalSafe("origin     \(flow.origin): " + parts.joined(separator: ", ")))
                 }
                 print("pending    \(counts.pending)" + (pauses.pendingHeld > 0 ? " (\(pauses.pendingHeld) held by a pause)" : ""))
-                print("due        \(counts.due)")
+                print("due        \(counts.due)" + (counts.heldByFlow > 0 ? " (\(counts.heldByFlow) more held by their origins' flow)" : ""))
                 print("inflight   \(counts.inflight)" + (counts.inflightOrphaned > 0 ? " (\(counts.inflightOrphaned) under a drainer that is gone)" : ""))
                 print("delivered  \(counts.delivered)")
                 print("dead       \(counts.dead)")
