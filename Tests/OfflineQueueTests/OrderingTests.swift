@@ -21,7 +21,10 @@ struct OrderingTests {
 
         let state = LockedBox(State())
 
-        func install(on server: TestHTTPServer, path: String, hold: Duration, failFirst: Set<String> = []) {
+        /// `gate`: each request waits until that many were in flight at once (a hang guard
+        /// bounds it), so that a test of concurrency does not depend on how fast a loaded
+        /// machine starts the sends of one batch.
+        func install(on server: TestHTTPServer, path: String, hold: Duration, failFirst: Set<String> = [], gate: Int? = nil) {
             let failed = LockedBox(Set<String>())
             server.route(path) { [state] request, writer in
                 let group = request.queryValue("g") ?? "-"
@@ -33,6 +36,7 @@ struct OrderingTests {
                     state.maxTotal = max(state.maxTotal, state.activeTotal)
                     state.maxPerGroup = max(state.maxPerGroup, state.active[group] ?? 0)
                 }
+                if let gate { _ = await eventually { state.current.maxTotal >= gate } }
                 try await Task.sleep(for: hold)
                 state.withLock { state in
                     state.active[group, default: 1] -= 1
@@ -70,7 +74,7 @@ struct OrderingTests {
         try await removing(store) {
             let server = try await TestHTTPServer.start()
             let recorder = Recorder()
-            recorder.install(on: server, path: "/parallel", hold: .milliseconds(200))
+            recorder.install(on: server, path: "/parallel", hold: .milliseconds(20), gate: 3)
             let queue = try await makeQueue(on: store, server: server, concurrency: 3)
             var requests: [QueuedRequest] = []
             for group in ["a", "b", "c", "d", "e"] {
