@@ -127,7 +127,7 @@ struct FlowProcessTests {
         }
     }
 
-    @Test("no limit set: after a 429 with Retry-After, no drainer sends to that origin until then (after what was under way), while a second origin's entries flow")
+    @Test("no limit set: after a 429 with Retry-After, no drainer sends to that origin until then (only what was on the wire met it), while a second origin's entries flow")
     func pauseHonouredByTheFleet() async throws {
         try await Self.onSharedStores { kind in
             let store = try TestStore(kind)
@@ -166,16 +166,16 @@ struct FlowProcessTests {
                 await Self.stop(drainers, kind)
                 #expect(done, "\(kind): \(busyLog.delivered) of 40 and \(freeLog.delivered) of 200 delivered")
                 let start = try #require(pausedAt.current)
-                let busyArrivals = busyLog.arrivals.current
-                // Requests under way (or in hand) when the 429 came may still arrive just after
-                // it; a drainer learns of the pause at its next commit.
-                let grace: Duration = .milliseconds(1500)
-                let late = busyArrivals.filter { $0.at - start >= grace && $0.at - start < pause }
-                print("flow pause, \(kind): \(busyLog.count(429)) answered 429 (all within \(grace) of the first), \(late.count) later within the pause; free origin: \(freeLog.delivered)")
-                #expect(late.isEmpty, "\(kind): \(late.count) requests to the paused origin between \(grace) and \(pause) after its 429")
-                #expect(busyLog.count(429) < 40, "\(kind): not every entry met the 429: \(busyLog.count(429))")
-                let lastFree = try #require(freeLog.arrivals.current.last)
-                #expect(lastFree.at - start < pause, "\(kind): the second origin's entries were all delivered while the first was paused")
+                // Only what was on the wire when the 429s came: each drainer's sends at once (its
+                // concurrency, 8), never an entry it held in hand or claimed later; counted, not
+                // timed.
+                let slots = Self.drainerCount(kind) * 8
+                print("flow pause, \(kind): \(busyLog.count(429)) answered 429 (at most \(slots) sends at once); free origin: \(freeLog.delivered)")
+                #expect(busyLog.count(429) <= slots && busyLog.count(429) < 40, "\(kind): \(busyLog.count(429)) requests met the pause")
+                // The second origin flowed while the first was paused: some of its entries
+                // arrived after the first 429 and before the first origin's first delivery.
+                let resumed = try #require(busyLog.arrivals.current.first { $0.status == 200 })
+                #expect(freeLog.arrivals.current.contains { $0.at > start && $0.at < resumed.at }, "\(kind): the second origin flowed meanwhile")
                 let counts = try await queue.counts()
                 #expect(counts.delivered == 240 && counts.dead == 0)
                 await busy.shutdown()
