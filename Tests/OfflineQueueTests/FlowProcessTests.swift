@@ -61,16 +61,9 @@ struct FlowProcessTests {
 
     static func drainerCount(_ kind: StoreKind) -> Int { kind == .postgres ? 4 : 2 }
 
-    static func onSharedStores(_ body: @escaping @Sendable (StoreKind) async throws -> Void) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for kind in StoreKind.shared { group.addTask { try await body(kind) } }
-            try await group.waitForAll()
-        }
-    }
-
     @Test("a limit of 10/s held by the fleet: 300 entries, no 429 from a server that admits 10 a second, never above the limit (and at COURIER_FLOW_RATE_FLOOR or more when set), on SQLite and PostgreSQL at once")
     func limitHeldByTheFleet() async throws {
-        try await Self.onSharedStores { kind in
+        try await ProcessTests.onSharedStores { kind in
             let store = try TestStore(kind)
             try await removing(store) {
                 let server = try await TestHTTPServer.start()
@@ -129,7 +122,7 @@ struct FlowProcessTests {
 
     @Test("no limit set: after a 429 with Retry-After, no drainer sends to that origin until then (only what was on the wire met it), while a second origin's entries flow")
     func pauseHonouredByTheFleet() async throws {
-        try await Self.onSharedStores { kind in
+        try await ProcessTests.onSharedStores { kind in
             let store = try TestStore(kind)
             try await removing(store) {
                 let busy = try await TestHTTPServer.start()
@@ -186,7 +179,7 @@ struct FlowProcessTests {
 
     @Test("a server that answers 503 when overloaded, without Retry-After: the fleet's concurrency towards it falls, the 503s stop growing, everything delivered, nothing dead")
     func overloadSlowsTheFleet() async throws {
-        try await Self.onSharedStores { kind in
+        try await ProcessTests.onSharedStores { kind in
             let store = try TestStore(kind)
             try await removing(store) {
                 let server = try await TestHTTPServer.start()

@@ -26,13 +26,7 @@ struct SystemdServiceTests {
 
         let queue = try makeQueue(path: folder.databasePath, server: server)
         for _ in 0..<3 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString) }
-        let logger = Logger(label: "test.systemd")
-        let service = queue.service(pollInterval: .seconds(1), shutdownGrace: .seconds(1), logger: logger)
-        let group = ServiceGroup(
-            services: [service, SystemdQueueService(notifier: notifier, service: service, shutdownGrace: .seconds(1), logger: logger)],
-            gracefulShutdownSignals: [], logger: logger
-        )
-        let running = Task { try await group.run() }
+        let (group, running) = Self.run(queue, notifier: notifier)
 
         let ready = await socket.receive(containing: "READY=1", limit: .hangGuard)
         #expect(ready.last?.contains("STATUS=") == true, "READY=1 comes with the queue's status: \(ready)")
@@ -59,18 +53,24 @@ struct SystemdServiceTests {
         let notifier = try #require(SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]))
         let queue = try makeQueue(path: folder.databasePath, server: server)
         _ = try await queue.enqueue(method: "POST", url: server.url("/busy").absoluteString)
-        let logger = Logger(label: "test.systemd")
-        let service = queue.service(pollInterval: .seconds(1), shutdownGrace: .seconds(1), logger: logger)
-        let group = ServiceGroup(
-            services: [service, SystemdQueueService(notifier: notifier, service: service, shutdownGrace: .seconds(1), logger: logger)],
-            gracefulShutdownSignals: [], logger: logger
-        )
-        let running = Task { try await group.run() }
+        let (group, running) = Self.run(queue, notifier: notifier)
         let origin = server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         let status = await socket.receive(containing: "origins: \(origin) paused until ", limit: .hangGuard)
         #expect(status.last?.contains("(429)") == true, "\(status)")
         await group.triggerGracefulShutdown()
         try await running.value
         await server.shutdown()
+    }
+
+    /// The queue's service and the systemd service beside it, in a group that runs until its
+    /// graceful shutdown.
+    static func run(_ queue: OfflineQueue, notifier: SystemdNotifier) -> (ServiceGroup, Task<Void, any Error>) {
+        let logger = Logger(label: "test.systemd")
+        let service = queue.service(pollInterval: .seconds(1), shutdownGrace: .seconds(1), logger: logger)
+        let group = ServiceGroup(
+            services: [service, SystemdQueueService(notifier: notifier, service: service, shutdownGrace: .seconds(1), logger: logger)],
+            gracefulShutdownSignals: [], logger: logger
+        )
+        return (group, Task { try await group.run() })
     }
 }
