@@ -365,18 +365,4 @@ struct DrainMachineTests {
         guard case .finish = machine.next(at: Self.ms(100)) else { Issue.record("a pause of 30 s is the service's to wait for"); return }
         #expect(machine.summary.heldFor == .seconds(30))
     }
-
-    @Test("held by a limit, the next claim comes at the next token even while sends are under way: the limit sets the pace, not their round trips")
-    func heldClaimsWhileSending() throws {
-        var machine = Self.machine(limit: 4)
-        _ = try #require(Self.expectCommit(&machine, at: .zero))
-        machine.committed(ClaimResult(claimed: [Self.entry(1)], heldFor: Self.ms(100)), at: .zero)
-        guard case .start(let first) = machine.next(at: .zero) else { Issue.record("expected a start"); return }
-        #expect(first.map(\.id) == [1])
-        guard case .wait(let until) = machine.next(at: Self.ms(1)) else { Issue.record("expected a wait for the token"); return }
-        #expect(until == Self.ms(100))
-        // Entry 1 is still being sent at the token's time: the claim goes anyway.
-        let claim = try #require(Self.expectCommit(&machine, at: Self.ms(100)))
-        #expect(claim.claimLimit > 0 && claim.settlements.isEmpty)
-    }
 }

@@ -237,15 +237,11 @@ struct DrainMachine {
         // A drain stopped or failed meanwhile stays so; a drained one stays drained.
         let exhausted = result.claimed.count < commit.claimLimit
         summary.heldFor = exhausted ? result.heldFor : nil
-        // Entries held by a limit that frees soon: claimed when it does, the drain going on, and
-        // whether or not sends are still under way (the limit sets the pace, not their round
-        // trips).
+        // Entries held by a limit that frees soon: claimed when it does, the drain going on.
         if exhausted, let held = result.heldFor, held <= settings.longestHold {
             heldUntil = now + held
-            switch phase {
-            case .claiming, .drained: phase = .claiming(exhausted: false)
-            case .stopped, .failed: break
-            }
+            if case .drained = phase { phase = .claiming(exhausted: true) }
+            if case .claiming = phase { phase = .claiming(exhausted: true) }
             return
         }
         heldUntil = nil
