@@ -90,7 +90,7 @@ extension SQLiteQueueStore {
             let key = String(origin)
             if case .success = signal, flows[key] == nil { continue }
             if case .overload = signal, inflight == nil { inflight = try inflightByOrigin(db) }
-            var row = flows[key] ?? OriginFlow(origin: key)
+            var row = flows[key] ?? OriginFlow(origin: key, patterns: OriginLimitTable(rows: Array(flows.values)), now: now.uptime)
             row.record(signal, now: now.uptime, wall: now.wall.timeIntervalSince1970, inflight: inflight?[origin] ?? 1, settings: settings)
             flows[key] = row
             changed.insert(key)
@@ -99,16 +99,16 @@ extension SQLiteQueueStore {
     }
 
     func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
-        let byOrigin = Dictionary(limits.map { ($0.origin, $0) }, uniquingKeysWith: { _, last in last })
+        let table = OriginLimitTable(limits)
         let stored = try await read { db in
-            Dictionary(try Self.flowRows(db, now: now).compactMap { row in row.limit.map { (row.origin, $0) } }, uniquingKeysWith: { first, _ in first })
+            Dictionary(try Self.flowRows(db, now: now).map { ($0.origin, $0.limit) }, uniquingKeysWith: { first, _ in first })
         }
-        guard stored != byOrigin else { return }
+        guard !table.agrees(with: stored) else { return }
         try await write { db in
             var rows = Dictionary(try Self.flowRows(db, now: now).map { ($0.origin, $0) }, uniquingKeysWith: { first, _ in first })
-            for origin in Set(rows.keys).union(byOrigin.keys) {
+            for origin in Set(rows.keys).union(limits.map(\.origin)) {
                 var row = rows[origin] ?? OriginFlow(origin: origin)
-                row.set(byOrigin[origin], now: now.uptime)
+                row.set(table.limit(for: origin), now: now.uptime)
                 rows[origin] = row
             }
             let idle = rows.values.filter { $0.isIdle(at: now.uptime) }.map(\.origin)

@@ -12,29 +12,31 @@ extension PostgresQueueStore {
     /// "The flow row `f` lets its origin take nothing at `$1`": paused, out of tokens, or at its
     /// concurrency (the claim's allowance in `settle_and_claim`, below 1).
     static let heldFlow = """
-        f.paused_until > $1
+        position('*' in f.origin) = 0 AND (f.paused_until > $1
         OR (f.rate IS NOT NULL AND least(f.burst, f.tokens + greatest(0, $1 - f.refilled_at) * f.rate) < 1)
         OR (coalesce(f.cap, f.shrunk_to) IS NOT NULL AND least(coalesce(f.cap, 1000000), coalesce(f.shrunk_to, 1000000))
-            <= (SELECT count(*) FROM §.entry AS i WHERE i.state = 'inflight' AND §.origin_of(i.url) = f.origin))
+            <= (SELECT count(*) FROM §.entry AS i WHERE i.state = 'inflight' AND §.origin_of(i.url) = f.origin)))
         """
 
+    /// Stores `limits` as the queue's: each origin's and pattern's row, then the rows patterns
+    /// gave origins (``OriginLimitTable``: their pattern's limit now, or none), in one
+    /// transaction; nothing when the rows already hold them.
     func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
         let fleet = try await fleetTime(now)
-        let byOrigin = Dictionary(limits.map { ($0.origin, $0) }, uniquingKeysWith: { _, last in last })
+        let table = OriginLimitTable(limits)
         let stored = try await reading { connection in
-            var stored: [String: OriginLimit] = [:]
+            var stored: [String: OriginLimit?] = [:]
             for try await (origin, rate, burst, cap) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
-                SELECT origin, rate, burst, cap FROM §.origin_flow WHERE rate IS NOT NULL OR cap IS NOT NULL
+                SELECT origin, rate, burst, cap FROM §.origin_flow
                 """)), logger: self.logger).decode((String, Double?, Int32?, Int32?).self) {
-                stored[origin] = try? OriginLimit(origin, requestsPerSecond: rate, burst: Int(burst ?? 1), concurrency: cap.map(Int.init))
+                stored[origin] = rate == nil && cap == nil
+                    ? .some(nil) : try? OriginLimit(origin, requestsPerSecond: rate, burst: Int(burst ?? 1), concurrency: cap.map(Int.init))
             }
             return stored
         }
-        guard stored != byOrigin else { return }
+        guard !table.agrees(with: stored) else { return }
+        let named = limits.map(\.origin)
         try await transaction { connection in
-            try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
-                UPDATE §.origin_flow SET rate = NULL, burst = NULL, cap = NULL WHERE NOT origin = ANY($1)
-                """)).with(limits.map(\.origin)), logger: self.logger)
             for limit in limits {
                 // A new bucket starts full; one that existed keeps its tokens (at most the new burst).
                 try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
@@ -47,6 +49,20 @@ extension PostgresQueueStore {
                         limit.origin, limit.requestsPerSecond, Int32(clamping: limit.burst), limit.concurrency.map { Int32(clamping: $0) }, fleet
                     ), logger: self.logger)
             }
+            // Patterns no longer named hold nothing; then every other row holds its pattern's
+            // limit as it is now, or none.
+            try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                UPDATE §.origin_flow SET rate = NULL, burst = NULL, cap = NULL WHERE position('*' in origin) > 0 AND NOT origin = ANY($1)
+                """)).with(named), logger: self.logger)
+            try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                UPDATE §.origin_flow AS f SET rate = p.rate, burst = p.burst, cap = p.cap,
+                    tokens = CASE WHEN f.rate IS NULL AND p.rate IS NOT NULL THEN p.burst
+                        WHEN p.burst IS NOT NULL THEN least(f.tokens, p.burst) ELSE f.tokens END,
+                    refilled_at = CASE WHEN f.rate IS NULL AND p.rate IS NOT NULL THEN $2 ELSE f.refilled_at END
+                FROM (SELECT g.origin AS of, d.rate, d.burst, d.cap FROM §.origin_flow AS g CROSS JOIN LATERAL §.pattern_for(g.origin) AS d
+                    WHERE position('*' in g.origin) = 0 AND NOT g.origin = ANY($1)) AS p
+                WHERE f.origin = p.of
+                """)).with(named, fleet), logger: self.logger)
             try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.origin_flow WHERE \(Self.idleFlows)")).with(fleet), logger: self.logger)
             try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger)
         }
@@ -59,7 +75,7 @@ extension PostgresQueueStore {
             let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                 SELECT f.origin, f.paused_until, f.pause_status, f.shrunk_to, f.rate, f.burst, f.cap,
                     (SELECT count(*) FROM §.entry AS i WHERE i.state = 'inflight' AND §.origin_of(i.url) = f.origin)
-                FROM §.origin_flow AS f ORDER BY f.origin
+                FROM §.origin_flow AS f ORDER BY f.origin COLLATE "C"
                 """)), logger: self.logger)
             for try await (origin, pausedUntil, status, shrunk, rate, burst, cap, inflight) in rows.decode(
                 (String, Double?, Int32?, Int32?, Double?, Int32?, Int32?, Int64).self

@@ -39,6 +39,36 @@ extension PostgresSchema {
         """
     }
 
+    /// Schema 10: limits by origin pattern (``OriginLimit/isPattern``), by the rules of
+    /// ``OriginLimitTable``: `origin_matches` is its `matches(pattern:origin:)`, `pattern_for`
+    /// the most specific pattern row that matches an origin (a row of NULLs when none).
+    static func originPatternsMigration(_ schema: String) -> String {
+        """
+        CREATE FUNCTION "\(schema)".origin_matches(pattern text, origin text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $$ SELECT position('*' in pattern) > 0 AND position('*' in origin) = 0 AND length(origin) > length(pattern) - 1
+                AND left(origin, position('*' in pattern) - 1) = left(pattern, position('*' in pattern) - 1)
+                AND right(origin, length(pattern) - position('*' in pattern)) = substr(pattern, position('*' in pattern) + 1)
+                AND substr(origin, position('*' in pattern), length(origin) - length(pattern) + 1) !~ '[:/@]' $$;
+        CREATE FUNCTION "\(schema)".pattern_for(o text) RETURNS "\(schema)".origin_flow LANGUAGE sql STABLE
+            AS $$ SELECT * FROM "\(schema)".origin_flow AS p WHERE position('*' in p.origin) > 0 AND "\(schema)".origin_matches(p.origin, o)
+                ORDER BY octet_length(p.origin) DESC, p.origin LIMIT 1 $$;
+        \(dropSettleAndClaim(schema, flow: true))
+        \(settleAndClaim(
+            schema,
+            outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text, o_keep_response text, o_response_sources text, o_coalesce_key text, o_delivery text",
+            columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate, e.keep_response, e.response_sources, e.coalesce_key, e.delivery",
+            dependencies: true, conflicts: true, flow: true, patterns: true
+        ))
+        """
+    }
+
+    static let patternDeclarations = """
+
+            patterned boolean;
+            pat record;
+            unmatched text[];
+        """
+
     static let flowDeclarations = """
 
             sig record;
@@ -54,8 +84,25 @@ extension PostgresSchema {
     /// What the settlements' answers say of their origins (`s_pause`: a `Retry-After` pause's
     /// seconds, `-1` for none), before they are recorded, so that an overload counts the entry
     /// that met it among those in flight. Deliveries count only towards rows that exist.
-    static func flowRecording(_ schema: String) -> String {
-        """
+    /// With `patterns` (v10 on), a row that a pause or an overload makes for an origin holds
+    /// the limit of the pattern that matches it (`pattern_for`).
+    static func flowRecording(_ schema: String, patterns: Bool = false) -> String {
+        let pauseRow = patterns ? """
+                            INSERT INTO "\(schema)".origin_flow AS f (origin, paused_until, pause_status, rate, burst, cap, tokens, refilled_at)
+                                SELECT sig.origin, fleet + sig.pause, sig.status, p.rate, p.burst, p.cap, coalesce(p.burst, 0), fleet
+                                FROM "\(schema)".pattern_for(sig.origin) AS p
+            """ : """
+                            INSERT INTO "\(schema)".origin_flow AS f (origin, paused_until, pause_status)
+                                VALUES (sig.origin, fleet + sig.pause, sig.status)
+            """
+        let overloadRow = patterns ? """
+                            INSERT INTO "\(schema)".origin_flow AS f (origin, shrunk_to, rate, burst, cap, tokens, refilled_at)
+                                SELECT sig.origin, greatest(1, least(n, coalesce(p.cap, n)) / 2), p.rate, p.burst, p.cap, coalesce(p.burst, 0), fleet
+                                FROM "\(schema)".pattern_for(sig.origin) AS p
+            """ : """
+                            INSERT INTO "\(schema)".origin_flow AS f (origin, shrunk_to) VALUES (sig.origin, greatest(1, n / 2))
+            """
+        return """
 
                 IF EXISTS (SELECT 1 FROM unnest(s_kind, s_status) AS k(kind, status) WHERE k.kind IN ('retry', 'dead') AND k.status IN (429, 503))
                     OR EXISTS (SELECT 1 FROM "\(schema)".origin_flow) THEN
@@ -73,8 +120,7 @@ extension PostgresSchema {
                                     WHEN shrunk_to + 1 >= least(ceiling, coalesce(cap, ceiling)) THEN NULL ELSE shrunk_to + 1 END
                             WHERE origin = sig.origin AND shrunk_to IS NOT NULL;
                         ELSIF sig.kind = 'retry' AND sig.pause >= 0 THEN
-                            INSERT INTO "\(schema)".origin_flow AS f (origin, paused_until, pause_status)
-                                VALUES (sig.origin, fleet + sig.pause, sig.status)
+        \(pauseRow)
                             ON CONFLICT (origin) DO UPDATE SET
                                 pause_status = CASE WHEN coalesce(f.paused_until, '-infinity') < EXCLUDED.paused_until
                                     THEN EXCLUDED.pause_status ELSE f.pause_status END,
@@ -83,7 +129,7 @@ extension PostgresSchema {
                             SELECT count(*) INTO n FROM "\(schema)".entry AS i
                                 WHERE i.state = 'inflight' AND "\(schema)".origin_of(i.url) = sig.origin;
                             n := greatest(n, 1);
-                            INSERT INTO "\(schema)".origin_flow AS f (origin, shrunk_to) VALUES (sig.origin, greatest(1, n / 2))
+        \(overloadRow)
                             ON CONFLICT (origin) DO UPDATE SET successes = 0,
                                 shrunk_to = greatest(1, coalesce(f.shrunk_to, least(n, coalesce(f.cap, n))) / 2);
                         END IF;
@@ -93,20 +139,46 @@ extension PostgresSchema {
     }
 
     /// The claim while `origin_flow` holds rows (the `ELSIF` after the plain claim's `IF`).
-    static func flowClaim(_ schema: String, candidates: String, returning: String) -> String {
-        """
+    /// With `patterns` (v10 on), an origin with no row that a pattern matches is given one
+    /// (`pattern_for`) the first time the walk meets it, and the pattern's own row holds no
+    /// origin's flow.
+    static func flowClaim(_ schema: String, candidates: String, returning: String, patterns: Bool = false) -> String {
+        // What the row `f` lets its origin take now.
+        let allowance = """
+            CASE WHEN f.paused_until > fleet THEN 0 ELSE least(
+                                CASE WHEN f.rate IS NULL THEN 1000000
+                                    ELSE floor(least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate)) END,
+                                CASE WHEN f.cap IS NULL AND f.shrunk_to IS NULL THEN 1000000
+                                    ELSE greatest(0, least(coalesce(f.cap, 1000000), coalesce(f.shrunk_to, 1000000)) - (SELECT count(*)
+                                        FROM "\(schema)".entry AS i WHERE i.state = 'inflight' AND "\(schema)".origin_of(i.url) = f.origin)) END) END
+            """
+        let derive = patterns ? """
+
+                    IF patterned AND NOT allow ? cand.origin AND NOT cand.origin = ANY(unmatched) THEN
+                        SELECT * INTO pat FROM "\(schema)".pattern_for(cand.origin);
+                        IF pat.origin IS NULL THEN
+                            unmatched := array_append(unmatched, cand.origin);
+                        ELSE
+                            -- A new bucket starts full; a row another claim has just made is taken as it is.
+                            INSERT INTO "\(schema)".origin_flow (origin, rate, burst, cap, tokens, refilled_at)
+                                VALUES (cand.origin, pat.rate, pat.burst, pat.cap, coalesce(pat.burst, 0), fleet)
+                                ON CONFLICT (origin) DO NOTHING;
+                            SELECT \(allowance) INTO n FROM "\(schema)".origin_flow AS f WHERE f.origin = cand.origin;
+                            allow := jsonb_set(allow, ARRAY[cand.origin], to_jsonb(n));
+                        END IF;
+                    END IF;
+            """ : ""
+        return """
 
             ELSIF claim_limit > 0 AND current_number >= 0 THEN
                 -- One claim at a time reads and debits the flows: the fleet's limits hold.
                 PERFORM 1 FROM "\(schema)".origin_flow ORDER BY origin FOR UPDATE;
-                SELECT coalesce(jsonb_object_agg(f.origin, CASE WHEN f.paused_until > fleet THEN 0 ELSE least(
-                        CASE WHEN f.rate IS NULL THEN 1000000
-                            ELSE floor(least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate)) END,
-                        CASE WHEN f.cap IS NULL AND f.shrunk_to IS NULL THEN 1000000
-                            ELSE greatest(0, least(coalesce(f.cap, 1000000), coalesce(f.shrunk_to, 1000000)) - (SELECT count(*)
-                                FROM "\(schema)".entry AS i WHERE i.state = 'inflight' AND "\(schema)".origin_of(i.url) = f.origin)) END) END),
-                    '{}'::jsonb)
-                    INTO allow FROM "\(schema)".origin_flow AS f;
+                SELECT coalesce(jsonb_object_agg(f.origin, \(allowance)), '{}'::jsonb)
+                    INTO allow FROM "\(schema)".origin_flow AS f\(patterns ? " WHERE position('*' in f.origin) = 0" : "");\(patterns ? """
+
+                patterned := EXISTS (SELECT 1 FROM "\(schema)".origin_flow AS f WHERE position('*' in f.origin) > 0);
+                unmatched := '{}';
+        """ : "")
                 taken := '{}'::jsonb;
                 picked := '{}';
                 held_origins := '{}';
@@ -115,7 +187,7 @@ extension PostgresSchema {
         \(candidates)
                     LIMIT claim_limit + 4096
                     FOR UPDATE SKIP LOCKED
-                LOOP
+                LOOP\(derive)
                     IF allow ? cand.origin THEN
                         IF (allow ->> cand.origin)::numeric < 1 THEN
                             IF NOT cand.origin = ANY(held_origins) THEN held_origins := array_append(held_origins, cand.origin); END IF;

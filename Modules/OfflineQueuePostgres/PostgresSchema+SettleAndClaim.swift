@@ -24,9 +24,11 @@ extension PostgresSchema {
     /// With `conflicts` (v8 on): settlements of kind `conflict` (state `conflict`, which holds
     /// its group) and `drop` (state `superseded`, its children decided as a dead parent's).
     /// With `flow` (v9 on): flow control by origin (``PostgresSchema/flowRecording(_:)``,
-    /// ``PostgresSchema/flowClaim(_:candidates:)``), with three arguments more.
+    /// ``PostgresSchema/flowClaim(_:candidates:)``), with three arguments more; with `patterns`
+    /// (v10 on), limits by origin pattern too.
     static func settleAndClaim(
-        _ schema: String, outputs: String = "", columns: String = "", dependencies: Bool = false, conflicts: Bool = false, flow: Bool = false
+        _ schema: String, outputs: String = "", columns: String = "", dependencies: Bool = false, conflicts: Bool = false, flow: Bool = false,
+        patterns: Bool = false
     ) -> String {
         let groupOpen = conflicts ? "('pending', 'inflight', 'blocked', 'conflict')" : dependencies ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
         let ended = conflicts ? "done.state IN ('dead', 'superseded')" : "done.state = 'dead'"
@@ -51,6 +53,7 @@ extension PostgresSchema {
             """ : ""
         var declarations = dependencies ? "\n    delivered bigint[];\n    died bigint[];\n    children bigint[];" : ""
         if flow { declarations += flowDeclarations }
+        if patterns { declarations += patternDeclarations }
         let candidates = """
                         WHERE c.state = 'pending' AND c.next_attempt_at + 0 <= fleet
                         AND (since IS NULL OR c.last_attempt_at IS NULL OR c.last_attempt_at < since)
@@ -88,7 +91,7 @@ extension PostgresSchema {
         DECLARE
             recorded bigint[];\(declarations)
         BEGIN
-            IF cardinality(s_id) > 0 THEN\(flow ? flowRecording(schema) : "")
+            IF cardinality(s_id) > 0 THEN\(flow ? flowRecording(schema, patterns: patterns) : "")
                 -- Materialized: the join reads the arrays once, not once per row it updates.
                 WITH s AS MATERIALIZED (
                     SELECT * FROM unnest(s_id, s_kind, s_attempts, s_next, s_waiting, s_status, s_error, s_excerpt, s_has_excerpt, s_reason)
@@ -147,7 +150,7 @@ extension PostgresSchema {
                     ))
             \(returning)
                 )
-                SELECT claimed.*, 'claimed' FROM claimed;\(flow ? flowClaim(schema, candidates: candidates, returning: returning) : "")
+                SELECT claimed.*, 'claimed' FROM claimed;\(flow ? flowClaim(schema, candidates: candidates, returning: returning, patterns: patterns) : "")
             END IF;
         END
         $$

@@ -249,6 +249,8 @@ enum PostgresSchema {
         },
         // Flow control by origin (FlowControl): PostgresSchema+Flow.swift.
         Migration(name: "v9-origin-flow") { schema in originFlowMigration(schema) },
+        // Limits by origin pattern (`https://*.example.com`): PostgresSchema+Flow.swift.
+        Migration(name: "v10-origin-patterns") { schema in originPatternsMigration(schema) },
     ]
 
     /// The channel those awaiting outcomes listen on: `<schema>.settled`.

@@ -156,13 +156,79 @@ struct FlowConformanceTests {
         }
     }
 
+    @Test("a pattern's limit is held by each origin it matches on its own, across drainers; an origin's own limit comes first", arguments: StoreKind.allCases)
+    func patternLimits(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let pattern = try OriginLimit("https://*.p.test", requestsPerSecond: 4, burst: 2)
+            try await contract.storage.storeOriginLimits([pattern, try OriginLimit("https://own.p.test", concurrency: 1)], now: contract.now)
+            let x = "https://x.p.test", y = "https://a.y.p.test", own = "https://own.p.test"
+            let apex = "https://p.test", port = "https://x.p.test:8443"
+            _ = try await contract.insert([x, y, own, apex, port].flatMap { Self.specs($0, 4) })
+            let first = try await Self.commit(contract, limit: 40)
+            let taken = Dictionary(grouping: first.claimed) { FlowOrigin.key(ofURL: $0.url).map(String.init) ?? "" }.mapValues(\.count)
+            #expect(taken == [x: 2, y: 2, own: 1, apex: 4, port: 4], "a bucket each, its own limit first, the apex and another port not matched: \(taken)")
+            let held = try #require(first.heldFor)
+            #expect(held > .milliseconds(200) && held <= .milliseconds(250))
+
+            let other = try await contract.drainer()
+            #expect(try await Self.commit(contract, other).claimed.isEmpty, "the derived buckets are the queue's, not the drainer's")
+            contract.clock.advance(by: .milliseconds(300))
+            let refilled = try await Self.commit(contract, other)
+            #expect(refilled.claimed.map(\.url).filter { $0.hasPrefix(x + "/") }.count == 1 && refilled.claimed.count == 2, "a token each")
+            let flows = try await other.originFlows()
+            #expect(flows.map(\.origin) == ["https://*.p.test", y, own, x])
+            let derived = try OriginLimit(x, requestsPerSecond: 4, burst: 2)
+            #expect(flows.first { $0.origin == x }?.limit == derived)
+
+            // A pause makes the row of an origin the pattern matches: it holds the pattern's limit.
+            let late = "https://late.q.test"
+            _ = try await contract.insert(Self.specs(late, 1))
+            let lateEntry = try #require(try await Self.commit(contract, other).claimed.first { $0.url.hasPrefix(late) })
+            try await contract.storage.storeOriginLimits([pattern, try OriginLimit("https://*.q.test", concurrency: 3)], now: contract.now)
+            _ = try await Self.commit(contract, other, settling: [Self.settlement(lateEntry, Self.tooMany(after: .seconds(30)))], limit: 0)
+            let lateFlow = try #require(try await other.originFlows().first { $0.origin == late })
+            let lateLimit = try OriginLimit(late, concurrency: 3)
+            #expect(lateFlow.pausedUntil != nil && lateFlow.limit == lateLimit)
+
+            // Limits without the patterns: the rows they gave hold nothing more and go; a pause stays.
+            try await contract.storage.storeOriginLimits([try OriginLimit(own, concurrency: 1)], now: contract.now)
+            let left = try await other.originFlows()
+            #expect(left.map(\.origin) == [late, own] && left.first?.limit == nil && left.first?.pausedUntil != nil)
+            await other.close()
+        }
+    }
+
+    @Test("an origin pattern matches one label or more before its domain, at its scheme and port only")
+    func patternMatching() throws {
+        let pattern = "https://*.example.com"
+        for origin in ["https://a.example.com", "https://a.b.example.com"] {
+            #expect(OriginLimitTable.matches(pattern: pattern, origin: origin), "\(origin)")
+        }
+        for origin in ["https://example.com", "https://xexample.com", "http://a.example.com", "https://a.example.com:8443",
+                       "https://a.example.com.evil", "https://u@a.example.com", "https://*.example.com"] {
+            #expect(!OriginLimitTable.matches(pattern: pattern, origin: origin), "\(origin)")
+        }
+        #expect(OriginLimitTable.matches(pattern: "https://*.example.com:8443", origin: "https://a.example.com:8443"))
+        let table = OriginLimitTable([
+            try OriginLimit(pattern, requestsPerSecond: 1), try OriginLimit("https://*.api.example.com", requestsPerSecond: 2),
+            try OriginLimit("https://own.api.example.com", requestsPerSecond: 3),
+        ])
+        #expect(table.limit(for: "https://a.example.com")?.requestsPerSecond == 1)
+        #expect(table.limit(for: "https://v1.api.example.com")?.requestsPerSecond == 2, "the longer pattern")
+        #expect(table.limit(for: "https://own.api.example.com")?.requestsPerSecond == 3, "its own limit")
+        #expect(table.limit(for: "https://v1.api.example.com")?.origin == "https://v1.api.example.com")
+    }
+
     @Test("a limit reads as it is written, and bad limits are refused with what is wrong")
     func limitText() throws {
         let limit = try OriginLimit(parsing: "https://api.example.com:8443=10/s,burst=5,concurrency=4")
         #expect(limit.origin == "https://api.example.com:8443" && limit.requestsPerSecond == 10 && limit.burst == 5 && limit.concurrency == 4)
         #expect(try OriginLimit(parsing: limit.text) == limit)
         #expect(try OriginLimit(parsing: "http://127.0.0.1:8080/=concurrency=2").origin == "http://127.0.0.1:8080")
-        for bad in ["https://a.test", "https://a.test/path=1/s", "ftp://a.test=1/s", "https://a.test=0/s", "https://a.test=1/s,burst=0", "https://a.test=fast"] {
+        let pattern = try OriginLimit(parsing: "https://*.example.com:8443=2/s")
+        #expect(pattern.isPattern && pattern.origin == "https://*.example.com:8443" && !limit.isPattern)
+        for bad in ["https://a.*.test=1/s", "https://*=1/s", "https://x*.test=1/s", "https://*.*.test=1/s", "https://u@a.test=1/s", "https://a.test", "https://a.test/path=1/s", "ftp://a.test=1/s", "https://a.test=0/s", "https://a.test=1/s,burst=0", "https://a.test=fast"] {
             #expect(throws: QueueError.self, "\(bad)") { try OriginLimit(parsing: bad) }
         }
     }

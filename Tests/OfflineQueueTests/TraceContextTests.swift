@@ -154,9 +154,9 @@ struct TraceContextTests {
                 for _ in 0..<3 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString) }
                 await queue.close()
             }
-            // v9, v8, v7, v6, v5 and v4 undone: their tables, functions, triggers, columns and
+            // v10, v9, v8, v7, v6, v5 and v4 undone: their tables, functions, triggers, columns and
             // records gone (each makes `settle_and_claim` anew; v9's has three arguments more,
-            // so one with v2's arguments stands in for v4 to drop).
+            // so one with v2's arguments stands in for v4 to drop; v10 keeps v9's).
             let v2Arguments = """
                 bigint[], double precision, bigint[], text[], integer[], double precision[], boolean[], integer[], text[], text[],
                 boolean[], text[], boolean, text, bigint, integer, text, double precision, double precision
@@ -165,6 +165,8 @@ struct TraceContextTests {
                 for statement in [
                     "DROP FUNCTION \"\(schema)\".settle_and_claim(\(v2Arguments), double precision[], integer, integer)",
                     "CREATE FUNCTION \"\(schema)\".settle_and_claim(\(v2Arguments)) RETURNS void LANGUAGE sql AS ''",
+                    "DROP FUNCTION \"\(schema)\".pattern_for(text)", "DROP FUNCTION \"\(schema)\".origin_matches(text, text)",
+                    "DELETE FROM \"\(schema)\".migration WHERE name = 'v10-origin-patterns'",
                     "DROP FUNCTION \"\(schema)\".origin_of(text)", "DROP TABLE \"\(schema)\".origin_flow",
                     "DELETE FROM \"\(schema)\".migration WHERE name = 'v9-origin-flow'",
                     "ALTER TABLE \"\(schema)\".entry DROP COLUMN delivery",

@@ -154,13 +154,19 @@ struct SyncOperatorTests {
         }
         let origin = fixture.server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         for n in 1...3 { #expect(try await sync("enqueue", "POST", fixture.url("/busy?n=\(n)")).status == 0) }
-        let drained = try await sync("drain", "--no-reachability", "--concurrency", "1", "--origin-limit", "\(origin)=5/s,burst=2")
+        // Limits from a file: comments and blank lines; an option wins over the file for its origin.
+        let limits = fixture.folder.appendingPathComponent("limits.conf")
+        try "# the test server\n\n\(origin)=1/s  # replaced below\nhttps://*.example.com=2/s\n".write(to: limits, atomically: true, encoding: .utf8)
+        let drained = try await sync(
+            "drain", "--no-reachability", "--concurrency", "1", "--origin-limit-file", limits.path, "--origin-limit", "\(origin)=5/s,burst=2"
+        )
         #expect(drained.status == 75, "entries remain: \(drained.stderr)")
         #expect(fixture.server.requests.count == 1, "one 429, then the origin waits: \(fixture.server.requests.count) requests")
 
         let stats = try #require(try await sync("--json", "stats").json() as? [String: Any])
         let origins = try #require(stats["origins"] as? [[String: Any]])
-        #expect(origins.count == 1 && origins.first?["origin"] as? String == origin)
+        #expect(origins.count == 2 && origins.last?["origin"] as? String == "https://*.example.com" && origins.last?["limit"] as? String == "https://*.example.com=2/s")
+        #expect(origins.first?["origin"] as? String == origin)
         #expect(origins.first?["pause_status"] as? Int == 429 && origins.first?["paused_until"] is String)
         #expect(origins.first?["limit"] as? String == "\(origin)=5/s,burst=2" && origins.first?["inflight"] as? Int == 0)
         #expect(stats["due"] as? Int == 0 && stats["due_held_by_flow"] as? Int == 2, "the paused origin's other entries are held, not due")
@@ -175,6 +181,9 @@ struct SyncOperatorTests {
             let refused = try await sync("drain", "--no-reachability", "--origin-limit", bad)
             #expect(refused.status == 64 && refused.stderr.contains("--origin-limit"), "\(bad): \(refused.stderr)")
         }
+        try "\(origin)=5/s\n\(origin)=fast\n".write(to: limits, atomically: true, encoding: .utf8)
+        let badFile = try await sync("drain", "--no-reachability", "--origin-limit-file", limits.path)
+        #expect(badFile.status == 64 && badFile.stderr.contains("line 2"), "\(badFile.stderr)")
         await fixture.finish()
     }
 

@@ -22,7 +22,8 @@ extension MemoryQueueState {
             guard let signal = settlement.flowSignal, let url = settlement.url, let origin = FlowOrigin.key(ofURL: url) else { continue }
             if case .success = signal, flows[String(origin)] == nil { continue }
             if case .overload = signal, inflight == nil { inflight = inflightByOrigin() }
-            var row = flows[String(origin)] ?? OriginFlow(origin: String(origin))
+            var row = flows[String(origin)]
+                ?? OriginFlow(origin: String(origin), patterns: OriginLimitTable(rows: Array(flows.values)), now: now.uptime)
             row.record(signal, now: now.uptime, wall: now.wall.timeIntervalSince1970, inflight: inflight?[origin] ?? 1, settings: settings)
             flows[row.origin] = row
         }
@@ -59,12 +60,11 @@ extension MemoryQueueState {
 
     /// Returns whether the stored limits changed.
     mutating func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) -> Bool {
-        let byOrigin = Dictionary(limits.map { ($0.origin, $0) }, uniquingKeysWith: { _, last in last })
-        let stored = Dictionary(flows.values.compactMap { row in row.limit.map { (row.origin, $0) } }, uniquingKeysWith: { first, _ in first })
-        guard stored != byOrigin else { return false }
-        for origin in Set(flows.keys).union(byOrigin.keys) {
+        let table = OriginLimitTable(limits)
+        guard !table.agrees(with: flows.mapValues(\.limit)) else { return false }
+        for origin in Set(flows.keys).union(limits.map(\.origin)) {
             var row = flows[origin] ?? OriginFlow(origin: origin)
-            row.set(byOrigin[origin], now: now.uptime)
+            row.set(table.limit(for: origin), now: now.uptime)
             flows[origin] = row.isIdle(at: now.uptime) ? nil : row
         }
         return true

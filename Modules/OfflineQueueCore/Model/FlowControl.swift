@@ -73,7 +73,9 @@ public struct FlowControl: Sendable, Hashable {
 /// try OriginLimit(parsing: "https://api.example.com=10/s,burst=5,concurrency=4")
 /// ```
 public struct OriginLimit: Sendable, Hashable, Codable {
-    /// The origin, as an entry's URL begins: scheme, host and port if any (`https://api.example.com:8443`).
+    /// The origin, as an entry's URL begins: scheme, host and port if any (`https://api.example.com:8443`);
+    /// or a pattern, `*.` before a domain (`https://*.example.com`), which gives each origin it
+    /// matches a limit of its own (see ``isPattern``).
     public var origin: String
     /// Requests a second at most; `nil`: no rate limit.
     public var requestsPerSecond: Double?
@@ -82,15 +84,20 @@ public struct OriginLimit: Sendable, Hashable, Codable {
     /// Requests in flight at most; `nil`: no cap.
     public var concurrency: Int?
 
-    /// - Throws: ``QueueError/invalidRequest(_:)`` for an origin that is not `http(s)://host[:port]`,
-    ///   a rate that is not positive, or a burst or concurrency below 1.
+    /// - Throws: ``QueueError/invalidRequest(_:)`` for an origin that is not `http(s)://host[:port]`
+    ///   or `http(s)://*.domain[:port]`, a rate that is not positive, or a burst or concurrency below 1.
     public init(_ origin: String, requestsPerSecond: Double? = nil, burst: Int = 1, concurrency: Int? = nil) throws(QueueError) {
         var text = origin
         while text.hasSuffix("/") { text.removeLast() }
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty, url.path.isEmpty, url.query == nil, url.fragment == nil,
-              FlowOrigin.key(ofURL: text).map({ $0 == text[...] }) ?? false else {
-            throw .invalidRequest("\(origin.debugDescription) is not an origin (http or https, a host, a port if any, nothing after)")
+        // A pattern is checked as the origin it would be with a label in place of its `*`.
+        var probe = text
+        if let star = probe.range(of: "://*.") { probe.replaceSubrange(star, with: "://x.") }
+        guard !probe.contains("*"), let url = URL(string: probe), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty, url.path.isEmpty, url.query == nil, url.fragment == nil, url.user == nil,
+              FlowOrigin.key(ofURL: probe).map({ $0 == probe[...] }) ?? false else {
+            throw .invalidRequest(
+                "\(origin.debugDescription) is not an origin (http or https, a host or *.domain, a port if any, nothing after)"
+            )
         }
         if let requestsPerSecond, !(requestsPerSecond > 0 && requestsPerSecond.isFinite) {
             throw .invalidRequest("the rate for \(text) must be a positive number of requests a second, not \(requestsPerSecond)")
@@ -130,6 +137,13 @@ public struct OriginLimit: Sendable, Hashable, Codable {
         }
         try self.init(origin, requestsPerSecond: rate, burst: burst, concurrency: concurrency)
     }
+
+    /// Whether ``origin`` is a pattern (`https://*.example.com`). A pattern's limit is held by
+    /// each origin it matches on its own, a bucket and a concurrency each: `*` stands for one
+    /// label or more (`a.example.com`, `a.b.example.com`, not `example.com`), and the scheme and
+    /// port are as written. An origin's own limit comes before a pattern's; of two patterns, the
+    /// longer.
+    public var isPattern: Bool { origin.contains("*") }
 
     /// As ``init(parsing:)`` reads it.
     public var text: String {
@@ -305,91 +319,5 @@ package struct OriginFlow: Sendable, Hashable {
             let grown = current + 1
             window = grown >= min(settings.ceiling, cap ?? .max) ? nil : grown
         }
-    }
-}
-
-/// A claim's view of the flow rows: which entries it may take, in claim order, and the rows to
-/// write back afterwards. Store-neutral: SQLite and the memory store claim through it;
-/// PostgreSQL keeps the same rules in `settle_and_claim`.
-package struct OriginFlowBook {
-    private var flows: [Substring: OriginFlow]
-    /// What each origin may still take in this claim.
-    private var allowance: [Substring: Int] = [:]
-    private var taken: [Substring: Int] = [:]
-    private let now: Double
-    /// The soonest a held origin frees by time alone (a pause's end, the next token).
-    private(set) var soonest: Double?
-    /// Whether an entry was passed over because of its origin.
-    private(set) var held = false
-
-    /// - Parameter inflight: entries in flight by origin, in every drainer.
-    package init(_ rows: [OriginFlow], inflight: [Substring: Int], now: Double) {
-        self.now = now
-        var flows: [Substring: OriginFlow] = [:]
-        for row in rows { flows[row.origin[...]] = row }
-        self.flows = flows
-        for (origin, row) in flows {
-            var allowed = Int.max
-            if row.isPaused(at: now) {
-                allowed = 0
-                soonest = min(soonest ?? .infinity, row.pausedUntil ?? now)
-            }
-            if row.rate != nil { allowed = min(allowed, Int(row.tokens(at: now).rounded(.down))) }
-            let cap = min(row.cap ?? .max, row.window ?? .max)
-            if cap != .max { allowed = min(allowed, max(0, cap - inflight[origin, default: 0])) }
-            allowance[origin] = allowed
-        }
-    }
-
-    /// The origins that may take nothing at the claim's time: paused, out of tokens, or at their
-    /// concurrency. Their due entries are not counted as due (``QueueCounts/heldByFlow``).
-    package var heldOrigins: [String] {
-        flows.values.filter { allowance[$0.origin[...], default: .max] < 1 }.map(\.origin)
-    }
-
-    /// The origins paused at the claim's time.
-    package var pausedOrigins: [String] {
-        flows.values.filter { $0.isPaused(at: now) }.map(\.origin)
-    }
-
-    /// Whether an entry to `url` may be claimed; counts it when it may.
-    package mutating func admit(url: String) -> Bool {
-        guard let origin = FlowOrigin.key(ofURL: url), let left = allowance[origin] else { return true }
-        guard left > 0 else {
-            held = true
-            if let row = flows[origin], let rate = row.rate, !row.isPaused(at: now) {
-                // The next token, if tokens are what is short.
-                let missing = 1 - (row.tokens(at: now) - Double(taken[origin, default: 0]))
-                if missing > 0 { soonest = min(soonest ?? .infinity, now + missing / rate) }
-            }
-            return false
-        }
-        allowance[origin] = left - 1
-        taken[origin, default: 0] += 1
-        return true
-    }
-
-    /// The rows after the claim: buckets debited for what it took (and refilled to `now`),
-    /// and the origins whose rows hold nothing any more, to delete.
-    package func written() -> (changed: [OriginFlow], idle: [String]) {
-        var changed: [OriginFlow] = []
-        var idle: [String] = []
-        for (origin, var row) in flows {
-            if row.isIdle(at: now) {
-                idle.append(row.origin)
-                continue
-            }
-            guard row.rate != nil, let count = taken[origin] else { continue }
-            row.tokens = row.tokens(at: now) - Double(count)
-            row.refilledAt = now
-            changed.append(row)
-        }
-        return (changed, idle)
-    }
-
-    /// How long until a held origin frees by time alone, when an entry was held.
-    package var heldFor: Duration? {
-        guard held, let soonest else { return nil }
-        return Duration.clamped(seconds: max(0, soonest - now)) ?? .zero
     }
 }

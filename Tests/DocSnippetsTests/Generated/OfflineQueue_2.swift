@@ -12,6 +12,7 @@ func docSnippet_OfflineQueue_2() async throws {
     configuration.flow.limits = [
         try OriginLimit("https://api.example.com", requestsPerSecond: 10, burst: 2),
         try OriginLimit(parsing: "https://uploads.example.com=concurrency=2"),
+        try OriginLimit("https://*.tenants.example.com", requestsPerSecond: 5),  // 5/s for each tenant's host
     ]
     configuration.flow.maxPause = .seconds(600)
     configuration.flow.reconnectSpread = .seconds(60)
