@@ -30,7 +30,7 @@ extension SQLiteQueueStore {
             if claimLimit > 0 {
                 result.claimed = try Self.claim(
                     db, limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, databasePath: path,
-                    heldFor: &result.heldFor, pausedOrigins: &result.pausedOrigins
+                    flow: &result
                 )
             }
             return result
@@ -104,10 +104,10 @@ extension SQLiteQueueStore {
     ///
     /// When an origin's flow is held (``FlowControl``), the walk passes over the entries of
     /// origins paused or at their limit, debits the buckets of those it takes, and sets
-    /// `heldFor`; it walks at most ``flowWalk`` rows past the limit.
+    /// `flow`'s ``ClaimResult/heldFor``; it walks at most ``flowWalk`` rows past the limit.
     static func claim(
         _ db: Database, limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, databasePath path: String,
-        heldFor: inout Duration?, pausedOrigins: inout [String]
+        flow: inout ClaimResult
     ) throws -> [QueueEntry] {
         // The lapsed leases of a drainer that lives but hangs (its own are renewed or lost).
         try db.cachedStatement(sql: "DELETE FROM lease WHERE until_uptime < ? AND owner <> ?").execute(arguments: [now.uptime, owner])
@@ -144,8 +144,7 @@ extension SQLiteQueueStore {
         if let book {
             let (changed, idle) = book.written()
             try writeFlows(db, changed, idle: idle, now: now)
-            heldFor = book.heldFor
-            pausedOrigins = book.pausedOrigins
+            flow.record(book)
         }
         guard !claimed.isEmpty else { return [] }
         try db.cachedStatement(sql: """
