@@ -6,7 +6,7 @@ import Foundation
 @main
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sync",
+        commandName: invokedName,
         abstract: "Drain and inspect Courier's offline request queue, or run background sync as a service.",
         discussion: """
             The queue is a SQLite file (--db PATH, the default) or a PostgreSQL database shared by \
@@ -41,10 +41,19 @@ struct Sync: AsyncParsableCommand {
             fit the queue (a key missing or with other bytes; entries in clear under required), \
             or OTEL_* variables asking for a span export other than OTLP/HTTP.
             """,
+        version: syncVersion,
         subcommands: [
             Enqueue.self, Drain.self, List.self, Show.self, Wait.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Console.self, Keys.self, Demo.self,
         ]
     )
+
+    /// The name the command answers to: `courier-sync` as the Debian package installs it
+    /// (Debian's coreutils owns `/usr/bin/sync`), so that its help, man pages and completions
+    /// say so; `sync` otherwise.
+    static let invokedName: String = {
+        let name = CommandLine.arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "sync"
+        return name == "courier-sync" ? name : "sync"
+    }()
 
     /// `--db`, `--keyring`, `--sealing` and `--json` before the command name (`sync --db PATH
     /// list`); each command also declares them, and sees the values given here.

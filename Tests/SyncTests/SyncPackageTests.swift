@@ -1,0 +1,127 @@
+import Foundation
+import GRDB
+import Testing
+import TestSupport
+
+/// The Debian package as an operator gets it: built by Tools/package (from this run's debug
+/// build, so the suite needs no release build), lintian clean, then installed with `dpkg --root`
+/// into a throwaway root (maintainer scripts run chrootless, honouring DPKG_ROOT), upgraded over
+/// a queue with pending entries of an older schema, removed and purged.
+@Suite("The Debian package: built, installed into a throwaway root, upgraded, removed and purged")
+struct SyncPackageTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Runs `executable arguments…` with `environment` added, and expects it to exit 0.
+    @discardableResult
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:], limit: Duration = .seconds(300),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> String {
+        let settings = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let result = try await runTool("/usr/bin/env", settings + [executable] + arguments, limit: limit)
+        let output = String(decoding: result.stdout, as: UTF8.self)
+        #expect(result.status == 0, "\(executable) \(arguments.joined(separator: " ")) exited \(result.status): \(result.errorText)", sourceLocation: sourceLocation)
+        return output
+    }
+
+    /// `dpkg` on the throwaway root `target`: scripts without chroot (they honour DPKG_ROOT), and
+    /// the root's empty status database not holding the libraries the package depends on.
+    static func dpkg(_ target: URL, _ arguments: String...) async throws {
+        try await run("/usr/bin/dpkg", ["--root=\(target.path)", "--force-script-chrootless", "--force-depends", "--log=/dev/null"] + arguments)
+    }
+
+    @Test("Tools/package builds a lintian-clean .deb; installed, its binary, man pages, completions and units work; an upgrade migrates the queue; remove keeps it, purge deletes it")
+    func installUpgradeRemovePurge() async throws {
+        try #require(getuid() == 0, "installing into a root with its own system user needs root (Tools/test runs as root)")
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/lintian"), "Tools/test installs lintian")
+        let folder = try makeTemporaryFolder("package")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let sync = try builtProduct(named: "sync"), manual = try builtProduct(named: "generate-manual")
+        var debs: [String] = []
+        // lintian checks the first (Tools/package fails on an error or warning it does not explain).
+        for revision in ["1", "2"] {
+            let printed = try await Self.run(Self.root.appendingPathComponent("Tools/package").path, [
+                "--binary", sync.path, "--manual", manual.path, "--revision", revision, "--output", folder.appendingPathComponent("debs").path, "--fast",
+            ] + (revision == "1" ? [] : ["--no-lintian"]))
+            debs.append(try #require(printed.split(separator: "\n").last.map(String.init)))
+        }
+        let version = try await Self.run(sync.path, ["--version"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(debs.first?.hasSuffix("/courier-sync_\(version)-1_amd64.deb") ?? false, "\(debs)")
+        let control = try await Self.run("/usr/bin/dpkg-deb", ["--field", debs[0], "Version", "Depends"])
+        #expect(control.contains("Version: \(version)-1") && control.contains("libsqlite3-0") && control.contains("systemd"), "\(control)")
+
+        // A throwaway root with an empty dpkg database.
+        let target = folder.appendingPathComponent("root")
+        for directory in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/dpkg/triggers", "etc"] {
+            try FileManager.default.createDirectory(at: target.appendingPathComponent(directory), withIntermediateDirectories: true)
+        }
+        for file in ["var/lib/dpkg/status", "var/lib/dpkg/available"] {
+            try Data().write(to: target.appendingPathComponent(file))
+        }
+        try await Self.dpkg(target, "--install", debs[0])
+        let tool = target.appendingPathComponent("usr/bin/courier-sync").path
+        #expect(try await Self.run(tool, ["--version"]) == version + "\n")
+        #expect(try await Self.run(tool, ["--help"]).contains("USAGE: courier-sync"), "the help names the command as installed")
+
+        // The system user, and its state directory, 0700.
+        let passwd = try String(contentsOf: target.appendingPathComponent("etc/passwd"), encoding: .utf8)
+        let user = try #require(passwd.split(separator: "\n").first { $0.hasPrefix("courier-sync:") }, "\(passwd)")
+        let uid = try #require(Int(user.split(separator: ":")[2]))
+        let state = target.appendingPathComponent("var/lib/courier-sync")
+        let attributes = try FileManager.default.attributesOfItem(atPath: state.path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o700 && (attributes[.ownerAccountID] as? Int) == uid)
+
+        // Man pages, read as man reads them.
+        let pages = target.appendingPathComponent("usr/share/man/man1")
+        let names = try FileManager.default.contentsOfDirectory(atPath: pages.path).sorted()
+        #expect(names.contains("courier-sync.1.gz") && names.contains("courier-sync.run.1.gz") && names.contains("courier-sync.keys.rotate.1.gz"), "\(names)")
+        let runPage = try await Self.run("/usr/bin/man", ["-l", pages.appendingPathComponent("courier-sync.run.1.gz").path], environment: ["MANPAGER": "cat", "MANWIDTH": "100"])
+        #expect(runPage.contains("courier-sync run") && runPage.contains("--origin-limit-file"), "\(runPage.prefix(600))")
+        let whatis = try await Self.run("/usr/bin/lexgrog", [pages.appendingPathComponent("courier-sync.drain.1.gz").path])
+        #expect(whatis.contains("courier-sync.drain - Send what is due"), "\(whatis)")
+
+        // bash completion, sourced as bash-completion does, completing `courier-sync dr`.
+        let completion = target.appendingPathComponent("usr/share/bash-completion/completions/courier-sync").path
+        let completed = try await Self.run("/bin/bash", ["-c", """
+            source "$1"
+            COMP_WORDS=(courier-sync dr); COMP_CWORD=1; COMP_LINE="courier-sync dr"; COMP_POINT=${#COMP_LINE}
+            _courier-sync courier-sync dr courier-sync
+            printf '%s\\n' "${COMPREPLY[@]}"
+            """, "bash", completion])
+        #expect(completed.split(separator: "\n").contains("drain"), "\(completed)")
+
+        // The units, verified against the root (with systemd's own units beside them), and their exposure.
+        try await Self.run("/bin/cp", ["-an", "/usr/lib/systemd/system/.", target.appendingPathComponent("usr/lib/systemd/system").path])
+        try await Self.run("/usr/bin/systemd-analyze", ["verify", "--man=no", "--root=\(target.path)", "courier-sync.service", "courier-sync@orders.service"])
+        for unit in ["courier-sync.service", "courier-sync@orders.service"] {
+            let security = try await Self.run("/usr/bin/systemd-analyze", ["security", "--offline=true", "--root=\(target.path)", "--threshold=49", unit])
+            let overall = try #require(security.split(separator: "\n").last { $0.contains("Overall exposure level") }.map(String.init))
+            #expect(overall.hasSuffix("OK 🙂") || overall.contains("SAFE"), "\(unit): \(overall)")
+        }
+
+        // A queue with pending entries, of the schema the previous release wrote (14: no flow table).
+        let database = state.appendingPathComponent("queue.db").path
+        for n in 1...3 { try await Self.run(tool, ["enqueue", "POST", "http://127.0.0.1:9/n/\(n)"], environment: ["SYNC_DB": database]) }
+        try await DatabaseQueue(path: database).write { db in
+            try db.execute(sql: "DROP TABLE origin_flow; DELETE FROM grdb_migrations WHERE identifier = 'v15-origin-flow'; PRAGMA user_version = 14")
+        }
+        try await Self.dpkg(target, "--install", debs[1])
+        let upgraded = try await Self.run("/usr/bin/dpkg-query", ["--admindir=\(target.path)/var/lib/dpkg", "-W", "-f", "${Version}", "courier-sync"])
+        #expect(upgraded == "\(version)-2")
+        // The first command that writes migrates it; nothing is lost.
+        try await Self.run(tool, ["pause"], environment: ["SYNC_DB": database])
+        try await Self.run(tool, ["resume"], environment: ["SYNC_DB": database])
+        let stats = try await Self.run(tool, ["--json", "stats"], environment: ["SYNC_DB": database])
+        let counts = try #require(try JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any])
+        #expect(counts["pending"] as? Int == 3, "\(stats)")
+        #expect(try await DatabaseQueue(path: database).read { try Int.fetchOne($0, sql: "PRAGMA user_version") } == 15)
+
+        // remove keeps the queue and the settings; purge deletes both.
+        try await Self.dpkg(target, "--remove", "courier-sync")
+        #expect(!FileManager.default.fileExists(atPath: tool) && FileManager.default.fileExists(atPath: database))
+        #expect(FileManager.default.fileExists(atPath: target.appendingPathComponent("etc/courier/courier-sync.conf").path))
+        try await Self.dpkg(target, "--purge", "courier-sync")
+        #expect(!FileManager.default.fileExists(atPath: state.path))
+        #expect(!FileManager.default.fileExists(atPath: target.appendingPathComponent("etc/courier/courier-sync.conf").path))
+    }
+}

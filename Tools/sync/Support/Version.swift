@@ -1,0 +1,3 @@
+/// The version `sync --version` prints, and the Debian package's upstream version
+/// (Tools/package): raised with each release.
+let syncVersion = "0.9.0"
