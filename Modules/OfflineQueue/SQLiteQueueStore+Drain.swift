@@ -30,7 +30,7 @@ extension SQLiteQueueStore {
             if claimLimit > 0 {
                 result.claimed = try Self.claim(
                     db, limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, databasePath: path,
-                    flow: &result
+                    heldFor: &result.heldFor, pausedOrigins: &result.pausedOrigins
                 )
             }
             return result
@@ -104,10 +104,10 @@ extension SQLiteQueueStore {
     ///
     /// When an origin's flow is held (``FlowControl``), the walk passes over the entries of
     /// origins paused or at their limit, debits the buckets of those it takes, and sets
-    /// `flow`'s ``ClaimResult/heldFor``; it walks at most ``flowWalk`` rows past the limit.
+    /// `heldFor`; it walks at most ``flowWalk`` rows past the limit.
     static func claim(
         _ db: Database, limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, databasePath path: String,
-        flow: inout ClaimResult
+        heldFor: inout Duration?, pausedOrigins: inout [String]
     ) throws -> [QueueEntry] {
         // The lapsed leases of a drainer that lives but hangs (its own are renewed or lost).
         try db.cachedStatement(sql: "DELETE FROM lease WHERE until_uptime < ? AND owner <> ?").execute(arguments: [now.uptime, owner])
@@ -144,7 +144,8 @@ extension SQLiteQueueStore {
         if let book {
             let (changed, idle) = book.written()
             try writeFlows(db, changed, idle: idle, now: now)
-            flow.record(book)
+            heldFor = book.heldFor
+            pausedOrigins = book.pausedOrigins
         }
         guard !claimed.isEmpty else { return [] }
         try db.cachedStatement(sql: """

@@ -78,7 +78,6 @@ extension PostgresQueueStore {
                 result.claimed = claimed.claimed
                 result.reclaimed += claimed.reclaimed
                 result.heldFor = claimed.heldFor
-                result.heldBurst = claimed.heldBurst
                 result.pausedOrigins = claimed.pausedOrigins
                 return result
             }
@@ -136,7 +135,6 @@ extension PostgresQueueStore {
             case "held":
                 // Entries passed over for their origins' flow; how long until one frees by time.
                 result.heldFor = try cells.decode(.nextAttemptAt, as: Double?.self).flatMap { Duration.clamped(seconds: max(0, $0)) }
-                result.heldBurst = result.heldFor == nil ? nil : try cells.decode(.attempts, as: Int32?.self).map(Int.init)
             default: result.reclaimed += Int(try cells.decode(.id, as: Int64.self))
             }
         }

@@ -214,13 +214,8 @@ extension PostgresSchema {
                 IF cardinality(held_origins) > 0 THEN
                     SELECT min(CASE WHEN f.paused_until > fleet THEN f.paused_until - fleet
                         WHEN f.rate IS NOT NULL AND least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate) < 1
-                        THEN (1 - least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate)) / f.rate END)\(patterns ? """
-        ,
-                            -- The largest burst of the origins waiting for a token (ClaimResult.heldBurst).
-                            max(f.burst) FILTER (WHERE NOT coalesce(f.paused_until > fleet, false) AND f.rate IS NOT NULL
-                                AND least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate) < 1)
-        """ : "")
-                        INTO soonest\(patterns ? ", o_attempts" : "") FROM "\(schema)".origin_flow AS f WHERE f.origin = ANY(held_origins);
+                        THEN (1 - least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate)) / f.rate END)
+                        INTO soonest FROM "\(schema)".origin_flow AS f WHERE f.origin = ANY(held_origins);
                     o_id := 0;
                     o_next_attempt_at := soonest;
                     o_tag := 'held';

@@ -179,10 +179,11 @@ struct ClaimCostTests {
             func claim() throws -> Int {
                 try db.execute(sql: "BEGIN IMMEDIATE")
                 defer { try? db.execute(sql: "ROLLBACK") }
-                var flow = ClaimResult()
+                var held: Duration?
+                var paused: [String] = []
                 return try SQLiteQueueStore.claim(
                     db, limit: claimLimit, owner: "claim-cost", now: QueueClock.system.now(), lease: .seconds(60), attemptedSince: nil, databasePath: path,
-                    flow: &flow
+                    heldFor: &held, pausedOrigins: &paused
                 ).count
             }
             func statuses(_ counter: Int32, reset: Bool) -> Int64 {

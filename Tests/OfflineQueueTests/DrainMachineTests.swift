@@ -365,24 +365,4 @@ struct DrainMachineTests {
         guard case .finish = machine.next(at: Self.ms(100)) else { Issue.record("a pause of 30 s is the service's to wait for"); return }
         #expect(machine.summary.heldFor == .seconds(30))
     }
-
-    @Test("held by a limit's bucket, the claim at the next token goes while sends are under way, as long as fewer than a burst are in hand")
-    func heldClaimsWhileSending() throws {
-        for (inHand, claims) in [(1, true), (2, false)] {
-            var machine = Self.machine(limit: 4)
-            _ = try #require(Self.expectCommit(&machine, at: .zero))
-            var result = ClaimResult(claimed: (1...EntryID(inHand)).map { Self.entry($0) }, heldFor: Self.ms(100))
-            result.heldBurst = 2
-            machine.committed(result, at: .zero)
-            guard case .start(let first) = machine.next(at: .zero) else { Issue.record("expected a start"); return }
-            #expect(first.count == inHand)
-            guard case .wait(let until) = machine.next(at: Self.ms(1)) else { Issue.record("expected a wait for the token"); return }
-            #expect(until == Self.ms(100))
-            // The entries are still being sent at the token's time.
-            switch machine.next(at: Self.ms(100)) {
-            case .commit(let claim): #expect(claims && claim.claimLimit > 0 && claim.settlements.isEmpty, "\(inHand) in hand")
-            default: #expect(!claims, "\(inHand) in hand, a burst of 2: the claim goes at the token")
-            }
-        }
-    }
 }

@@ -83,11 +83,6 @@ struct FlowProcessTests {
                         return true
                     }
                     log.record(admitted ? 200 : 429, at: now)
-                    // A server far away or slow (COURIER_FLOW_SERVER_DELAY_MS): the limit, not
-                    // the round trip, sets the pace.
-                    if let delay = ProcessInfo.processInfo.environment["COURIER_FLOW_SERVER_DELAY_MS"].flatMap(Int.init) {
-                        try await Task.sleep(for: .milliseconds(delay))
-                    }
                     if admitted {
                         try await writer.respond(status: 200)
                     } else {

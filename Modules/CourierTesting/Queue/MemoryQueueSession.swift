@@ -90,7 +90,8 @@ final class MemoryQueueSession: QueueStorage {
             if chores.reclaimOrphans { result.reclaimed = state.reclaimOrphans(owner: owner) }
             if claimLimit > 0 {
                 result.claimed = state.claim(
-                    limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, flow: &result
+                    limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, heldFor: &result.heldFor,
+                    pausedOrigins: &result.pausedOrigins
                 )
             }
             return result

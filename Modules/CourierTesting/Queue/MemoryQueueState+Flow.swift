@@ -38,7 +38,7 @@ extension MemoryQueueState {
     /// The first `limit` of `candidates` (in claim order) that their origins' flows admit, the
     /// flows written back as the claim leaves them.
     mutating func admitted(
-        _ candidates: [Row], limit: Int, now: QueueTime, flow: inout ClaimResult
+        _ candidates: [Row], limit: Int, now: QueueTime, heldFor: inout Duration?, pausedOrigins: inout [String]
     ) -> [Row] {
         guard var book = flowBook(now: now) else { return Array(candidates.prefix(limit)) }
         var chosen: [Row] = []
@@ -46,7 +46,8 @@ extension MemoryQueueState {
             if book.admit(url: candidate.entry.url) { chosen.append(candidate) }
         }
         write(book)
-        flow.record(book)
+        heldFor = book.heldFor
+        pausedOrigins = book.pausedOrigins
         return chosen
     }
 

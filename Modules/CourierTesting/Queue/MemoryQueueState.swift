@@ -193,7 +193,8 @@ struct MemoryQueueState {
     /// priority first, then the oldest, only the first open entry of each group, none a pause
     /// holds, none attempted at or after `attemptedSince`.
     mutating func claim(
-        limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, flow: inout ClaimResult
+        limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, heldFor: inout Duration?,
+        pausedOrigins: inout [String]
     ) -> [QueueEntry] {
         for (id, row) in rows where row.entry.state == .inflight && row.entry.leaseOwner != owner {
             if let until = row.leaseUntil, until < now.uptime { unlease(id) }
@@ -214,7 +215,7 @@ struct MemoryQueueState {
             return true
         }
         .sorted { $0.entry.priority != $1.entry.priority ? $0.entry.priority > $1.entry.priority : $0.entry.id < $1.entry.id }
-        let chosen = admitted(candidates, limit: limit, now: now, flow: &flow)
+        let chosen = admitted(candidates, limit: limit, now: now, heldFor: &heldFor, pausedOrigins: &pausedOrigins)
         return chosen.map { candidate in
             var row = candidate
             row.entry.state = .inflight

@@ -141,9 +141,6 @@ struct DrainMachine {
     /// When the last claim passed over entries of origins held by a limit that frees soon:
     /// the next claim waits for this point, and the drain does not end before it.
     private var heldUntil: Duration?
-    /// With `heldUntil`, when an origin waits for a token (``ClaimResult/heldBurst``): the claim
-    /// at the token goes even while sends are under way, as long as fewer than this are in hand.
-    private var heldBurst: Int?
 
     init(settings: Settings, online: Bool) {
         self.settings = settings
@@ -243,13 +240,11 @@ struct DrainMachine {
         // Entries held by a limit that frees soon: claimed when it does, the drain going on.
         if exhausted, let held = result.heldFor, held <= settings.longestHold {
             heldUntil = now + held
-            heldBurst = result.heldBurst
             if case .drained = phase { phase = .claiming(exhausted: true) }
             if case .claiming = phase { phase = .claiming(exhausted: true) }
             return
         }
         heldUntil = nil
-        heldBurst = nil
         switch phase {
         case .claiming: phase = exhausted && isIdle ? .drained(exhausted: true) : .claiming(exhausted: exhausted)
         case .drained: phase = .drained(exhausted: exhausted)
@@ -347,12 +342,7 @@ struct DrainMachine {
         // One commit at a time; sends go on starting and finishing while it runs.
         var claimLimit = 0
         let level = settings.limit + settings.reserve
-        // Held by a limit's bucket, the claim at the next token goes whether or not sends are
-        // under way (the limit sets the pace, not the server's round trip), while fewer than a
-        // burst are in hand: what one drainer has in flight stays within what the limit lets go
-        // at once, as when it waits for its sends.
-        let claimsAhead = heldBurst.map { running + ready.count < $0 } ?? false
-        if let exhausted = claimsExhausted, committing == nil, online, running + ready.count <= level, !exhausted || isIdle || claimsAhead,
+        if let exhausted = claimsExhausted, committing == nil, online, running + ready.count <= level, !exhausted || isIdle,
            heldUntil.map({ now >= $0 }) ?? true {
             claimLimit = level + settings.claimBatch - running - ready.count
         }

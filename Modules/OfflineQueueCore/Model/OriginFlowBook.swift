@@ -72,8 +72,6 @@ package struct OriginFlowBook {
     private(set) var soonest: Double?
     /// Whether an entry was passed over because of its origin.
     private(set) var held = false
-    /// The largest burst among the origins held for want of tokens (``ClaimResult/heldBurst``).
-    private(set) var heldBurst: Int?
 
     /// - Parameter inflight: entries in flight by origin, in every drainer.
     package init(_ rows: [OriginFlow], inflight: [Substring: Int], now: Double) {
@@ -133,10 +131,7 @@ package struct OriginFlowBook {
             if let row = flows[origin], let rate = row.rate, !row.isPaused(at: now) {
                 // The next token, if tokens are what is short.
                 let missing = 1 - (row.tokens(at: now) - Double(taken[origin, default: 0]))
-                if missing > 0 {
-                    soonest = min(soonest ?? .infinity, now + missing / rate)
-                    heldBurst = max(heldBurst ?? 0, row.burst ?? 1)
-                }
+                if missing > 0 { soonest = min(soonest ?? .infinity, now + missing / rate) }
             }
             return false
         }

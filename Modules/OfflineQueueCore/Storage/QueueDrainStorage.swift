@@ -185,18 +185,6 @@ package struct ClaimResult: Sendable {
     /// The origins a `Retry-After` pauses now (reported by a claim while any origin's flow is
     /// held): the drain gives back what it holds of them unsent.
     package var pausedOrigins: [String] = []
-    /// With ``heldFor``, when an origin waits for its bucket's next token: the largest burst
-    /// among the origins that do. The drain claims at that token even while sends are under
-    /// way, as long as it has fewer than this in hand: the limit sets the pace, not the
-    /// server's round trip, and what a drainer has in flight stays within a burst.
-    package var heldBurst: Int?
-
-    /// Takes what a claim through `book` says of the origins' flow.
-    package mutating func record(_ book: OriginFlowBook) {
-        heldFor = book.heldFor
-        heldBurst = heldFor == nil ? nil : book.heldBurst
-        pausedOrigins = book.pausedOrigins
-    }
 
     package init(lost: Set<EntryID> = [], claimed: [QueueEntry] = [], reclaimed: Int = 0, heldFor: Duration? = nil) {
         self.heldFor = heldFor
