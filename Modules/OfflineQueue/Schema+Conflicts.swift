@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 
-/// Migrations from schema 14 on, each in a file of its own (Schema.swift holds 1 to 13).
+/// Migrations from schema 14 on, each in a file of its own (Schema+FirstMigrations.swift and
+/// Schema+LaterMigrations.swift hold 1 to 13).
 extension Schema {
     static func registerConflictMigrations(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v14-conflicts") { db in
