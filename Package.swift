@@ -155,7 +155,7 @@ let package = Package(
         module("OpenAPIOfflineQueue", ["OpenAPITransport", "OfflineQueueCore", "HTTPCore", httpTypes, openAPIRuntime]),
         // For users' own tests: StubTransport, LoopbackServer (real HTTP on a loopback port), and
         // MemoryQueueStore (an offline queue without a file). Not test code: no test framework;
-        // the tools' demo servers are built on it.
+        // `tour` is built on it. `sync` links none of it: its demo serves with Hummingbird.
         module("CourierTesting", [
             "HTTPCore", "OfflineQueueCore", "Reachability", httpTypes,
             .product(name: "NIOCore", package: "swift-nio"),
@@ -182,7 +182,7 @@ let package = Package(
             name: "sync",
             dependencies: [
                 "OfflineQueue", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "Reachability", "HTTPCore", "AsyncHTTPClientTransport", "Plugins",
-                "CourierTesting", "QueueConsole", httpTypes,
+                "QueueConsole", httpTypes,
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,5 @@
 import ArgumentParser
 import AsyncHTTPClientTransport
-import CourierTesting
 import Foundation
 import HTTPCore
 import HTTPTypes
@@ -40,19 +39,17 @@ struct Demo: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let recorder = StubTransport()
-        recorder.on(.post, "/events", respond: .status(200))
-        let server = try await LoopbackServer.start(answering: recorder)
+        let server = try await DemoServer.start()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-sync-demo-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         try await withTransport { transport in
-            try await demo(server: server, recorder: recorder, folder: folder, transport: transport)
+            try await demo(server: server, folder: folder, transport: transport)
         }
         await server.shutdown()
     }
 
-    private func demo(server: LoopbackServer, recorder: StubTransport, folder: URL, transport: AsyncHTTPClientTransport) async throws {
+    private func demo(server: DemoServer, folder: URL, transport: AsyncHTTPClientTransport) async throws {
         let monitor = ManualMonitor(.offline(.noCarrier))
         let client = APIClient(baseURL: server.baseURL, transport: transport)
         let configuration = QueueConfiguration(path: keep ?? folder.appendingPathComponent("queue.db").path)
@@ -78,7 +75,7 @@ struct Demo: AsyncParsableCommand {
             }
             if case .queued = outcome { queued += 1 }
         }
-        print("sent \(requests) requests while offline: \(queued) stored, \(recorder.recordedRequests.count) reached the server")
+        print("sent \(requests) requests while offline: \(queued) stored, \(server.requests.count) reached the server")
 
         let progress = ProgressBar(total: requests)
         let events = queue.events()
@@ -112,8 +109,8 @@ struct Demo: AsyncParsableCommand {
         try await running.value
 
         let counts = try await queue.counts()
-        let received = recorder.recordedRequests
-        let keys = Set(received.compactMap { $0.head.headerFields[configuration.idempotencyHeader] })
+        let received = server.requests
+        let keys = Set(received.compactMap { $0[configuration.idempotencyHeader] })
         print("drained in \(elapsed.formatted(.units(allowed: [.milliseconds], width: .abbreviated))): \(counts.delivered) delivered, \(counts.pending) pending, \(counts.dead) dead")
         print("the server saw \(received.count) requests with \(keys.count) distinct idempotency keys")
         await queue.close()
