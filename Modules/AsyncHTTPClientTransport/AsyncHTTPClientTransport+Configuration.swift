@@ -31,7 +31,7 @@ extension AsyncHTTPClientTransport {
         /// How long an idle pooled connection is kept open.
         public var idleConnectionTimeout: Duration
         /// Whether a failed connection attempt is retried inside AsyncHTTPClient until the
-        /// connect timeout. Off by default: ``APIClient``'s ``RetryPolicy`` decides about retries,
+        /// connect timeout. Off by default: `APIClient`'s `RetryPolicy` decides about retries,
         /// and a refused connection fails at once.
         public var retriesConnectionEstablishment: Bool
 

@@ -5,13 +5,13 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// A ``Transport`` over AsyncHTTPClient (SwiftNIO): pooled connections, HTTP/1.1 and HTTP/2,
+/// A `Transport` over AsyncHTTPClient (SwiftNIO): pooled connections, HTTP/1.1 and HTTP/2,
 /// streamed bodies both ways. The fast default on Linux.
 ///
-/// The transport does one exchange and nothing more; ``APIClient`` follows redirects, so the
+/// The transport does one exchange and nothing more; `APIClient` follows redirects, so the
 /// `HTTPClient` this transport creates has redirects turned off (an injected client must have
 /// them off too). Bodies stream in both directions: request bodies are read chunk by chunk from
-/// ``RequestBody/makeStream(chunkSize:)``, and response bodies arrive as a ``ByteStream`` whose
+/// `RequestBody.makeStream(chunkSize:)`, and response bodies arrive as a `ByteStream` whose
 /// chunks are the buffers NIO read from the socket.
 ///
 /// ```swift
@@ -21,9 +21,9 @@ import NIOHTTP1
 /// try await transport.shutdown()
 /// ```
 ///
-/// Errors are always ``NetworkError``: ``NetworkError/cancelled`` when the calling task was
-/// cancelled (the request is cancelled on the wire), otherwise ``NetworkError/transport(_:)``
-/// with the ``TransportFailure/Kind`` from the table in `Docs/Transports.md`.
+/// Errors are always `NetworkError`: `NetworkError.cancelled` when the calling task was
+/// cancelled (the request is cancelled on the wire), otherwise `NetworkError.transport(_:)`
+/// with the `TransportFailure.Kind` from the table in `Docs/Transports.md`.
 public final class AsyncHTTPClientTransport: Transport {
     /// The AsyncHTTPClient this transport sends through.
     public let client: HTTPClient
@@ -44,7 +44,7 @@ public final class AsyncHTTPClientTransport: Transport {
 
     /// A transport over an `HTTPClient` you own and shut down yourself.
     ///
-    /// Configure the client with `redirectConfiguration: .disallow` so that ``APIClient`` sees
+    /// Configure the client with `redirectConfiguration: .disallow` so that `APIClient` sees
     /// 3xx responses and applies its own redirect rules (dropping credentials on a host change).
     public init(client: HTTPClient) {
         self.client = client

@@ -7,7 +7,7 @@ public import HTTPCore
 import Foundation
 
 /// A publisher of one async call: the call starts on the first demand, publishes its value and
-/// finishes, or fails with its ``HTTPCore/NetworkError``. Cancelling the subscription cancels
+/// finishes, or fails with its `HTTPCore.NetworkError`. Cancelling the subscription cancels
 /// the call on the wire.
 ///
 /// Combine on Darwin, OpenCombine elsewhere; the same code compiles on both.
@@ -16,6 +16,7 @@ public struct CallPublisher<Output: Sendable>: Publisher {
 
     let call: @Sendable () async throws(NetworkError) -> Output
 
+    /// A publisher that runs `call` once for each subscriber, on its first demand.
     public init(_ call: @escaping @Sendable () async throws(NetworkError) -> Output) {
         self.call = call
     }

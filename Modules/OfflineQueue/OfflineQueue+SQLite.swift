@@ -7,13 +7,13 @@ public import Reachability
 
 extension OfflineQueue {
     /// Opens the queue at `configuration.path`, creating it unless told not to, or for reading
-    /// only when ``QueueConfiguration/readOnly`` is set.
+    /// only when `QueueConfiguration.readOnly` is set.
     ///
-    /// - Throws: ``QueueError/corruptDatabase(path:reason:)`` (damaged, or another
-    ///   application's file), ``QueueError/newerSchema(path:found:supported:)``,
-    ///   ``QueueError/cannotCreate(path:reason:)`` (not writable, or an unsafe body folder),
-    ///   ``QueueError/databaseMissing(path:)``.
-    ///   ``QueueError/invalidRequest(_:)`` for a `postgres://` or `postgresql://` path: a
+    /// - Throws: `QueueError.corruptDatabase(path:reason:)` (damaged, or another
+    ///   application's file), `QueueError.newerSchema(path:found:supported:)`,
+    ///   `QueueError.cannotCreate(path:reason:)` (not writable, or an unsafe body folder),
+    ///   `QueueError.databaseMissing(path:)`.
+    ///   `QueueError.invalidRequest(_:)` for a `postgres://` or `postgresql://` path: a
     ///   PostgreSQL queue is opened by `OfflineQueue.open` of the `OfflineQueuePostgres` module.
     public convenience init(configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil) throws(QueueError) {
         if DatabaseLocation.isPostgresURL(configuration.path) {

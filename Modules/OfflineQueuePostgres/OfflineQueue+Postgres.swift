@@ -5,7 +5,7 @@ public import PostgresNIO
 public import Reachability
 
 extension OfflineQueue {
-    /// Opens the PostgreSQL queue at ``QueueConfiguration/path``, a `postgres://` or
+    /// Opens the PostgreSQL queue at `QueueConfiguration.path`, a `postgres://` or
     /// `postgresql://` URL (see ``PostgresLocation``). A SQLite file is opened by
     /// `OfflineQueue(configuration:client:monitor:)` of the `OfflineQueue` module: this module
     /// compiles no SQLite, so a program that takes either store by its path links both modules
@@ -20,16 +20,16 @@ extension OfflineQueue {
     /// ```
     ///
     /// A PostgreSQL queue creates (or migrates) its schema unless
-    /// ``QueueConfiguration/createIfMissing`` is off; ``QueueConfiguration/readOnly`` never
-    /// writes. ``QueueConfiguration/durability`` `.full` waits for the server's flush at every
+    /// `QueueConfiguration.createIfMissing` is off; `QueueConfiguration.readOnly` never
+    /// writes. `QueueConfiguration.durability` `.full` waits for the server's flush at every
     /// commit; `.normal` commits asynchronously (`synchronous_commit = off`): a crash of the
-    /// database server may lose the last fraction of a second of commits. Call ``close()`` when
+    /// database server may lose the last fraction of a second of commits. Call `close()` when
     /// done.
     ///
-    /// - Throws: ``QueueError/unavailable(location:reason:)`` when the server cannot be
-    ///   reached or refuses the login (nothing was changed), ``QueueError/invalidRequest(_:)``
-    ///   for a malformed URL, ``QueueError/newerSchema(path:found:supported:)``,
-    ///   ``QueueError/databaseMissing(path:)``; ``QueueError/invalidRequest(_:)`` for a path
+    /// - Throws: `QueueError.unavailable(location:reason:)` when the server cannot be
+    ///   reached or refuses the login (nothing was changed), `QueueError.invalidRequest(_:)`
+    ///   for a malformed URL, `QueueError.newerSchema(path:found:supported:)`,
+    ///   `QueueError.databaseMissing(path:)`; `QueueError.invalidRequest(_:)` for a path
     ///   that is not a PostgreSQL URL (a file, which this module does not open).
     public static func open(
         configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)? = nil,
@@ -67,9 +67,9 @@ extension OfflineQueue {
     /// woken here: the entries exist only if the caller commits, and the commit's `NOTIFY`
     /// wakes every drainer.
     ///
-    /// - Throws: ``QueueError/invalidRequest(_:)`` for a request that cannot be stored or for a
-    ///   queue that is not on PostgreSQL; ``QueueError/Kind/keyUnavailable`` when the queue must
-    ///   seal and cannot; what the server refused as ``QueueError/io(path:reason:)``.
+    /// - Throws: `QueueError.invalidRequest(_:)` for a request that cannot be stored or for a
+    ///   queue that is not on PostgreSQL; `QueueError.Kind.keyUnavailable` when the queue must
+    ///   seal and cannot; what the server refused as `QueueError.io(path:reason:)`.
     public func enqueue(_ requests: [QueuedRequest], on connection: PostgresConnection) async throws(QueueError) -> [Ticket] {
         guard let store = store as? PostgresQueueStore else {
             throw .invalidRequest("the transactional outbox needs a PostgreSQL queue; this one is \(store.location)")

@@ -18,11 +18,18 @@ import PostgresNIO
 /// given): letters, digits and `_`, at most 48 characters. `connect_timeout` is libpq's: the
 /// seconds a connection may take to open (at least 2), `0` for no limit; 5 unless given.
 public struct PostgresLocation: Sendable, Hashable {
+    /// The server's host name or IP address.
     public var host: String
+    /// The server's TCP port; 5432 unless the URL gives one.
     public var port: Int
+    /// The user to connect as, percent-decoded.
     public var user: String
+    /// The database to connect to, percent-decoded.
     public var database: String
+    /// The schema holding the queue's tables; `defaultSchema` (`courier`) unless the URL names
+    /// one.
     public var schema: String
+    /// Whether and how the connection uses TLS; `prefer` unless the URL gives `sslmode`.
     public var sslMode: SSLMode
     /// A file of trusted root certificates (PEM) for `verify-ca` and `verify-full`.
     public var sslRootCertificate: String?
@@ -34,9 +41,15 @@ public struct PostgresLocation: Sendable, Hashable {
     /// The connect timeout when the URL gives none.
     public static let defaultConnectTimeout = Duration.seconds(5)
 
+    /// How a connection uses TLS, as libpq's `sslmode`; the raw value is the URL's spelling.
     public enum SSLMode: String, Sendable, Hashable, CaseIterable {
+        /// `disable`: no TLS. `allow` and `prefer`: TLS when the server offers it, its certificate
+        /// not verified. `require`: TLS always, its certificate not verified.
         case disable, allow, prefer, require
+        /// TLS always, the certificate verified against the system's roots or `sslRootCertificate`;
+        /// the host name is not checked.
         case verifyCA = "verify-ca"
+        /// As `verifyCA`, and the certificate must also match the host name.
         case verifyFull = "verify-full"
     }
 
@@ -57,7 +70,7 @@ public struct PostgresLocation: Sendable, Hashable {
 
     /// Reads `url`; `environment` gives `PGPASSWORD`, `PGPASSFILE` and `HOME`.
     ///
-    /// - Throws: ``QueueError/invalidRequest(_:)`` naming what is wrong (the password is never
+    /// - Throws: `QueueError.invalidRequest(_:)` naming what is wrong (the password is never
     ///   part of the message).
     public init(url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(QueueError) {
         let shown = DatabaseLocation.redacted(url)

@@ -5,14 +5,14 @@ public import OfflineQueueCore
 public import OpenAPIRuntime
 public import OpenAPITransport
 
-/// A `ClientTransport` that sends the operations you name through an ``OfflineQueue/OfflineQueue``
-/// (send-or-store) and every other operation through an ``OpenAPITransport/APIClientTransport``.
+/// A `ClientTransport` that sends the operations you name through an `OfflineQueue.OfflineQueue`
+/// (send-or-store) and every other operation through an `OpenAPITransport.APIClientTransport`.
 ///
 /// A queued operation is sent at once when the network is there, and its response goes back
 /// to the generated client as usual. When the network is gone (the queue's monitor says so,
 /// or the send fails for that reason) the request is stored, keyed by its operation id, and
 /// the call throws ``OperationQueued`` with the queue's ticket: never a silent success. The
-/// generated client wraps it in a `ClientError`; ``OpenAPIRuntime/ClientError/queued`` reads it
+/// generated client wraps it in a `ClientError`; `OpenAPIRuntime.ClientError.queued` reads it
 /// back, and ``OperationOutcome/of(_:)`` turns a call into "sent, with its output" or "queued".
 ///
 /// ```swift
@@ -26,9 +26,9 @@ public import OpenAPITransport
 /// }
 /// ```
 ///
-/// The queue's drain (``OfflineQueue/OfflineQueue/drain()`` or its service) sends the stored
+/// The queue's drain (`OfflineQueue.OfflineQueue.drain()` or its service) sends the stored
 /// request later through the queue's client, with the plugins of the operation's scopes run
-/// again. Its response goes nowhere: watch ``OfflineQueue/OfflineQueue/events(bufferingPolicy:)``
+/// again. Its response goes nowhere: watch `OfflineQueue.OfflineQueue.events(bufferingPolicy:)`
 /// or look the entry up by the ticket.
 ///
 /// A queued operation is sent through the queue's own client (the one the queue was opened
@@ -106,6 +106,7 @@ public struct OperationQueued: Error, Sendable, Hashable, CustomStringConvertibl
     /// The stored entry's id and idempotency key.
     public let ticket: Ticket
 
+    /// The error for the operation `operationID`, stored in the queue under `ticket`.
     public init(operationID: String, ticket: Ticket) {
         self.operationID = operationID
         self.ticket = ticket

@@ -3,7 +3,7 @@ public import HTTPCore
 public import HTTPTypes
 public import OpenAPIRuntime
 
-/// A `ClientTransport` of swift-openapi-runtime that sends through an ``HTTPCore/APIClient``,
+/// A `ClientTransport` of swift-openapi-runtime that sends through an `HTTPCore.APIClient`,
 /// so a client made by swift-openapi-generator gets Courier's transports, plugins,
 /// interceptors, retries, redirects, reachability checks and errors.
 ///
@@ -23,24 +23,24 @@ public import OpenAPIRuntime
 ///   headers are added under names the operation does not set.
 /// - The request body streams from the `HTTPBody` into the transport; the response body streams
 ///   back as an `HTTPBody` that the generated code reads (or you iterate, for binary bodies).
-/// - The call is named by its OpenAPI operation id (``CallContext/endpointName``, so logs,
+/// - The call is named by its OpenAPI operation id (`CallContext.endpointName`, so logs,
 ///   metrics and traces show `getNote`), and is in the plugin scopes ``scopes`` gives it.
 /// - Every status comes back to the generated client by default (``validation`` is
-///   ``StatusValidation/any``), which turns documented ones into its output cases and others into
+///   `StatusValidation.any`), which turns documented ones into its output cases and others into
 ///   `.undocumented`. Failures below HTTP, a retry budget spent, a cancelled task or a
-///   plugin's refusal throw ``NetworkError``; the generated client wraps it in a `ClientError`
-///   whose ``OpenAPIRuntime/ClientError/networkError`` gives it back.
+///   plugin's refusal throw `NetworkError`; the generated client wraps it in a `ClientError`
+///   whose `OpenAPIRuntime.ClientError.networkError` gives it back.
 ///
 /// Retries and 307/308 redirects send the body again. A body the generated code can iterate
 /// several times (JSON, text, form bodies, and multipart bodies built from an array) is sent
 /// again as it is; a body it can iterate only once (a multipart or binary body made from a
-/// stream) fails such a second attempt with ``NetworkError/invalidRequest(_:)``, which ends
+/// stream) fails such a second attempt with `NetworkError.invalidRequest(_:)`, which ends
 /// the retries.
 public struct APIClientTransport: ClientTransport {
     /// The client every call goes through.
     public let client: APIClient
-    /// Which statuses the client accepts; the rest become ``NetworkError`` cases before the
-    /// generated client sees them. ``StatusValidation/any`` (the default) hands every status to
+    /// Which statuses the client accepts; the rest become `NetworkError` cases before the
+    /// generated client sees them. `StatusValidation.any` (the default) hands every status to
     /// the generated client.
     public let validation: StatusValidation
     /// The plugin scopes of each operation, by operation id.

@@ -3,7 +3,7 @@ public import Logging
 public import Metrics
 public import OfflineQueueCore
 
-/// An operator console for an ``OfflineQueue`` in the browser: an overview, the entries list,
+/// An operator console for an `OfflineQueue` in the browser: an overview, the entries list,
 /// each entry, and the operator's actions, every page with a JSON twin (the same route with
 /// `Accept: application/json`). Safe to expose: every request but `/healthz` and the
 /// stylesheet needs a user (basic or bearer), read-only users are refused any change before
@@ -16,13 +16,15 @@ public import OfflineQueueCore
 /// try await app.runService()
 /// ```
 public struct QueueConsole: Sendable {
+    /// The queue the console shows and acts on.
     public let queue: OfflineQueue
+    /// Who may sign in, and in which role.
     public let users: ConsoleUsers
     /// The path every route, link, form and asset starts with: `""`, or `/queue` behind a
     /// reverse proxy that forwards `/queue/…`.
     public let prefix: String
     /// How old the overview's counts may be: one count query per interval however many
-    /// viewers poll it (``OfflineQueue/recentCounts(maxAge:)``).
+    /// viewers poll it (`OfflineQueue.recentCounts(maxAge:)`).
     public let countsMaxAge: Duration
     /// Where the audit lines go (`console action`, with user, action, ids and result).
     public let logger: Logger
@@ -40,20 +42,22 @@ public struct QueueConsole: Sendable {
     /// How many groups and names the overview shows (the rest summed in one line).
     public let overviewTop: Int
     /// How many of the newest entries the overview's groups and names count: a bounded read
-    /// however large the queue (``OfflineQueue/recentOverview(maxAge:top:window:)``).
+    /// however large the queue (`OfflineQueue.recentOverview(maxAge:top:window:)`).
     public let overviewWindow: Int
     /// Where an entry's trace is shown: a URL with `{trace_id}` where the trace's id goes, such
     /// as Jaeger's `https://jaeger.example.com/trace/{trace_id}`; `nil` shows the id without a link.
     public let traceLink: String?
 
-    /// The most ids a bulk action takes.
     /// Signs the notices of this console's redirects; a notice without its signature is not shown.
     let notices = NoticeSeal()
 
+    /// The most ids one bulk action takes; a request with more is refused (413).
     public static let bulkLimit = 1_000
     /// How many entries one transaction of a bulk action on every entry a filter matches changes.
     public static let bulkBatch = 500
 
+    /// A console for `queue` that `users` sign in to, served under `prefix` (`queue/`, `/queue/`
+    /// and `/queue` all mean `/queue`). The other settings are described on their properties.
     public init(
         queue: OfflineQueue, users: ConsoleUsers, prefix: String = "", countsMaxAge: Duration = .seconds(1), logger: Logger = Logger(label: "courier.console"),
         anonymous: ConsoleRole? = nil, overviewTop: Int = 50, overviewWindow: Int = QueueOverview.defaultWindow,

@@ -4,9 +4,9 @@ public import Logging
 public import OfflineQueueCore
 public import ServiceLifecycle
 
-/// A service that speaks for a ``QueueService`` to systemd: `READY=1` when it is up, `STATUS=`
+/// A service that speaks for a `QueueService` to systemd: `READY=1` when it is up, `STATUS=`
 /// with the queue's state whenever it changes (at most once a second), `WATCHDOG=1` only while
-/// the queue service is demonstrably alive (``QueueService/liveness()``), and `STOPPING=1`
+/// the queue service is demonstrably alive (`QueueService.liveness()`), and `STOPPING=1`
 /// (with `EXTEND_TIMEOUT_USEC=` when sends in flight need the grace period) when a graceful
 /// shutdown starts.
 ///
@@ -42,8 +42,12 @@ public struct SystemdQueueService: Service {
     /// Subscribes to the queue's events at once, before the group starts, so no attempt of
     /// the first drain is missed.
     ///
-    /// - Parameter shutdownGrace: the grace the queue service gives sends in flight when it
-    ///   stops (its `shutdownGrace`), announced to systemd with `EXTEND_TIMEOUT_USEC=`.
+    /// - Parameters:
+    ///   - notifier: where the readiness, status and watchdog messages go.
+    ///   - service: the queue's service, which this one runs.
+    ///   - shutdownGrace: the grace the queue service gives sends in flight when it stops (its
+    ///     `shutdownGrace`), announced to systemd with `EXTEND_TIMEOUT_USEC=`.
+    ///   - logger: where the messages sent to systemd, and failures to send them, are logged.
     public init(notifier: SystemdNotifier, service: QueueService, shutdownGrace: Duration, logger: Logger) {
         self.notifier = notifier
         self.service = service

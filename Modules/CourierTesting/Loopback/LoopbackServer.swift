@@ -2,11 +2,11 @@ public import Foundation
 public import HTTPCore
 
 /// An HTTP/1.1 server on a loopback port, in process, for tests that want real HTTP on the
-/// wire: it answers every request through a ``Transport``, usually a ``StubTransport`` whose
+/// wire: it answers every request through a `Transport`, usually a ``StubTransport`` whose
 /// routes script the answers and which records what arrived.
 ///
 /// Use it where a ``StubTransport`` alone is not enough: to test code over a real transport
-/// (`AsyncHTTPClientTransport`, ``URLSessionTransport``), an offline queue draining to a
+/// (`AsyncHTTPClientTransport`, `URLSessionTransport`), an offline queue draining to a
 /// server, or a program that takes a URL. Nothing leaves the machine.
 ///
 /// ```swift
@@ -24,7 +24,7 @@ public import HTTPCore
 /// await server.shutdown()
 /// ```
 ///
-/// How a ``Transport`` answer goes on the wire:
+/// How a `Transport` answer goes on the wire:
 /// - The responder gets the request as it arrived: method, `http` scheme, the `Host` header as
 ///   authority, the request target as path, the other header fields, and the body (collected
 ///   in memory; `nil` when the request had neither `Content-Length` nor `Transfer-Encoding`).

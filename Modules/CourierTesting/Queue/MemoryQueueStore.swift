@@ -6,7 +6,7 @@ import OfflineQueueCore
 /// no database, with the behaviour of the SQLite and PostgreSQL stores (the same
 /// store-conformance suite runs against all three).
 ///
-/// Open queues over it with ``OfflineQueue/inMemory(_:configuration:client:monitor:)``. Every
+/// Open queues over it with `OfflineQueue.inMemory(_:configuration:client:monitor:)`. Every
 /// queue opened over one store shares its entries, as processes share a file: each is a
 /// drainer of its own, so a test can have two drainers race for entries, or one close (its
 /// claims are then taken back by the next claim of another, as when a process dies).
@@ -20,12 +20,12 @@ import OfflineQueueCore
 /// ```
 ///
 /// What it keeps: every entry with its state, attempts, times and last outcome; bodies too
-/// large for a row (``QueueConfiguration/inlineBodyLimit``) in memory too, by name, as the
+/// large for a row (`QueueConfiguration.inlineBodyLimit`) in memory too, by name, as the
 /// other stores keep them in files or chunks; pauses; idempotency keys. What it does not: it
 /// survives nothing (the rows end with the process), and a reboot of a test's
-/// ``ManualQueueClock`` is outside its world (it compares boot-clock readings as they are, as
+/// `ManualQueueClock` is outside its world (it compares boot-clock readings as they are, as
 /// one process in one boot does). Time rules use the queue's clock, so a
-/// ``ManualQueueClock`` moves backoffs and leases here as it does on a file.
+/// `ManualQueueClock` moves backoffs and leases here as it does on a file.
 ///
 /// Thread-safe: every call takes one lock for as long as it reads or changes the rows, never
 /// across a suspension, so each call is one transaction.
@@ -40,6 +40,7 @@ public final class MemoryQueueStore: Sendable {
     /// Those awaiting outcomes (``MemoryQueueSession/observeSettlements(_:)``).
     let settled = SettlementObservers()
 
+    /// An empty store: no entries, bodies, pauses or idempotency keys.
     public init() {}
 
     /// Calls every drainer's wake-up, outside the locks: an enqueue, a retry or a resume made

@@ -19,9 +19,9 @@ extension OfflineQueue {
     ///
     /// Queues opened over one ``MemoryQueueStore`` share its entries, each as a drainer of its
     /// own. The configuration's policy, concurrency, clock, headers and limits apply as for a
-    /// file; what is about a file (``QueueConfiguration/path``, ``QueueConfiguration/durability``,
-    /// ``QueueConfiguration/createIfMissing``, ``QueueConfiguration/readOnly``) does not.
-    /// ``close()`` ends this queue's hold on the entries it claimed; the entries stay in `store`.
+    /// file; what is about a file (`QueueConfiguration.path`, `QueueConfiguration.durability`,
+    /// `QueueConfiguration.createIfMissing`, `QueueConfiguration.readOnly`) does not.
+    /// `close()` ends this queue's hold on the entries it claimed; the entries stay in `store`.
     public static func inMemory(
         _ store: MemoryQueueStore = MemoryQueueStore(),
         configuration: QueueConfiguration = QueueConfiguration(path: "memory"),

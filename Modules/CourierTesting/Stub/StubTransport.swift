@@ -21,14 +21,19 @@ public import HTTPTypes
 public final class StubTransport: Transport {
     /// A canned answer.
     public struct Stub: Sendable {
+        /// The response status; 200 unless given.
         public var status: HTTPResponse.Status
+        /// The response's header fields; `Content-Length` is added when they have none.
         public var headers: HTTPFields
+        /// The response body; empty unless given.
         public var body: Data
         /// How long to wait before answering; cancellation during the wait is honoured.
         public var delay: Duration
         /// An error to throw instead of answering.
         public var error: NetworkError?
 
+        /// An answer with `status`, `headers` and `body`, given after `delay`; when `error` is set,
+        /// it is thrown instead of answering.
         public init(status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], body: Data = Data(), delay: Duration = .zero, error: NetworkError? = nil) {
             self.status = status
             self.headers = headers
@@ -60,7 +65,9 @@ public final class StubTransport: Transport {
 
     /// A request as the stub received it.
     public struct RecordedRequest: Sendable {
+        /// The request head: method, scheme, authority, path with query, and header fields.
         public var head: HTTPRequest
+        /// The body, read whole into memory; `nil` when the request had none.
         public var body: Data?
     }
 
@@ -75,6 +82,8 @@ public final class StubTransport: Transport {
         ([], [], .status(404))
     )
 
+    /// A stub with no routes yet, which answers unmatched requests with `fallback` (a 404 unless
+    /// given).
     public init(fallback: Stub = .status(404)) {
         state.withLock { $0.fallback = fallback }
     }

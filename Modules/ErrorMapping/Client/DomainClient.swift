@@ -1,6 +1,6 @@
 public import HTTPCore
 
-/// An ``APIClient`` whose calls throw a domain's own error type, made by a
+/// An `APIClient` whose calls throw a domain's own error type, made by a
 /// ``DomainErrorFactory`` (Aphrodite's facade, with Swift's typed throws).
 ///
 /// Every kind of call `APIClient` has is here with the same shape; only the error type
@@ -28,7 +28,7 @@ public struct DomainClient<Factory: DomainErrorFactory>: Sendable {
         self.factory = factory
     }
 
-    /// Runs `call`, turning its ``NetworkError`` into the domain's error.
+    /// Runs `call`, turning its `NetworkError` into the domain's error.
     ///
     /// The building block for the calls; use it for your own extensions of `APIClient`:
     /// ```swift

@@ -1,6 +1,6 @@
 public import HTTPCore
 
-/// Makes a domain's own error from a ``NetworkError`` (Aphrodite's domain error factory).
+/// Makes a domain's own error from a `NetworkError` (Aphrodite's domain error factory).
 ///
 /// A ``DomainClient`` calls the factory for every failed call, with the error body already
 /// decoded by ``errorBody`` (RFC 9457 problem details unless the factory picks another type),
@@ -52,7 +52,7 @@ extension DomainErrorFactory where ErrorBody == ProblemDetails {
 
 extension DomainErrorFactory {
     /// The domain error for `error`: an error of the domain's type carried by
-    /// ``NetworkError/underlying(_:)`` (thrown by an interceptor or plugin) as it is,
+    /// `NetworkError.underlying(_:)` (thrown by an interceptor or plugin) as it is,
     /// otherwise what ``make(from:body:)`` makes of it and its decoded body.
     public func domainError(for error: NetworkError) -> DomainError {
         if case .underlying(let inner) = error, let domain = inner as? DomainError { return domain }

@@ -1,7 +1,7 @@
 public import HTTPCore
 import HTTPTypes
 
-/// A ``NetworkError`` reduced to the case a domain usually cares about: the table from status
+/// A `NetworkError` reduced to the case a domain usually cares about: the table from status
 /// and transport failure to error case, for factories to switch on.
 ///
 /// Statuses (HTTPCore's `StatusClassification`, for statuses the endpoint does not accept):

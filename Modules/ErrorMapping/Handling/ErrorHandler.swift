@@ -45,8 +45,8 @@ public enum ErrorHandlingDecision: Sendable {
     /// Send the request again after `delay`, while the interceptor's retry budget lasts;
     /// past it, the outcome passes on unchanged.
     case retry(after: Duration = .zero)
-    /// End the call with `error` instead. An error that is not a ``NetworkError`` reaches
-    /// callers as ``NetworkError/underlying(_:)``; ``DomainClient`` throws it as it is when it
+    /// End the call with `error` instead. An error that is not a `NetworkError` reaches
+    /// callers as `NetworkError.underlying(_:)`; ``DomainClient`` throws it as it is when it
     /// is of the domain's error type.
     case fail(any Error)
 }

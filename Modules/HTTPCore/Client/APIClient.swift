@@ -33,6 +33,7 @@ public final class APIClient: Sendable {
     /// built without a URL (see ``makeRequest(_:bodyOverride:)``).
     let baseHead: BaseHead?
 
+    /// A client that sends requests through `transport` with the settings of `configuration`.
     public init(configuration: ClientConfiguration, transport: any Transport) {
         self.configuration = configuration
         self.transport = transport

@@ -33,13 +33,16 @@ public struct ClientConfiguration: Sendable {
     /// `false` by default: such a redirect fails with ``NetworkError/insecureRedirect(from:to:)``.
     public var followsInsecureRedirects = false
     /// Header fields dropped when a redirect leaves the request's origin (scheme, host and
-    /// effective port); ``HTTPTypes/HTTPField/Name/credentialFields`` by default.
+    /// effective port); `HTTPTypes.HTTPField.Name.credentialFields` by default.
     public var credentialFields: Set<HTTPField.Name> = HTTPField.Name.credentialFields
     /// Plugins, in the order they run.
     public var plugins: [any Plugin]
     /// Interceptors, outermost first.
     public var interceptors: [any Interceptor]
 
+    /// A configuration for `baseURL`. Unless given: a 60-second timeout, a 16 MiB body limit,
+    /// 64 KiB of an error body kept, no retries, at most 10 redirects, and no plugins or
+    /// interceptors.
     public init(
         baseURL: URL,
         defaultHeaders: HTTPFields = [:],

@@ -17,6 +17,8 @@ public struct Response<Body> {
     /// Timing and counts for the whole call.
     public var metrics: ResponseMetrics
 
+    /// A response made of its parts, as interceptors and tests build one; `metrics` default to
+    /// one attempt with nothing measured.
     public init(status: HTTPResponse.Status, headers: HTTPFields, body: Body, request: HTTPRequest, metrics: ResponseMetrics = ResponseMetrics()) {
         self.status = status
         self.headers = headers
@@ -53,6 +55,8 @@ public struct ResponseMetrics: Sendable, Hashable {
     /// Body bytes received on the last attempt.
     public var bytesReceived: Int
 
+    /// Metrics with these values; the defaults describe one attempt that took no time, followed
+    /// no redirect and received no bytes.
     public init(duration: Duration = .zero, attempts: Int = 1, redirects: Int = 0, bytesReceived: Int = 0) {
         self.duration = duration
         self.attempts = attempts

@@ -109,6 +109,7 @@ public struct PluginScope: Hashable, Sendable, ExpressibleByStringLiteral, Custo
     /// The scope's name.
     public let name: String
 
+    /// The scope named `name`; the name `*` is `universal`.
     public init(_ name: String) { self.name = name }
     public init(stringLiteral value: String) { self.name = value }
 

@@ -14,6 +14,8 @@ public struct PreparedRequest: Sendable {
     /// own marks it here, so a redirect to another origin drops it too.
     public var credentialFields: Set<HTTPField.Name>
 
+    /// A request with `head`, an optional `body` and the `timeout` of one exchange;
+    /// `credentialFields` names its own header fields that carry credentials.
     public init(head: HTTPRequest, body: RequestBody? = nil, timeout: Duration, credentialFields: Set<HTTPField.Name> = []) {
         self.head = head
         self.body = body
@@ -49,6 +51,8 @@ public struct CallContext: Sendable {
     /// calls), passed to the transport as a hint; `nil` when the call streams the body.
     var collectingUpTo: Int?
 
+    /// The context of a call to the endpoint named `endpointName` in `scopes`: its first attempt
+    /// and started now, unless `attempt` and `startedAt` say otherwise.
     public init(endpointName: String, scopes: Set<PluginScope>, attempt: Int = 1, startedAt: ContinuousClock.Instant = .now) {
         self.endpointName = endpointName
         self.scopes = scopes

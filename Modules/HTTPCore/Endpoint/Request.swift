@@ -23,6 +23,8 @@ public struct Request<Response>: Endpoint {
     /// A decoder for this request alone; `nil` uses the client's.
     public var decoder: JSONDecoder?
 
+    /// A request with `method` and `path`. Unless given: no query, header fields or body, the
+    /// client's timeout and decoder, 2xx statuses accepted, and no plugin scopes.
     public init(
         method: HTTPRequest.Method,
         path: String,
@@ -45,38 +47,47 @@ public struct Request<Response>: Endpoint {
         self.decoder = decoder
     }
 
+    /// A `GET` of `path`, with `query` items and `headers`.
     public static func get(_ path: String, query: [URLQueryItem] = [], headers: HTTPFields = [:]) -> Request {
         Request(method: .get, path: path, query: query, headers: headers)
     }
 
+    /// A `HEAD` of `path`, with `query` items and `headers`.
     public static func head(_ path: String, query: [URLQueryItem] = [], headers: HTTPFields = [:]) -> Request {
         Request(method: .head, path: path, query: query, headers: headers)
     }
 
+    /// A `DELETE` of `path`, with `query` items and `headers`.
     public static func delete(_ path: String, query: [URLQueryItem] = [], headers: HTTPFields = [:]) -> Request {
         Request(method: .delete, path: path, query: query, headers: headers)
     }
 
+    /// A `POST` to `path` with `body` (none unless given) and `headers`.
     public static func post(_ path: String, body: RequestContent = .none, headers: HTTPFields = [:]) -> Request {
         Request(method: .post, path: path, headers: headers, body: body)
     }
 
+    /// A `PUT` to `path` with `body` (none unless given) and `headers`.
     public static func put(_ path: String, body: RequestContent = .none, headers: HTTPFields = [:]) -> Request {
         Request(method: .put, path: path, headers: headers, body: body)
     }
 
+    /// A `PATCH` to `path` with `body` (none unless given) and `headers`.
     public static func patch(_ path: String, body: RequestContent = .none, headers: HTTPFields = [:]) -> Request {
         Request(method: .patch, path: path, headers: headers, body: body)
     }
 
+    /// A `POST` to `path` with `body` encoded as JSON by the client's encoder.
     public static func post<Body: Encodable & Sendable>(_ path: String, body: Body, headers: HTTPFields = [:]) -> Request {
         .post(path, body: .json(body), headers: headers)
     }
 
+    /// A `PUT` to `path` with `body` encoded as JSON by the client's encoder.
     public static func put<Body: Encodable & Sendable>(_ path: String, body: Body, headers: HTTPFields = [:]) -> Request {
         .put(path, body: .json(body), headers: headers)
     }
 
+    /// A `PATCH` to `path` with `body` encoded as JSON by the client's encoder.
     public static func patch<Body: Encodable & Sendable>(_ path: String, body: Body, headers: HTTPFields = [:]) -> Request {
         .patch(path, body: .json(body), headers: headers)
     }

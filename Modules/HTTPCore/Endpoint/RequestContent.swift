@@ -100,6 +100,7 @@ public struct EncodingContext: Sendable {
     /// The client's JSON encoder.
     public var jsonEncoder: JSONEncoder
 
+    /// A context whose content encodes JSON with `jsonEncoder`.
     public init(jsonEncoder: JSONEncoder) {
         self.jsonEncoder = jsonEncoder
     }

@@ -8,7 +8,7 @@ public import HTTPTypes
 public struct RequestDraft: Sendable {
     /// The HTTP method.
     public var method: HTTPRequest.Method
-    /// The URL without the query that ``queryItems`` adds.
+    /// The URL without the query that `queryItems` adds.
     public var url: URL {
         get { storedURL ?? URL(string: deferredURL.prefix + deferredURL.rest)! }
         set {
@@ -34,6 +34,8 @@ public struct RequestDraft: Sendable {
     /// ``PreparedRequest/credentialFields``).
     public var credentialFields: Set<HTTPField.Name> = []
 
+    /// A draft of a `method` request to `url`, with `headers` and `body`, and no query items
+    /// added yet.
     public init(method: HTTPRequest.Method, url: URL, headers: HTTPFields = [:], body: RequestBody? = nil) {
         self.method = method
         self.storedURL = url

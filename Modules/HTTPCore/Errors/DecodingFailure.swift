@@ -11,6 +11,9 @@ public struct DecodingFailure: Sendable, CustomStringConvertible {
     /// The response whose body failed to decode.
     public var response: Response<Data>?
 
+    /// A failure to decode `type` (the type's name) at `codingPath`, with the decoder's
+    /// `message`; `response` is `nil` when no response is at hand, as when mapping a decoded value
+    /// fails.
     public init(type: String, codingPath: [String], message: String, response: Response<Data>?) {
         self.type = type
         self.codingPath = codingPath

@@ -132,6 +132,7 @@ public struct EncodingFailure: Sendable, Hashable, CustomStringConvertible {
     /// What was wrong with it.
     public var message: String
 
+    /// A failure for the value at `keyPath` (empty for the whole value), explained by `message`.
     public init(keyPath: [String], message: String) {
         self.keyPath = keyPath
         self.message = message
@@ -169,6 +170,7 @@ public struct TransportFailure: Sendable, Hashable, CustomStringConvertible {
     /// The underlying library's explanation.
     public var message: String
 
+    /// A failure of `kind`, with the underlying library's `message`.
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message

@@ -13,6 +13,9 @@ public struct Backoff: Sendable, Hashable {
     /// Whether to pick a random delay below the ceiling (full jitter) or wait the ceiling.
     public var jitter: Bool
 
+    /// A backoff whose first retry waits up to `base` (200 ms) and each later one up to
+    /// `multiplier` (2) times as long as the one before, never more than `cap` (30 s); with
+    /// full jitter unless `jitter` is `false`.
     public init(base: Duration = .milliseconds(200), multiplier: Double = 2, cap: Duration = .seconds(30), jitter: Bool = true) {
         self.base = base
         self.multiplier = multiplier

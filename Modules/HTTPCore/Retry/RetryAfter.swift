@@ -3,7 +3,7 @@ public import Foundation
 /// Parsing of the `Retry-After` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
 public enum RetryAfter {
     /// The delay `value` asks for, measured from `now`; `nil` when it is neither form.
-    /// A date in the past means no delay; a delay longer than ``Duration/longestInput`` is
+    /// A date in the past means no delay; a delay longer than `Duration.longestInput` is
     /// clamped to it.
     public static func delay(from value: String, now: Date) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)

@@ -30,6 +30,9 @@ public struct RetryPolicy: Sendable {
     /// A source of values in `0..<1` for jitter.
     public var random: @Sendable () -> Double
 
+    /// A policy of `maxAttempts` sends in all (at least 1), with `backoff` between them. Unless
+    /// given, it retries idempotent methods on the retryable statuses, honours a `Retry-After` of
+    /// up to 120 seconds, and sleeps in real time.
     public init(
         maxAttempts: Int,
         backoff: Backoff = Backoff(),
@@ -87,6 +90,7 @@ public struct RetryClock: Sendable {
     /// The current wall-clock date, for `Retry-After` dates.
     public var now: @Sendable () -> Date
 
+    /// A clock that waits with `sleep` and reads the wall-clock date with `now`.
     public init(sleep: @escaping @Sendable (Duration) async throws -> Void, now: @escaping @Sendable () -> Date) {
         self.sleep = sleep
         self.now = now

@@ -4,7 +4,7 @@ public import Foundation
 ///
 /// `ByteStream` is the one currency for streamed bodies in Courier: transports turn their own
 /// buffers into `Data` chunks, and request bodies made from files or async sequences are read
-/// through it. A stream is consumed once; iterate it, or call ``collect(upTo:)``.
+/// through it. A stream is consumed once; iterate it, or call `collect(upTo:)`.
 ///
 /// ```swift
 /// let stream = ByteStream(data: Data("hello".utf8))

@@ -7,8 +7,11 @@ public import Foundation
 public struct RequestBody: Sendable {
     /// Where the bytes come from.
     public enum Source: Sendable {
+        /// Bytes in memory.
         case data(Data)
+        /// A file on disk, opened anew for every send.
         case file(URL)
+        /// A factory called for a fresh stream for every send.
         case stream(@Sendable () -> ByteStream)
     }
 
@@ -44,8 +47,10 @@ public struct RequestBody: Sendable {
 
     /// A body produced by `makeStream`, which is called once per attempt.
     ///
-    /// - Parameter length: the exact byte count when known (sent as `Content-Length`);
-    ///   `nil` sends the body with chunked transfer encoding.
+    /// - Parameters:
+    ///   - length: the exact byte count when known (sent as `Content-Length`); `nil` sends the
+    ///     body with chunked transfer encoding.
+    ///   - makeStream: makes the body's bytes afresh; called once per attempt.
     public static func stream(length: Int?, _ makeStream: @escaping @Sendable () -> ByteStream) -> RequestBody {
         RequestBody(source: .stream(makeStream), length: length)
     }

@@ -23,7 +23,10 @@ public import HTTPTypes
 public protocol Transport: Sendable {
     /// Sends `request` with `body` and returns once the response head has arrived.
     ///
-    /// - Parameter timeout: the limit for the whole exchange, head and body; `nil` for none.
+    /// - Parameters:
+    ///   - request: the request head, its URL absolute.
+    ///   - body: the body to send; `nil` for none.
+    ///   - timeout: the limit for the whole exchange, head and body; `nil` for none.
     func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse
 
     /// Sends `request` for a caller that will read the whole body into memory and fail past
@@ -54,6 +57,8 @@ public struct TransportResponse: Sendable {
     /// How many redirects the client followed to get this response.
     public var redirects: Int
 
+    /// A response with `head` and its streaming `body`. A transport leaves `request` `nil` and
+    /// `redirects` 0; the client's exchange sets them.
     public init(head: HTTPResponse, body: ByteStream, request: HTTPRequest? = nil, redirects: Int = 0) {
         self.head = head
         self.body = body

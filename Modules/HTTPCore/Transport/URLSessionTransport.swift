@@ -80,8 +80,10 @@ public final class URLSessionTransport: Transport {
     /// stay in effect: pass ``defaultConfiguration()`` or an ephemeral configuration without
     /// them to leave cookies and caching to the client's plugins.
     ///
-    /// - Parameter maxBufferedBytes: how many response-body bytes may wait for a slow reader.
-    /// - Parameter streamsCollectedBodies: see ``streamsCollectedBodies``.
+    /// - Parameters:
+    ///   - configuration: the session's configuration.
+    ///   - maxBufferedBytes: how many response-body bytes may wait for a slow reader.
+    ///   - streamsCollectedBodies: see ``streamsCollectedBodies``.
     public init(configuration: URLSessionConfiguration, maxBufferedBytes: Int = 32 * 1024 * 1024, streamsCollectedBodies: Bool = true) {
         self.maxBufferedBytes = maxBufferedBytes
         self.streamsCollectedBodies = streamsCollectedBodies

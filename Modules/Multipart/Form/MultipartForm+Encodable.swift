@@ -11,7 +11,7 @@ extension MultipartForm {
     /// try form.append(fields: profile)          // name, tags[], address[city], ...
     /// ```
     ///
-    /// - Throws: ``NetworkError/encoding(_:)`` naming the key path of a value that cannot be written.
+    /// - Throws: `NetworkError.encoding(_:)` naming the key path of a value that cannot be written.
     public mutating func append(fields value: some Encodable, encoder: QueryEncoder = QueryEncoder()) throws(NetworkError) {
         for item in try encoder.queryItems(value) {
             append(item.value ?? "", name: item.name)

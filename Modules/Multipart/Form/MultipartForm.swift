@@ -59,7 +59,7 @@ public struct MultipartForm: Sendable {
 
     /// Appends a file, streamed from disk when the body is sent.
     ///
-    /// - Throws: ``NetworkError/invalidRequest(_:)`` now when the file is missing, not a
+    /// - Throws: `NetworkError.invalidRequest(_:)` now when the file is missing, not a
     ///   regular file or unreadable.
     public mutating func append(file: URL, name: String, fileName: String? = nil, contentType: String? = nil, headers: HTTPFields = [:]) throws(NetworkError) {
         let body = try RequestBody.file(file)

@@ -26,6 +26,8 @@ public struct MultipartPart: Sendable {
     /// The bytes.
     public var source: Source
 
+    /// A part for the form field `name` with the bytes of `source`. `fileName` and `contentType`
+    /// are sent only when given: nothing is inferred here, unlike `MultipartForm`'s `append`.
     public init(name: String, fileName: String? = nil, contentType: String? = nil, headers: HTTPFields = [:], source: Source) {
         self.name = name
         self.fileName = fileName

@@ -5,6 +5,7 @@ public struct UploadProgress: Sendable, Hashable {
     /// The body's whole length, or `nil` for a chunked body.
     public var totalBytes: Int?
 
+    /// Progress of `bytesSent` bytes out of `totalBytes`, which is `nil` for a chunked body.
     public init(bytesSent: Int, totalBytes: Int?) {
         self.bytesSent = bytesSent
         self.totalBytes = totalBytes

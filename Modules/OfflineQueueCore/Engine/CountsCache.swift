@@ -100,7 +100,7 @@ extension OfflineQueue {
 
     /// The overview, no older than `maxAge`, shared as ``recentCounts(maxAge:)`` is: one read
     /// per `maxAge` (the counts, the pauses and the tally by group and name) however many
-    /// viewers ask. ``overview(top:window:)`` always reads.
+    /// viewers ask. `overview(top:window:)` always reads.
     public func recentOverview(maxAge: Duration = .seconds(1), top: Int = 50, window: Int = QueueOverview.defaultWindow) async throws(QueueError) -> QueueOverview {
         try await operations.recentOverview(maxAge: maxAge, top: top, window: window)
     }

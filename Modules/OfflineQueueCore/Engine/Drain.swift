@@ -17,6 +17,7 @@ public final class DrainControl: Sendable {
     private let stopped = LockedBox(false)
     let wake = WakeSignal()
 
+    /// A control not yet stopped, to pass to `OfflineQueue.drain(_:concurrency:control:)`.
     public init() {}
 
     /// Stops claiming new entries; sends under way finish (cancel the drain's task to cut
@@ -48,7 +49,7 @@ extension OfflineQueue {
     /// for it are due at once. Cancelling the calling task interrupts sends in flight and gives their
     /// entries back (pending, nothing counted).
     ///
-    /// The policy lives in ``DrainMachine``, and the drain's role (``QueueDrainer``) drives it;
+    /// The policy lives in `DrainMachine`, and the drain's role (`QueueDrainer`) drives it;
     /// this checks the keys first and reads what is left afterwards.
     public func drain(_ mode: DrainMode = .untilIdle, concurrency: Int? = nil, control: DrainControl? = nil) async throws(QueueError) -> DrainSummary {
         try await configuration.tracing.traced { () async -> Result<DrainSummary, QueueError> in

@@ -14,8 +14,10 @@ extension OfflineQueue {
     /// print("\(change.ids.count) entries due now")
     /// ```
     ///
-    /// - Parameter dryRun: change nothing; the answer lists what would change (and, in
-    ///   ``BulkChange/entries``, those entries as they are).
+    /// - Parameters:
+    ///   - selection: the entries to make due.
+    ///   - dryRun: change nothing; the answer lists what would change (and, in
+    ///     ``BulkChange/entries``, those entries as they are).
     @discardableResult
     public func retry(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
         try await operations.retry(matching: selection, dryRun: dryRun)
@@ -31,7 +33,9 @@ extension OfflineQueue {
     /// try await queue.purge(matching: EntrySelection(urlPrefix: "https://old.example.com/"))
     /// ```
     ///
-    /// - Parameter dryRun: change nothing; the answer lists what would change.
+    /// - Parameters:
+    ///   - selection: the entries to delete.
+    ///   - dryRun: change nothing; the answer lists what would change.
     @discardableResult
     public func purge(matching selection: EntrySelection, dryRun: Bool = false) async throws(QueueError) -> BulkChange {
         try await operations.purge(matching: selection, dryRun: dryRun)

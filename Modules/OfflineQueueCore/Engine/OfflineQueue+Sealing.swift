@@ -12,6 +12,8 @@ public struct SealStatus: Sendable, Hashable, Codable {
     /// The key-check value the queue recorded for each key id it sealed with.
     public var keyChecks: [String: String]
 
+    /// The status of the queue `queueID`: `clear` entries in clear, and the entries and key-check
+    /// values by key id.
     public init(queueID: UUID, clear: Int, sealed: [String: Int], keyChecks: [String: String]) {
         self.queueID = queueID
         self.clear = clear
@@ -38,6 +40,7 @@ public struct ResealSummary: Sendable, Hashable, Codable {
     /// The batches committed, each one transaction.
     public var batches = 0
 
+    /// A summary with the counts given; every count zero by default.
     public init(resealed: Int = 0, skipped: Int = 0, batches: Int = 0) {
         self.resealed = resealed
         self.skipped = skipped

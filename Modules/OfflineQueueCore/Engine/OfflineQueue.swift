@@ -183,14 +183,14 @@ public final class OfflineQueue: Sendable {
     /// Stores `endpoint` as the client would build it, before plugins run, to be sent by a
     /// drain.
     ///
-    /// The entry is named by the endpoint's ``HTTPCore/Endpoint/name`` when the endpoint gives
-    /// one of its own; one that keeps ``HTTPCore/Endpoint/defaultName``, whose path may carry
+    /// The entry is named by the endpoint's `HTTPCore.Endpoint.name` when the endpoint gives
+    /// one of its own; one that keeps `HTTPCore.Endpoint.defaultName`, whose path may carry
     /// ids, is named by the method and the origin (`POST https://api.example.com`), as a request
     /// given as text is.
     ///
     /// - Throws: ``QueueError/invalidRequest(_:)`` when the client cannot build the request
     ///   (a malformed URL, a body that does not encode; the reason gives the client's
-    ///   ``NetworkError``), or what ``enqueue(_:)`` throws.
+    ///   `NetworkError`), or what ``enqueue(_:)`` throws.
     public func enqueue(_ endpoint: some Endpoint, options: EnqueueOptions = EnqueueOptions()) async throws(QueueError) -> Ticket {
         let request: PreparedRequest
         do {

@@ -35,6 +35,8 @@ public struct QueueMetricsOptions: Sendable {
     /// `courier.queue` from the bootstrapped `LoggingSystem` when `nil`.
     public var logger: Logger?
 
+    /// Options that report as `courier_queue_*` through the bootstrapped `MetricsSystem`, read the
+    /// gauges every 5 seconds and label at most 200 endpoint names, unless told otherwise.
     public init(
         isEnabled: Bool = true, prefix: String = "courier_queue", factory: (any MetricsFactory)? = nil, gaugeInterval: Duration = .seconds(5),
         endpointLimit: Int = 200, logger: Logger? = nil

@@ -36,11 +36,16 @@ public import ServiceLifecycle
 /// test that gives the queue a ``ManualQueueClock`` moves them all; ``liveness()`` alone reads
 /// the boot clock, as a watchdog outside the process would.
 public struct QueueService: Service {
+    /// The queue the service drains.
     public let queue: OfflineQueue
+    /// How often the service looks for work when nothing woke it, on the queue's clock.
     public let pollInterval: Duration
+    /// How long sends in flight may go on once a graceful shutdown begins; then they are
+    /// cancelled and their entries given back.
     public let shutdownGrace: Duration
     /// How often delivered entries past their retention are deleted.
     public let retentionInterval: Duration
+    /// Where the service logs its start and stop, its drains, retention and the network's return.
     public let logger: Logger
     /// How long one store call may run before ``liveness()`` calls the service stuck.
     public let storeCallLimit: Duration
@@ -51,6 +56,8 @@ public struct QueueService: Service {
     /// Stopped on graceful shutdown: the loop ends and the drain under way stops claiming.
     private let control = DrainControl()
 
+    /// A service that drains `queue`; `OfflineQueue.service(logger:)` makes one with the same
+    /// defaults and a logger labelled `courier.queue`.
     public init(
         queue: OfflineQueue, pollInterval: Duration = .seconds(5), shutdownGrace: Duration = .seconds(8),
         retentionInterval: Duration = .seconds(3600), storeCallLimit: Duration = .seconds(30), logger: Logger

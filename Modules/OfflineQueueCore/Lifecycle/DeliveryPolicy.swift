@@ -44,6 +44,9 @@ public struct DeliveryPolicy: Sendable, Hashable {
     /// Only tests turn it off, to play a drainer that hangs without dying.
     package var renewsLeases = true
 
+    /// A policy with the defaults described above: no attempt limit, a maximum age of seven days,
+    /// backoff from 1 s doubling to 5 minutes, and leases of 5 minutes. A `maxAttempts` below 1
+    /// counts as 1.
     public init(
         backoff: Backoff = Backoff(base: .seconds(1), multiplier: 2, cap: .seconds(300)),
         maxAttempts: Int? = nil,

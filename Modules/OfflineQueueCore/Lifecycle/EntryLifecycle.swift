@@ -38,10 +38,14 @@ public enum Transition: Sendable, Hashable {
 
     /// A conflict as recorded: the status and the start of the server's answer.
     public struct Conflict: Sendable, Hashable {
+        /// The status the server answered (409 or 412 unless the rules say otherwise).
         public var status: Int
+        /// The failure in words (`HTTP 409`), kept as the entry's `lastError`.
         public var error: String
+        /// The start of the server's answer, secrets redacted; `nil` when none was kept.
         public var excerpt: String?
 
+        /// A conflict answered with `status`, as it is recorded.
         public init(status: Int, error: String, excerpt: String? = nil) {
             self.status = status
             self.error = error
@@ -59,6 +63,8 @@ public enum Transition: Sendable, Hashable {
         public var waitingForNetwork: Bool
         /// The status the server answered, if it answered.
         public var status: Int?
+        /// The failure in words (`HTTP 503`, or the transport's message), kept as the entry's
+        /// `lastError`.
         public var error: String
         /// The start of the error response's body, secrets redacted.
         public var excerpt: String?
@@ -66,6 +72,8 @@ public enum Transition: Sendable, Hashable {
         /// carries one; ``FlowControl``), `nil` for every other answer.
         public var originPause: Duration?
 
+        /// A retry due after `after`; unless told otherwise it counts against the budget and does
+        /// not wait for the network.
         public init(
             after: Duration, consumesAttempt: Bool = true, waitingForNetwork: Bool = false, status: Int? = nil, error: String,
             excerpt: String? = nil, originPause: Duration? = nil
@@ -82,13 +90,18 @@ public enum Transition: Sendable, Hashable {
 
     /// An entry given up on.
     public struct DeadLetter: Sendable, Hashable {
+        /// Why the entry is given up on.
         public var reason: DeadReason
         /// Whether this ends an attempt that counts (not for an entry that expired unsent).
         public var consumesAttempt: Bool
+        /// The status the server answered, if it answered.
         public var status: Int?
+        /// The failure in words, kept as the entry's `lastError`.
         public var error: String
+        /// The start of the error response's body, secrets redacted.
         public var excerpt: String?
 
+        /// An entry given up on for `reason`; unless told otherwise it ends an attempt that counts.
         public init(_ reason: DeadReason, consumesAttempt: Bool = true, status: Int? = nil, error: String, excerpt: String? = nil) {
             self.reason = reason
             self.consumesAttempt = consumesAttempt
@@ -148,8 +161,10 @@ public enum EntryLifecycle {
     /// The next step after an attempt.
     ///
     /// - Parameters:
+    ///   - outcome: how the attempt ended.
     ///   - attempts: attempts counted before this one.
     ///   - age: how long since the entry's budget started, on the boot clock.
+    ///   - policy: the entry's delivery policy: its backoff, attempts and age.
     ///   - unitRandom: a value in `0..<1` for the backoff's jitter.
     public static func transition(
         after outcome: AttemptOutcome,
@@ -206,7 +221,7 @@ public enum EntryLifecycle {
     }
 
     /// Whether `status` is worth another try: HTTPCore's one table,
-    /// ``StatusClassification/isRetryable(_:)`` (408, 425, 429, and 5xx but 501 and 505); other
+    /// `StatusClassification.isRetryable(_:)` (408, 425, 429, and 5xx but 501 and 505); other
     /// statuses are the server's final word.
     public static func isRetryable(status: Int) -> Bool {
         StatusClassification.isRetryable(status)

@@ -17,14 +17,18 @@ public enum StatusMeaning: String, Sendable, Hashable, CaseIterable, Codable {
 
 /// One rule of ``StatusRules``: the statuses it covers and what they mean.
 public struct StatusRule: Sendable, Hashable {
+    /// The statuses the rule covers: `404...404` for one, `500...599` for a class.
     public var statuses: ClosedRange<Int>
+    /// What an answer with one of them means.
     public var meaning: StatusMeaning
 
+    /// A rule that the statuses in `statuses` mean `meaning`.
     public init(_ statuses: ClosedRange<Int>, _ meaning: StatusMeaning) {
         self.statuses = statuses
         self.meaning = meaning
     }
 
+    /// A rule that the one status `status` means `meaning`.
     public init(_ status: Int, _ meaning: StatusMeaning) {
         self.init(status...status, meaning)
     }
@@ -44,8 +48,11 @@ public struct StatusRule: Sendable, Hashable {
 /// delivery.statuses = [StatusRule(404, .delivered), StatusRule(410, .delivered)]
 /// ```
 public struct StatusRules: Sendable, Hashable {
+    /// The rules in the order they are checked: the first that covers a status decides.
     public var rules: [StatusRule]
 
+    /// Rules checked in the order given; with none, HTTPCore's classification decides every
+    /// status.
     public init(_ rules: [StatusRule] = []) {
         self.rules = rules
     }
@@ -91,6 +98,8 @@ public struct EntryDelivery: Sendable, Hashable {
     /// Rules checked before the queue's (``StatusRules``).
     public var statuses: [StatusRule]
 
+    /// A policy that sets what is given and takes the rest from the queue's; with nothing given
+    /// it changes nothing (`isEmpty`).
     public init(maxAttempts: Int? = nil, maxAge: Duration? = nil, backoff: Backoff? = nil, statuses: [StatusRule] = []) {
         self.maxAttempts = maxAttempts
         self.maxAge = maxAge

@@ -13,6 +13,7 @@ public struct BulkChange: Sendable, Hashable {
     /// In a dry run, the entries that would change, as they are now; empty otherwise.
     public var entries: [QueueEntry]
 
+    /// A change of the entries given; by default none changed, none skipped, and not a dry run.
     public init(ids: [EntryID] = [], skipped: [EntryID] = [], dryRun: Bool = false, entries: [QueueEntry] = []) {
         self.ids = ids
         self.skipped = skipped

@@ -41,6 +41,7 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     /// limit (``FlowControl``): how long until the soonest of those origins frees by time.
     public var heldFor: Duration?
 
+    /// A summary with every count zero, no time set, and the network there.
     public init() {}
 
     /// Counts one recorded transition.

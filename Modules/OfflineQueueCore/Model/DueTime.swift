@@ -13,6 +13,7 @@ public struct DueTime: Sendable, Hashable, Codable {
     /// Seconds on that boot's clock.
     public var uptime: Double
 
+    /// The instant `uptime` seconds into the boot `boot`, on its boot clock.
     public init(boot: String, uptime: Double) {
         self.boot = boot
         self.uptime = uptime

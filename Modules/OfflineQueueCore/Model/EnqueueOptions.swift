@@ -20,7 +20,7 @@ public struct EnqueueOptions: Sendable, Hashable {
     /// What becomes of this entry when one it waits for dies.
     public var whenParentDies: ParentDeathPolicy
     /// Keep the response of its delivery (status, the header fields named, the body up to a
-    /// limit), for ``OfflineQueue/outcome(of:)`` in any process, `sync show` and `sync wait`.
+    /// limit), for `OfflineQueue.outcome(of:)` in any process, `sync show` and `sync wait`.
     /// `nil` (the default) keeps nothing, and costs nothing.
     public var keepResponse: ResponseKeeping?
     /// Edits that coalesce: an enqueue under a key replaces the request still waiting under it
@@ -35,6 +35,8 @@ public struct EnqueueOptions: Sendable, Hashable {
     /// queue's (``DeliveryPolicy``) where set. `nil` (the default) is the queue's policy.
     public var delivery: EntryDelivery?
 
+    /// Options as given; by default no group, priority 0, a fresh idempotency key, due at once,
+    /// waiting for no entry, keeping no response, replacing nothing, and the queue's policy.
     public init(
         group: String? = nil, priority: Int = 0, idempotencyKey: String? = nil, notBefore: Date? = nil,
         after: [EntryID] = [], whenParentDies: ParentDeathPolicy = .die, keepResponse: ResponseKeeping? = nil,

@@ -9,6 +9,7 @@ public struct EntryDependencies: Sendable, Hashable, Codable {
     /// What it does when a parent dies; `nil` when it waits for none.
     public var whenParentDies: ParentDeathPolicy?
 
+    /// Links as given: the entries it waits for and those that wait for it; none by default.
     public init(parents: [EntryID] = [], children: [EntryID] = [], whenParentDies: ParentDeathPolicy? = nil) {
         self.parents = parents
         self.children = children

@@ -24,6 +24,7 @@ public struct EntryFilter: Sendable, Hashable {
     /// Only entries with an id above this one, for paging.
     public var after: EntryID?
 
+    /// A filter of the conditions given; by default every entry, 100 at a time from the first.
     public init(
         states: Set<EntryState> = [], group: String? = nil, name: String? = nil, origin: String? = nil, limit: Int = 100,
         after: EntryID? = nil

@@ -10,6 +10,7 @@ public struct EntryPage: Sendable, Hashable {
     /// last row examined when the scan limit ended it; `nil` when no row is left to examine.
     public var next: EntryID?
 
+    /// A page of `entries` whose next page starts after `next`; `nil` when there is none.
     public init(entries: [QueueEntry] = [], next: EntryID? = nil) {
         self.entries = entries
         self.next = next

@@ -37,6 +37,8 @@ public struct EntrySelection: Sendable, Hashable {
     /// At most this many entries, the oldest first (those skipped count too): one batch.
     public var limit: Int?
 
+    /// A selection of the conditions given; those left `nil` (or `states` left empty) do not
+    /// narrow it.
     public init(
         states: Set<EntryState> = [], group: String? = nil, status: ClosedRange<Int>? = nil,
         olderThan: Duration? = nil, urlPrefix: String? = nil, name: String? = nil, origin: String? = nil,

@@ -36,6 +36,8 @@ public struct FlowControl: Sendable, Hashable {
     /// drawn once per host; `nil` (the default): none, so a single service replays at once.
     public var reconnectSpread: Duration?
 
+    /// Flow as given; by default no limits, pauses of an hour at most, growth after 8 deliveries
+    /// and no reconnect spread. A `growAfter` below 1 counts as 1.
     public init(limits: [OriginLimit] = [], maxPause: Duration = .seconds(3600), growAfter: Int = 8, reconnectSpread: Duration? = nil) {
         self.limits = limits
         self.maxPause = maxPause
@@ -158,6 +160,8 @@ public struct OriginLimit: Sendable, Hashable, Codable {
 /// An origin's flow as an operator sees it (``OfflineQueue/originFlows()``, `sync stats`, the
 /// console): paused until when and why, the concurrency allowed now, the limit set.
 public struct OriginFlowStatus: Sendable, Hashable, Codable {
+    /// The origin (`https://api.example.com:8443`), or the pattern a limit was set for
+    /// (`https://*.example.com`).
     public var origin: String
     /// When a `Retry-After` pause ends (a wall time, for showing); `nil` when none is in force.
     public var pausedUntil: Date?
@@ -170,6 +174,8 @@ public struct OriginFlowStatus: Sendable, Hashable, Codable {
     /// Its entries in flight now, in every drainer.
     public var inflight: Int
 
+    /// The flow of `origin`; unless told otherwise not paused, not shrunk, unlimited and with
+    /// nothing in flight.
     public init(origin: String, pausedUntil: Date? = nil, pauseStatus: Int? = nil, concurrency: Int? = nil, limit: OriginLimit? = nil, inflight: Int = 0) {
         self.origin = origin
         self.pausedUntil = pausedUntil

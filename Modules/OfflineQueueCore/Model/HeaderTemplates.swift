@@ -29,6 +29,9 @@ public struct HeaderTemplates: Sendable {
     /// sent to. A name with no entry resolves nowhere.
     public var allowedOrigins: [String: Set<Origin>] = [:]
 
+    /// Templates that read `environment` and `credentialsDirectory` (by default the process's
+    /// environment and `$CREDENTIALS_DIRECTORY`), allowed for no origin until `allow(_:for:)` is
+    /// called.
     public init(
         environment: [String: String] = ProcessInfo.processInfo.environment,
         credentialsDirectory: URL? = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"].map { URL(fileURLWithPath: $0, isDirectory: true) }

@@ -22,6 +22,8 @@ public struct ResponseKeeping: Sendable, Hashable, Codable {
     /// The most header fields one entry may ask for.
     public static let maxHeaders = 32
 
+    /// Keeps the status, the `headers` named and the body up to `bodyLimit` bytes. An enqueue
+    /// checks both: names are lowercased, and the limit is at most `maxBodyLimit`.
     public init(headers: [String] = ResponseKeeping.defaultHeaders, bodyLimit: Int = ResponseKeeping.defaultBodyLimit) {
         self.headers = headers
         self.bodyLimit = bodyLimit
@@ -81,6 +83,7 @@ public struct KeptResponse: Sendable, Hashable, Codable {
     /// Whether the body was longer than the limit, and is cut at it.
     public var truncated: Bool
 
+    /// A kept response of `status`; no headers, an empty body, and not truncated unless given.
     public init(status: Int, headers: [StoredHeader] = [], body: Data = Data(), truncated: Bool = false) {
         self.status = status
         self.headers = headers
@@ -147,7 +150,7 @@ package final class StoredResponse: Sendable, Hashable {
     }
 }
 
-/// How an entry ended (``OfflineQueue/outcome(of:)``).
+/// How an entry ended (`OfflineQueue.outcome(of:)`).
 public enum EntryOutcome: Sendable, Hashable {
     /// Delivered: the status it was answered with, and its response when it kept one.
     case delivered(status: Int?, response: KeptResponse?)

@@ -7,6 +7,7 @@ public struct PauseStatus: Sendable, Hashable {
     /// Pending entries that a pause holds back.
     public var pendingHeld: Int
 
+    /// The pauses given and the pending entries they hold back; none by default.
     public init(pauses: [QueuePause] = [], pendingHeld: Int = 0) {
         self.pauses = pauses
         self.pendingHeld = pendingHeld

@@ -70,6 +70,10 @@ public struct QueueConfiguration: Sendable {
     /// spread a fleet's replays after the network returns (``FlowControl``).
     public var flow = FlowControl()
 
+    /// A configuration for the queue at `path`. By default it is created if missing, commits
+    /// fully, retries by the default policy, sends 8 entries at once with their key in
+    /// `Idempotency-Key`, drops secret headers, stores bodies over 64 KiB apart and keeps
+    /// delivered entries for seven days.
     public init(
         path: String,
         createIfMissing: Bool = true,

@@ -15,6 +15,7 @@ public struct QueueConflict: Sendable {
     /// The server's answer: its status, its header fields (`ETag`, say) and its body.
     public var response: Response<Data>
 
+    /// The conflict of `entry`, whose `request` got `response`.
     public init(entry: QueueEntry, request: QueuedRequest, response: Response<Data>) {
         self.entry = entry
         self.request = request

@@ -3,9 +3,13 @@ import HTTPCore
 
 /// How many entries are in each state, and when the queue next has work.
 public struct QueueCounts: Sendable, Hashable, Codable {
+    /// Entries waiting to be sent: due now, backing off, or held by a pause.
     public var pending: Int
+    /// Entries claimed by a drainer and being sent (those whose drainer is gone included).
     public var inflight: Int
+    /// Entries the server accepted, kept until retention or a purge deletes them.
     public var delivered: Int
+    /// Entries given up on (dead letters), kept until retried or purged.
     public var dead: Int
     /// Entries waiting for others to be delivered first (``EntryState/blocked``): never claimed
     /// before then, so not ``due``.
@@ -42,6 +46,8 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     /// delivered far out of order).
     public var lastDeliveredAt: Date?
 
+    /// Counts of the four main states, with the oldest pending entry's enqueue time and the next
+    /// due time; every other count zero, and no `nextDue`.
     public init(pending: Int = 0, inflight: Int = 0, delivered: Int = 0, dead: Int = 0, oldestPendingCreatedAt: Date? = nil, nextAttemptAt: Date? = nil) {
         self.pending = pending
         self.inflight = inflight

@@ -101,6 +101,7 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     public let headerName: String?
     /// For `newerSchema`: the database's schema version, and the newest this version understands.
     public let foundVersion: Int?
+    /// For `newerSchema`: the newest schema version this version understands.
     public let supportedVersion: Int?
 
     private init(
@@ -116,23 +117,37 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         supportedVersion = supported
     }
 
+    /// A `corruptDatabase` error: `path` is not a queue database, or is damaged, as `reason` says.
     public static func corruptDatabase(path: String, reason: String) -> QueueError { QueueError(.corruptDatabase, path: path, reason: reason) }
+    /// A `newerSchema` error: `path` has schema version `found`, newer than `supported`.
     public static func newerSchema(path: String, found: Int, supported: Int) -> QueueError {
         QueueError(.newerSchema, path: path, found: found, supported: supported)
     }
+    /// A `cannotCreate` error: `path` could not be created or opened for writing, for `reason`.
     public static func cannotCreate(path: String, reason: String) -> QueueError { QueueError(.cannotCreate, path: path, reason: reason) }
+    /// A `readOnly` error: a write to the queue at `path`, which was opened read-only.
     public static func readOnly(path: String) -> QueueError { QueueError(.readOnly, path: path) }
+    /// A `databaseMissing` error: there is no queue database at `path`.
     public static func databaseMissing(path: String) -> QueueError { QueueError(.databaseMissing, path: path) }
+    /// A `diskFull` error: the disk holding `path` is full.
     public static func diskFull(path: String) -> QueueError { QueueError(.diskFull, path: path) }
+    /// An `io` error: reading or writing `path` failed, for `reason`.
     public static func io(path: String, reason: String) -> QueueError { QueueError(.io, path: path, reason: reason) }
+    /// An `invalidRequest` error: the request cannot be stored, for `reason`.
     public static func invalidRequest(_ reason: String) -> QueueError { QueueError(.invalidRequest, reason: reason) }
+    /// A `secretHeader` error: the header `name` holds a secret the queue refuses to store.
     public static func secretHeader(name: String) -> QueueError { QueueError(.secretHeader, headerName: name) }
+    /// A `noSuchEntry` error: no entry has the id `id`.
     public static func noSuchEntry(_ id: EntryID) -> QueueError { QueueError(.noSuchEntry, entryID: id) }
+    /// An `entryInFlight` error: the entry `id` is being sent under a live lease.
     public static func entryInFlight(_ id: EntryID) -> QueueError { QueueError(.entryInFlight, entryID: id) }
     /// `location` is the database's URL without its password.
     public static func unavailable(location: String, reason: String) -> QueueError { QueueError(.unavailable, path: location, reason: reason) }
+    /// A `keyUnavailable` error: the keys the queue needs are not there, as `reason` says.
     public static func keyUnavailable(_ reason: String) -> QueueError { QueueError(.keyUnavailable, reason: reason) }
+    /// A `sealBroken` error: the entry `id` failed to open, for `reason`, and was left as it is.
     public static func sealBroken(_ id: EntryID, reason: String) -> QueueError { QueueError(.sealBroken, reason: reason, entryID: id) }
+    /// A `noSuchDependency` error: the queue holds no entry `id` for an enqueue to wait for.
     public static func noSuchDependency(_ id: EntryID) -> QueueError { QueueError(.noSuchDependency, entryID: id) }
 
     public var description: String {

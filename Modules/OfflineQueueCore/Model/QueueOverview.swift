@@ -14,9 +14,13 @@ public struct QueueOverview: Sendable, Hashable {
     public struct Tally: Sendable, Hashable, Codable {
         /// The group or the name; `nil` for entries without a group, and for a sum of others.
         public var key: String?
+        /// Entries waiting to be sent.
         public var pending = 0
+        /// Entries being sent.
         public var inflight = 0
+        /// Entries the server accepted.
         public var delivered = 0
+        /// Entries given up on (dead letters).
         public var dead = 0
         /// Entries waiting for others to be delivered (``EntryState/blocked``).
         public var blocked = 0
@@ -29,8 +33,10 @@ public struct QueueOverview: Sendable, Hashable {
         /// Whether a pause holds the group back (the whole queue's pause holds every group).
         public var paused = false
 
+        /// An empty tally of `key`: every count zero, one key, not paused.
         public init(key: String?) { self.key = key }
 
+        /// Every entry it counts, in any state.
         public var total: Int { pending + inflight + delivered + dead + blocked + superseded + conflict }
 
         mutating func add(_ state: EntryState, _ count: Int) {
@@ -56,7 +62,9 @@ public struct QueueOverview: Sendable, Hashable {
         }
     }
 
+    /// How many entries are in each state, over the whole queue.
     public var counts: QueueCounts
+    /// The pauses in force, and how many pending entries they hold back.
     public var pauses: PauseStatus
     /// The largest groups (entries without a group as one, its key `nil`), by total, then key.
     public var groups: [Tally]
@@ -75,6 +83,7 @@ public struct QueueOverview: Sendable, Hashable {
     /// Entries delivered in the last minute, and the last five minutes (among the newest
     /// 10,000 delivered: close, not exact, when entries are delivered far out of order).
     public var deliveredLastMinute: Int
+    /// Entries delivered in the last five minutes, counted as `deliveredLastMinute` is.
     public var deliveredLastFiveMinutes: Int
 
     /// How many of the newest entries the groups and names count unless told otherwise: a

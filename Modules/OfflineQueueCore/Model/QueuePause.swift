@@ -8,6 +8,7 @@ public struct QueuePause: Sendable, Hashable {
     /// When the pause began.
     public var pausedAt: Date
 
+    /// A pause of `group` (`nil`: the whole queue) that began at `pausedAt`.
     public init(group: String?, pausedAt: Date) {
         self.group = group
         self.pausedAt = pausedAt

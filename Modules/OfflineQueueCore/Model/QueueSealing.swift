@@ -36,6 +36,8 @@ public struct QueueSealing: Sendable {
         public var description: String { rawValue }
     }
 
+    /// What the queue seals: nothing new (`off`), new entries (`on`), or everything, never
+    /// writing in clear (`required`).
     public var mode: Mode
     /// What seals and opens entries: a keyring's (QueueEncryption's `keyring` property), or
     /// `nil`.

@@ -16,6 +16,7 @@ public struct QueueTime: Sendable, Hashable {
     /// Seconds on the boot clock (`CLOCK_BOOTTIME`).
     public var uptime: Double
 
+    /// A reading of `wall` on the wall clock and `uptime` seconds into the boot `boot`.
     public init(wall: Date, boot: String, uptime: Double) {
         self.wall = wall
         self.boot = boot

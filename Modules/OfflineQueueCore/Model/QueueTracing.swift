@@ -31,6 +31,8 @@ public struct QueueTracing: Sendable {
     /// at debug level, each attempt's outcome with the `trace_id` and `span_id` it went out in.
     public var logger: Logger
 
+    /// Tracing as given; by default each delivery continues the enqueuer's trace, with the
+    /// bootstrapped tracer, and reports to a logger labelled `courier.queue`.
     public init(delivery: Delivery = .continued, tracer: (any Tracer)? = nil, logger: Logger = Logger(label: "courier.queue")) {
         self.delivery = delivery
         self.tracer = tracer

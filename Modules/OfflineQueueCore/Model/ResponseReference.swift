@@ -43,6 +43,7 @@ public struct ResponseReference: Sendable, Hashable, CustomStringConvertible {
     /// What it reads of it.
     public var part: Part
 
+    /// A reference to `part` of the response `entry` kept.
     public init(entry: EntryID, part: Part) {
         self.entry = entry
         self.part = part

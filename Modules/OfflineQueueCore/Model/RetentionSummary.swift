@@ -8,6 +8,7 @@ public struct RetentionSummary: Sendable, Hashable, Codable {
     /// on the other stores).
     public var releasedPages = 0
 
+    /// A summary with the counts given; every count zero by default.
     public init(deletedEntries: Int = 0, deletedBodyFiles: Int = 0, releasedPages: Int = 0) {
         self.deletedEntries = deletedEntries
         self.deletedBodyFiles = deletedBodyFiles

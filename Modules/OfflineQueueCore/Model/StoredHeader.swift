@@ -8,6 +8,7 @@ public struct StoredHeader: Sendable, Hashable, Codable {
     /// The value; may hold `${env:NAME}` or `${credential:NAME}` templates resolved at send time.
     public var value: String
 
+    /// The field `name` with `value`, as given: templates in it are not resolved.
     public init(name: String, value: String) {
         self.name = name
         self.value = value

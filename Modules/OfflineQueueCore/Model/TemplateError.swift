@@ -66,14 +66,23 @@ public struct TemplateError: Error, Sendable, Hashable, CustomStringConvertible 
         self.directory = directory
     }
 
+    /// A `missingEnvironment` error: the environment variable `name` is not set.
     public static func missingEnvironment(_ name: String) -> TemplateError { TemplateError(.missingEnvironment, name: name) }
+    /// A `missingCredential` error: the credential `name` is not in `directory`; `nil` when no
+    /// credentials directory is set.
     public static func missingCredential(_ name: String, directory: String?) -> TemplateError {
         TemplateError(.missingCredential, name: name, directory: directory)
     }
+    /// A `malformed` error: the header value `value` holds a placeholder that is not terminated.
     public static func malformed(_ value: String) -> TemplateError { TemplateError(.malformed, text: value) }
+    /// A `lineBreak` error: the header value `value`, as written, resolved to one with a line break.
     public static func lineBreak(_ value: String) -> TemplateError { TemplateError(.lineBreak, text: value) }
+    /// A `notAllowed` error: the sending process does not allow `template` for `origin`.
     public static func notAllowed(template: String, origin: String) -> TemplateError { TemplateError(.notAllowed, name: template, origin: origin) }
+    /// A `cleartext` error: `template` would go over clear-text http to `origin`, off this machine.
     public static func cleartext(template: String, origin: String) -> TemplateError { TemplateError(.cleartext, name: template, origin: origin) }
+    /// An `invalidAllowance` error: `text` is not `NAME=ORIGIN` with an https (or loopback http)
+    /// origin.
     public static func invalidAllowance(_ text: String) -> TemplateError { TemplateError(.invalidAllowance, text: text) }
 
     public var description: String {

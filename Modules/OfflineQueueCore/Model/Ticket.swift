@@ -16,6 +16,7 @@ public struct Ticket: Sendable, Hashable {
     /// request.
     public var superseded: EntryID?
 
+    /// The answer for the entry `id`, whose attempts carry `idempotencyKey`.
     public init(id: EntryID, idempotencyKey: String, deduplicated: Bool, superseded: EntryID? = nil) {
         self.id = id
         self.idempotencyKey = idempotencyKey

@@ -5,7 +5,7 @@ public import HTTPCore
 /// Concurrent calls that fail together share one refresh (single flight): the first failure
 /// starts it, the others wait for it, and a call whose request was sent with an older
 /// credential than the current one simply retries with the current one. A failed refresh
-/// ends the calls in ``NetworkError/unauthorized(_:)`` with the original response: there is
+/// ends the calls in `NetworkError.unauthorized(_:)` with the original response: there is
 /// never a loop.
 ///
 /// ```swift
@@ -22,6 +22,8 @@ public final class AuthenticationInterceptor<Auth: Authenticator>: Interceptor {
     public let scope: PluginScope
     private let store: CredentialStore<Auth.Credential>
 
+    /// An interceptor that starts from `credential` and applies and refreshes it with
+    /// `authenticator`, for endpoints in `scope`.
     public init(authenticator: Auth, credential: Auth.Credential, scope: PluginScope = .universal) {
         self.authenticator = authenticator
         self.scope = scope

@@ -25,7 +25,7 @@ public protocol Authenticator: Sendable {
     func apply(_ credential: Credential, to request: inout PreparedRequest)
 
     /// Gets a new credential after `credential` was refused. Called once for any number of
-    /// concurrent failures; throwing ends those calls with ``NetworkError/unauthorized(_:)``.
+    /// concurrent failures; throwing ends those calls with `NetworkError.unauthorized(_:)`.
     func refresh(_ credential: Credential) async throws -> Credential
 
     /// Whether `response` says the credential was refused; by default, a 401.
@@ -45,6 +45,7 @@ public struct BearerCredential: Sendable, Hashable {
     /// Used by the refresh closure, never sent on ordinary requests.
     public var refreshToken: String?
 
+    /// A credential of `accessToken` and, when the server issued one, `refreshToken`.
     public init(accessToken: String, refreshToken: String? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
@@ -56,6 +57,8 @@ public struct BearerAuthenticator: Authenticator {
     /// Exchanges a refused credential for a fresh one.
     public var refreshCredential: @Sendable (BearerCredential) async throws -> BearerCredential
 
+    /// An authenticator that sends the access token as `Authorization: Bearer` and calls
+    /// `refresh` with a refused credential to get a fresh one.
     public init(refresh: @escaping @Sendable (BearerCredential) async throws -> BearerCredential) {
         self.refreshCredential = refresh
     }

@@ -14,6 +14,7 @@ public struct CacheControl: Sendable, Hashable {
     /// `public`: may be stored even for a request that carried credentials (RFC 9111 §3.5).
     public var isPublic = false
 
+    /// Directives given as values; `isPublic` starts as `false`.
     public init(maxAge: Int? = nil, noStore: Bool = false, noCache: Bool = false, mustRevalidate: Bool = false) {
         self.maxAge = maxAge
         self.noStore = noStore

@@ -30,6 +30,9 @@ public struct CacheInterceptor: Interceptor {
     public var now: @Sendable () -> Date
     public var scope: PluginScope
 
+    /// An interceptor that keeps responses in `cache` (a new 10 MiB cache unless given), bodies
+    /// of up to `maxEntryBytes` (1 MiB), for endpoints in `scope`; `now` is the wall clock,
+    /// replaceable in tests.
     public init(cache: ResponseCache = ResponseCache(), maxEntryBytes: Int = 1024 * 1024, scope: PluginScope = .universal, now: @escaping @Sendable () -> Date = { Date() }) {
         self.cache = cache
         self.maxEntryBytes = maxEntryBytes

@@ -9,8 +9,11 @@ import HTTPCore
 public final class ResponseCache: Sendable {
     /// A stored response.
     public struct Entry: Sendable {
+        /// The response's status: 200, the only status stored.
         public var status: HTTPResponse.Status
+        /// The response's header fields, updated by each revalidation.
         public var headers: HTTPFields
+        /// The whole response body.
         public var body: Data
         /// When the response (or its last revalidation) arrived.
         public var storedAt: Date
@@ -28,6 +31,7 @@ public final class ResponseCache: Sendable {
     public let maxBytes: Int
     private let state = LockedBox(State())
 
+    /// An empty cache that keeps at most `maxBytes` body bytes in all (10 MiB unless given).
     public init(maxBytes: Int = 10 * 1024 * 1024) {
         self.maxBytes = maxBytes
     }

@@ -22,6 +22,8 @@ public struct APIKeyPlugin: Plugin {
     public var location: Location
     public var scope: PluginScope
 
+    /// A plugin that sends `key` at `location` (an `X-API-Key` header unless given), for
+    /// endpoints in `scope`.
     public init(key: String, location: Location = .header(HTTPField.Name("X-API-Key")!), scope: PluginScope = .universal) {
         self.key = key
         self.location = location
@@ -47,10 +49,12 @@ public struct APIKeyPlugin: Plugin {
 /// Adds `Authorization: Bearer <token>` with a token fetched for each call, so a rotated
 /// token is picked up. For refresh on 401, use ``AuthenticationInterceptor``.
 public struct BearerTokenPlugin: Plugin {
-    /// Fetches the current token; throwing ends the call with ``NetworkError/underlying(_:)``.
+    /// Fetches the current token; throwing ends the call with `NetworkError.underlying(_:)`.
     public var token: @Sendable () async throws -> String
     public var scope: PluginScope
 
+    /// A plugin that calls `token` once per call and sends the result as `Authorization: Bearer`,
+    /// for endpoints in `scope`.
     public init(scope: PluginScope = .universal, token: @escaping @Sendable () async throws -> String) {
         self.token = token
         self.scope = scope
@@ -68,6 +72,8 @@ public struct BasicAuthPlugin: Plugin {
     private let value: String
     public var scope: PluginScope
 
+    /// A plugin that sends `user` and `password` as `Authorization: Basic`, for endpoints in
+    /// `scope`.
     public init(user: String, password: String, scope: PluginScope = .universal) {
         self.value = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
         self.scope = scope

@@ -14,6 +14,8 @@ public struct HeadersPlugin: Plugin {
     public var replacesExisting: Bool
     public var scope: PluginScope
 
+    /// A plugin that adds `fields` to requests in `scope`, keeping a field a request already has
+    /// unless `replacesExisting` is `true`.
     public init(_ fields: HTTPFields, replacesExisting: Bool = false, scope: PluginScope = .universal) {
         self.fields = fields
         self.replacesExisting = replacesExisting
@@ -35,6 +37,8 @@ public struct UserAgentPlugin: Plugin {
     public var value: String
     public var scope: PluginScope
 
+    /// A plugin that sets `User-Agent` to `value` (`defaultValue` unless given) on requests in
+    /// `scope` that have none.
     public init(_ value: String = UserAgentPlugin.defaultValue, scope: PluginScope = .universal) {
         self.value = value
         self.scope = scope
@@ -65,6 +69,8 @@ public struct RequestIDPlugin: Plugin {
     public var makeID: @Sendable () -> String
     public var scope: PluginScope
 
+    /// A plugin that sets `headerName` (`X-Request-ID` unless given) to an id from `makeID` (a
+    /// random UUID unless given) on requests in `scope` that have none.
     public init(
         headerName: HTTPField.Name = HTTPField.Name("X-Request-ID")!,
         scope: PluginScope = .universal,

@@ -18,6 +18,7 @@ import HTTPTypes
 /// configuration.plugins.append(logging)
 /// ```
 public struct LoggingPlugin: Plugin {
+    /// Where lines go; its log level decides which lines are built at all.
     public var logger: Logger
     /// What is hidden.
     public var redaction: Redaction
@@ -25,11 +26,16 @@ public struct LoggingPlugin: Plugin {
     public var logsHeaders: Bool
     /// How many body bytes are logged; 0 logs no body.
     public var bodyLimit: Int
+    /// The level of the line logged before each exchange; `debug` unless given.
     public var requestLevel: Logger.Level
+    /// The level of the line logged when a call gets its response; `info` unless given.
     public var responseLevel: Logger.Level
+    /// The level of the line logged when a call fails; `error` unless given.
     public var failureLevel: Logger.Level
     public var scope: PluginScope
 
+    /// A plugin that logs to `logger` (labelled `courier.http` unless given), for endpoints in
+    /// `scope`. Unless given: the standard redaction, header fields logged, and no bodies.
     public init(
         logger: Logger = Logger(label: "courier.http"),
         redaction: Redaction = .standard,

@@ -17,6 +17,8 @@ public struct Redaction: Sendable, Hashable {
     /// What replaces a secret.
     public var placeholder: String
 
+    /// A redaction that hides the values of `headers` and of the `queryParameters` (lowercased,
+    /// so matched without case) behind `placeholder`.
     public init(headers: Set<HTTPField.Name>, queryParameters: Set<String>, placeholder: String = "<redacted>") {
         self.headers = headers
         self.queryParameters = Set(queryParameters.map { $0.lowercased() })

@@ -39,6 +39,9 @@ public struct MetricsPlugin: Plugin {
     /// `courier.metrics` from the bootstrapped `LoggingSystem` when `nil`.
     public var logger: Logger?
 
+    /// A plugin that records metrics named after `prefix` through `factory`, for endpoints in
+    /// `scope`. `endpointLimit` (200 unless given) is fixed here: setting the property later
+    /// changes only what the log says.
     public init(
         prefix: String = "courier_http", factory: (any MetricsFactory)? = nil, scope: PluginScope = .universal,
         collapsesIdentifiers: Bool = true, endpointLimit: Int = 200, logger: Logger? = nil

@@ -21,6 +21,8 @@ public struct TracingInterceptor: Interceptor {
     public var redaction: Redaction
     public var scope: PluginScope
 
+    /// An interceptor that starts spans on `tracer` (the bootstrapped one when `nil`) and hides
+    /// secrets in `url.full` with `redaction`, for endpoints in `scope`.
     public init(tracer: (any Tracer)? = nil, redaction: Redaction = .standard, scope: PluginScope = .universal) {
         self.tracer = tracer
         self.redaction = redaction
@@ -70,6 +72,7 @@ public struct TracingInterceptor: Interceptor {
 
 /// Writes trace context values into HTTP header fields.
 public struct HTTPFieldsInjector: Injector {
+    /// An injector; it has no settings.
     public init() {}
 
     public func inject(_ value: String, forKey key: String, into carrier: inout HTTPFields) {

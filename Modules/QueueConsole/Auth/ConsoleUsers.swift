@@ -10,9 +10,12 @@ public enum ConsoleRole: String, Sendable, Hashable, Codable {
 
 /// A signed-in console user.
 public struct ConsoleUser: Sendable, Hashable {
+    /// The user's name, as in the credentials file.
     public var name: String
+    /// What the user may do.
     public var role: ConsoleRole
 
+    /// A user named `name` with `role`.
     public init(name: String, role: ConsoleRole) {
         self.name = name
         self.role = role
@@ -103,6 +106,7 @@ public struct ConsoleCredentialsError: Error, Sendable, Hashable, CustomStringCo
     /// The line's number, from 1.
     public var line: Int
 
+    /// The error for line number `line` (from 1) of a credentials file.
     public init(line: Int) { self.line = line }
 
     public var description: String { "credentials line \(line): expected `name read|admin pbkdf2-sha256$…` or `name read|admin sha256$…`" }

@@ -110,23 +110,39 @@ public struct SealError: Error, Sendable, Hashable, CustomStringConvertible {
         self.reason = reason
     }
 
+    /// An `unknownKey` error: the keyring holds no key `id`.
     public static func unknownKey(_ id: KeyID) -> SealError { SealError(.unknownKey, keyID: id) }
+    /// A `wrongKey` error: the keyring's key `id` is not the key that sealed.
     public static func wrongKey(_ id: KeyID) -> SealError { SealError(.wrongKey, keyID: id) }
+    /// An `authenticationFailed` error: chunk `chunk` of the sealed `field` does not
+    /// authenticate.
     public static func authenticationFailed(field: SealedField, chunk: Int) -> SealError {
         SealError(.authenticationFailed, field: field, chunk: chunk)
     }
+    /// A `truncated` error: the sealed `field` ends after chunk `chunk`, before its final chunk.
     public static func truncated(field: SealedField, chunk: Int) -> SealError { SealError(.truncated, field: field, chunk: chunk) }
+    /// A `trailingData` error: data follows the final chunk, `chunk`, of the sealed `field`.
     public static func trailingData(field: SealedField, chunk: Int) -> SealError { SealError(.trailingData, field: field, chunk: chunk) }
+    /// An `unsupportedVersion` error: the entry was sealed with format `version`.
     public static func unsupportedVersion(_ version: Int) -> SealError { SealError(.unsupportedVersion, version: version) }
+    /// An `invalidSeal` error: an entry's seal parameters are not in Courier's form, for
+    /// `reason`.
     public static func invalidSeal(_ reason: String) -> SealError { SealError(.invalidSeal, reason: reason) }
+    /// An `unsafeKeyring` error: the keyring at `path` is refused for `reason`, with its
+    /// permission bits `mode` when they are the reason.
     public static func unsafeKeyring(path: String, mode: UInt32? = nil, reason: String) -> SealError {
         SealError(.unsafeKeyring, path: path, mode: mode, reason: reason)
     }
+    /// A `malformedKeyring` error: the keyring at `path` does not parse, for `reason`; `line`
+    /// (from 1) is the line at fault, or `nil` when no one line is.
     public static func malformedKeyring(path: String, line: Int?, reason: String) -> SealError {
         SealError(.malformedKeyring, path: path, line: line, reason: reason)
     }
+    /// A `keyringExists` error: a new keyring was to be written where the file `path` exists.
     public static func keyringExists(path: String) -> SealError { SealError(.keyringExists, path: path) }
+    /// A `keyringIO` error: reading or writing the keyring at `path` failed, for `reason`.
     public static func keyringIO(path: String, reason: String) -> SealError { SealError(.keyringIO, path: path, reason: reason) }
+    /// A `missingCredential` error: no systemd credential at `path`, for `reason`.
     public static func missingCredential(path: String, reason: String) -> SealError {
         SealError(.missingCredential, path: path, reason: reason)
     }

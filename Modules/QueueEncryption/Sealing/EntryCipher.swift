@@ -43,6 +43,7 @@ public struct EntryCipher: Sendable {
     /// A cipher for a new entry: the keyring's primary key and a new random salt.
     ///
     /// - Parameters:
+    ///   - keyring: the keyring whose primary key seals.
     ///   - queueID: the queue's own id, drawn once when the queue is made and stored in it.
     ///   - idempotencyKey: the entry's idempotency key, unique within the queue.
     public init(sealingWith keyring: Keyring, queueID: UUID, idempotencyKey: String) {

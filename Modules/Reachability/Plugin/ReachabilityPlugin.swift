@@ -1,6 +1,6 @@
 public import HTTPCore
 
-/// A pre-flight check for ``APIClient``: fails a call at once with ``NetworkError/offline``
+/// A pre-flight check for `APIClient`: fails a call at once with `NetworkError.offline`
 /// when the monitor says offline, without touching the network.
 ///
 /// ```swift
@@ -24,7 +24,7 @@ public struct ReachabilityPlugin: Plugin {
         self.scope = scope
     }
 
-    /// Throws ``NetworkError/offline`` when the monitor says offline (or limited, when
+    /// Throws `NetworkError.offline` when the monitor says offline (or limited, when
     /// ``rejectWhenLimited``); otherwise passes the request on unchanged.
     public func prepare(_ request: PreparedRequest, context: CallContext) async throws -> PreparedRequest {
         switch monitor.status {

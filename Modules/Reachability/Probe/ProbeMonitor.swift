@@ -1,6 +1,6 @@
 public import HTTPCore
 
-/// Checks that the world answers: fetches a known URL through any HTTPCore ``Transport`` and
+/// Checks that the world answers: fetches a known URL through any HTTPCore `Transport` and
 /// compares the answer with what a working network returns.
 ///
 /// It probes at once when started, then every ``ProbeConfiguration/interval`` while the probe
@@ -30,7 +30,11 @@ public final class ProbeMonitor: NetworkMonitor {
     private let schedule: ProbeSchedule
     private let task = LockedBox<Task<Void, Never>?>(nil)
 
+    /// A monitor that probes as `configuration` says, through `transport`; limited and unprobed
+    /// until the first probe answers.
+    ///
     /// - Parameters:
+    ///   - configuration: the URL probed, what a working network answers, and how often.
     ///   - transport: carries the probe; any HTTPCore transport.
     ///   - upstream: a monitor whose changes trigger a probe at once, and whose offline status
     ///     is passed through without probing (usually a ``NetlinkMonitor``).
