@@ -80,6 +80,10 @@ let package = Package(
         // sync's own OTLP/HTTP span export, with the OTLP trait only; the gRPC exporter (and
         // grpc-swift) left out.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // `swift package generate-documentation --target NAME`: a module's API reference from its
+        // catalog (Modules/NAME/NAME.docc). A plugin only: no target depends on it, so a package
+        // that depends on Courier does not resolve it. Tools/docs builds every catalog.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Modules
