@@ -330,4 +330,30 @@ extension SQLiteQueueStore {
     func integrityCheck() async throws(QueueError) -> [String] {
         try await read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
     }
+
+    /// One upsert per minute and one delete of the old minutes, in one transaction.
+    func recordActivity(_ minutes: [ActivityMinute], keepingSince: Date) async throws(QueueError) {
+        guard !readOnly, schemaVersion >= Schema.firstActivityVersion, !minutes.isEmpty else { return }
+        try await write { db in
+            for minute in minutes {
+                try db.execute(sql: """
+                    INSERT INTO activity_minute (minute, delivered, failed, pending, due) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (minute) DO UPDATE SET delivered = delivered + excluded.delivered, failed = failed + excluded.failed,
+                        pending = COALESCE(excluded.pending, pending), due = COALESCE(excluded.due, due)
+                    """, arguments: [minute.number, minute.delivered, minute.failed, minute.pending, minute.due])
+            }
+            try db.execute(sql: "DELETE FROM activity_minute WHERE minute < ?", arguments: [ActivityMinute.number(of: keepingSince)])
+        }
+    }
+
+    /// A range of the table's key: at most the minutes kept (two hours).
+    func activity(since: Date) async throws(QueueError) -> [ActivityMinute] {
+        guard schemaVersion >= Schema.firstActivityVersion else { return [] }
+        return try await read { db in
+            try Row.fetchAll(db, sql: "SELECT minute, delivered, failed, pending, due FROM activity_minute WHERE minute >= ? ORDER BY minute",
+                             arguments: [ActivityMinute.number(of: since)]).map { row in
+                ActivityMinute(minute: ActivityMinute.start(of: row[0]), delivered: row[1], failed: row[2], pending: row[3], due: row[4])
+            }
+        }
+    }
 }

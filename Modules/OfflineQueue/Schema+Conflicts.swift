@@ -44,5 +44,20 @@ extension Schema {
                 PRAGMA user_version = 15;
                 """)
         }
+        migrator.registerMigration("v16-activity") { db in
+            // The console's chart (ActivityMinute): a row per minute, added to by each drainer
+            // now and then, never on an entry's path; rows older than two hours are deleted by
+            // the same writes. No entry row is touched.
+            try db.execute(sql: """
+                CREATE TABLE activity_minute (
+                    minute INTEGER PRIMARY KEY NOT NULL,
+                    delivered INTEGER NOT NULL DEFAULT 0,
+                    failed INTEGER NOT NULL DEFAULT 0,
+                    pending INTEGER,
+                    due INTEGER
+                );
+                PRAGMA user_version = 16;
+                """)
+        }
     }
 }

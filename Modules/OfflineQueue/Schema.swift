@@ -62,6 +62,8 @@ enum Schema {
     static let firstConflictVersion = version(after: "v14-conflicts")
     /// The first schema with flow control by origin (`origin_flow`).
     static let firstFlowVersion = version(after: "v15-origin-flow")
+    /// The first schema with the activity kept per minute (`activity_minute`).
+    static let firstActivityVersion = version(after: "v16-activity")
 
     /// The states of `entry_group_open`'s rows (schema 14 on): a group's open entries, which its
     /// later entries wait behind.
@@ -98,7 +100,7 @@ enum Schema {
     }
 
     /// The tables Courier creates; any other (outside SQLite's own) marks a foreign file.
-    static let tables: Set<String> = ["entry", "entry_edge", "entry_response", "pause", "lease", "queue_meta", "queue_key", "origin_flow", "grdb_migrations"]
+    static let tables: Set<String> = ["entry", "entry_edge", "entry_response", "pause", "lease", "queue_meta", "queue_key", "origin_flow", "activity_minute", "grdb_migrations"]
 
     /// `entry_view` as schema 9 made it, its entry columns followed by `columns` (each after a
     /// comma): an entry and its lease, in flight where a lease holds it.

@@ -24,8 +24,11 @@ func expectRefused(
 
 /// SQL that takes a file of this version back to schema 13, as Courier wrote it before
 /// entries had delivery policies of their own and conflicts held their groups: schema 15's
-/// table and schema 14's column gone, the group index as schema 11 made it.
+/// table and schema 14's column gone, the group index as schema 11 made it (and schema 16's
+/// activity table).
 let backToSchema13 = """
+    DROP TABLE activity_minute;
+    DELETE FROM grdb_migrations WHERE identifier = 'v16-activity';
     DROP TABLE origin_flow;
     DELETE FROM grdb_migrations WHERE identifier = 'v15-origin-flow';
     DROP VIEW entry_view;

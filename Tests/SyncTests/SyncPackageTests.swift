@@ -101,11 +101,11 @@ struct SyncPackageTests {
             #expect(level == "OK" || level == "SAFE", "\(unit): \(overall)")
         }
 
-        // A queue with pending entries, of the schema the previous release wrote (14: no flow table).
+        // A queue with pending entries, of the schema the previous release wrote (15: no activity table).
         let database = state.appendingPathComponent("queue.db").path
         for n in 1...3 { try await Self.run(tool, ["enqueue", "POST", "http://127.0.0.1:9/n/\(n)"], environment: ["SYNC_DB": database]) }
         try await DatabaseQueue(path: database).write { db in
-            try db.execute(sql: "DROP TABLE origin_flow; DELETE FROM grdb_migrations WHERE identifier = 'v15-origin-flow'; PRAGMA user_version = 14")
+            try db.execute(sql: "DROP TABLE activity_minute; DELETE FROM grdb_migrations WHERE identifier = 'v16-activity'; PRAGMA user_version = 15")
         }
         try await Self.dpkg(target, "--install", debs[1])
         let upgraded = try await Self.run("/usr/bin/dpkg-query", ["--admindir=\(target.path)/var/lib/dpkg", "-W", "-f", "${Version}", "courier-sync"])
@@ -116,7 +116,7 @@ struct SyncPackageTests {
         let stats = try await Self.run(tool, ["--json", "stats"], environment: ["SYNC_DB": database])
         let counts = try #require(try JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any])
         #expect(counts["pending"] as? Int == 3, "\(stats)")
-        #expect(try await DatabaseQueue(path: database).read { try Int.fetchOne($0, sql: "PRAGMA user_version") } == 15)
+        #expect(try await DatabaseQueue(path: database).read { try Int.fetchOne($0, sql: "PRAGMA user_version") } == 16)
 
         // remove keeps the queue and the settings; purge deletes both.
         try await Self.dpkg(target, "--remove", "courier-sync")

@@ -287,4 +287,19 @@ final class MemoryQueueSession: QueueStorage {
         let problems = store.state.withLock { $0.problems() }
         return problems.isEmpty ? ["ok"] : problems
     }
+
+    func recordActivity(_ minutes: [ActivityMinute], keepingSince: Date) async throws(QueueError) {
+        let oldest = ActivityMinute.number(of: keepingSince)
+        store.state.withLock { state in
+            for minute in minutes {
+                state.activity[minute.number, default: ActivityMinute(minute: ActivityMinute.start(of: minute.number))].add(minute)
+            }
+            state.activity = state.activity.filter { $0.key >= oldest }
+        }
+    }
+
+    func activity(since: Date) async throws(QueueError) -> [ActivityMinute] {
+        let first = ActivityMinute.number(of: since)
+        return store.state.withLock { state in state.activity.filter { $0.key >= first }.sorted { $0.key < $1.key }.map(\.value) }
+    }
 }

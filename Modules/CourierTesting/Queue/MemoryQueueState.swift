@@ -29,6 +29,8 @@ struct MemoryQueueState {
     var pauses: [String?: Date] = [:]
     /// Flow rows by origin (``FlowControl``): only origins paused, shrunk or limited.
     var flows: [String: OriginFlow] = [:]
+    /// The activity kept per minute (the console's chart), by minute number.
+    var activity: [Int64: ActivityMinute] = [:]
     /// The drainers whose hold lives: a hold dies when its session shuts down or goes away.
     var liveOwners: Set<String> = []
     /// The queue's id and the key-check values recorded per key id (``QueueSealStorage``).

@@ -70,6 +70,8 @@ public final class OfflineQueue: Sendable {
     let metrics: QueueMetrics
     /// The sends and store calls under way, for a service's watchdog.
     let activity = QueueActivity()
+    /// What this process counted for the activity per minute and has not yet stored.
+    let activityBook: ActivityBook
     /// Names this drainer in leases (`host:pid:token:boot` on SQLite, `host:pid:pgN` on
     /// PostgreSQL).
     var owner: String { drainer.store.owner }
@@ -90,11 +92,15 @@ public final class OfflineQueue: Sendable {
         self.resealer = QueueResealer(store: storage, bodies: storage, reader: storage, inlineLimit: configuration.inlineBodyLimit)
         let metrics = QueueMetrics(configuration.metrics)
         self.metrics = metrics
-        self.operations = QueueOperations(store: storage, clock: configuration.clock, wake: enqueued, activity: activity, metrics: metrics)
+        let activityBook = ActivityBook(store: storage, clock: configuration.clock)
+        self.activityBook = activityBook
+        self.operations = QueueOperations(
+            store: storage, clock: configuration.clock, wake: enqueued, activity: activity, metrics: metrics, activityBook: activityBook
+        )
         self.upkeep = QueueUpkeep(store: storage, clock: configuration.clock, deliveredRetention: configuration.deliveredRetention)
         self.drainer = QueueDrainer(
             configuration: configuration, monitor: monitor, client: replays, store: storage,
-            broadcast: broadcast, metrics: metrics, activity: activity
+            broadcast: broadcast, metrics: metrics, activity: activity, activityBook: activityBook
         )
         storage.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
     }

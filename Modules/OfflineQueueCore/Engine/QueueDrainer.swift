@@ -19,12 +19,14 @@ final class QueueDrainer: Sendable {
     let broadcast: EventBroadcast
     let metrics: QueueMetrics
     let activity: QueueActivity
+    /// Counts the commits' deliveries and failures for the activity per minute.
+    let activityBook: ActivityBook
     /// Stored URLs parsed for replays, once each.
     let replayTargets = ParsedURLs { text throws(QueueError) in try ReplayTarget(text) }
 
     init(
         configuration: QueueConfiguration, monitor: (any NetworkMonitor)?, client: APIClient, store: any QueueDrainStorage,
-        broadcast: EventBroadcast, metrics: QueueMetrics, activity: QueueActivity
+        broadcast: EventBroadcast, metrics: QueueMetrics, activity: QueueActivity, activityBook: ActivityBook
     ) {
         self.configuration = configuration
         self.monitor = monitor
@@ -34,6 +36,7 @@ final class QueueDrainer: Sendable {
         self.broadcast = broadcast
         self.metrics = metrics
         self.activity = activity
+        self.activityBook = activityBook
     }
 
     /// Sends due entries until `mode` says the drain is over (``OfflineQueue/drain(_:concurrency:control:)``
@@ -114,6 +117,15 @@ final class QueueDrainer: Sendable {
                     case .committed(let settlements, .success(let result))?:
                         announce(settlements, lost: result.lost)
                         if !sending.isEmpty { record(settlements, lost: result.lost, sending: &sending) }
+                        activityBook.count(settlements, lost: result.lost)
+                        // At most every ActivityBook.flushInterval: one small write, in a child
+                        // task beside the sends (a failure keeps the counts for the next).
+                        if activityBook.takeTurn() {
+                            group.addTask { [activityBook] in
+                                try? await activityBook.flush()
+                                return .activityStored
+                            }
+                        }
                         machine.committed(result, at: elapsed())
                     case .committed(_, .failure(let error))?: machine.commitFailed(error)
                     case .stop?: machine.stop()
@@ -121,6 +133,7 @@ final class QueueDrainer: Sendable {
                         machine.network(online: online)
                         if let monitor { group.addTask { await Self.change(of: monitor, from: online) } }
                     case .tick(let deadline)?: timers.removeAll { $0 == deadline }
+                    case .activityStored?: break
                     case .monitorEnded?, nil: break
                     }
                 case .finish:
@@ -129,6 +142,8 @@ final class QueueDrainer: Sendable {
                 }
             }
         }
+        // What the drain counted reaches the store as it ends (a failure keeps it for later).
+        try? await activityBook.flush()
         if let failure = machine.failure { throw failure }
         return machine.summary
     }
@@ -152,6 +167,8 @@ final class QueueDrainer: Sendable {
         case monitorEnded
         /// The timer set for this deadline (since the drain began) went off.
         case tick(Duration)
+        /// A write of the activity per minute ended (a failure keeps its counts for the next).
+        case activityStored
     }
 
     /// Waits until `monitor` says online when `online` is false, or offline when it is true.

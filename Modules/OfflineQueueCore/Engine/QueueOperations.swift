@@ -17,6 +17,8 @@ struct QueueOperations: Sendable {
     /// The store calls under way, for a service's watchdog.
     let activity: QueueActivity
     let metrics: QueueMetrics
+    /// Takes the backlog of every count read, for the activity per minute.
+    let activityBook: ActivityBook
     /// The counts of ``OfflineQueue/recentCounts(maxAge:)``, shared within the process.
     let countsCache = CountsCache()
     /// The overview, read at most once per interval however many console viewers ask.
@@ -45,6 +47,7 @@ struct QueueOperations: Sendable {
     func counts() async throws(QueueError) -> QueueCounts {
         let counts = try await activity.storeCall(.counts) { () async throws(QueueError) in try await store.counts(now: clock.now()) }
         metrics.answered(.counts)
+        activityBook.sample(counts)
         return counts
     }
 

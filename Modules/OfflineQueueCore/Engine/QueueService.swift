@@ -82,6 +82,8 @@ public struct QueueService: Service {
 
     /// How long past `pollInterval` a loop may take to go round before it counts as wedged.
     static let loopMargin = Duration.seconds(5)
+    /// How often a service counts the backlog for the activity per minute and stores its counts.
+    static let activityInterval = Duration.seconds(30)
 
     /// The loop went round: a beat for watchers, and progress for ``liveness()``.
     private func turned() {
@@ -157,6 +159,17 @@ public struct QueueService: Service {
                         try? await queue.refreshGauges(maxAge: .seconds(1))
                         await clock.sleep(clock.now().uptime + queue.metrics.options.gaugeInterval.seconds)
                     }
+                }
+            }
+            // The backlog for the activity per minute (the console's chart), counted every half
+            // minute even while nothing drains, and what the drains counted, stored.
+            group.addTask { [queue] in
+                let clock = queue.configuration.clock
+                while !Task.isCancelled {
+                    await clock.sleep(clock.now().uptime + Self.activityInterval.seconds)
+                    if Task.isCancelled { break }
+                    _ = try? await queue.recentCounts(maxAge: Self.activityInterval / 2)
+                    try? await queue.activityBook.flush()
                 }
             }
             defer { group.cancelAll() }

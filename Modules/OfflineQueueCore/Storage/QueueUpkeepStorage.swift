@@ -20,4 +20,10 @@ package protocol QueueUpkeepStorage: Sendable {
     func sweepOrphanBodies() async throws(QueueError)
     /// The store's own consistency check: `["ok"]` when sound.
     func integrityCheck() async throws(QueueError) -> [String]
+    /// Adds `minutes` to the activity kept per minute, in one transaction: delivered and failed
+    /// counts are summed with the minute's row, a backlog replaces the row's; then forgets the
+    /// minutes before `keepingSince`. A read-only store records nothing.
+    func recordActivity(_ minutes: [ActivityMinute], keepingSince: Date) async throws(QueueError)
+    /// The minutes kept from the one `since` falls in on, oldest first.
+    func activity(since: Date) async throws(QueueError) -> [ActivityMinute]
 }

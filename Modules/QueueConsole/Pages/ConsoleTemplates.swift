@@ -46,20 +46,22 @@ enum ConsoleTemplates {
     <h1>Queue</h1>
     {{#queuePaused}}<p class="paused">The queue is paused: no drainer claims its entries.</p>{{/queuePaused}}
     <table class="counts">
-    <tr><th>Pending</th><td><a href="{{prefix}}/entries?state=pending">{{counts.pending}}</a></td></tr>
+    <tr><th class="state-pending">Pending</th><td><a href="{{prefix}}/entries?state=pending">{{counts.pending}}</a></td></tr>
     <tr><th>Due now</th><td>{{counts.due}}</td></tr>
     <tr><th>Waiting for the network</th><td>{{counts.waitingForNetwork}}</td></tr>
-    <tr><th>In flight</th><td><a href="{{prefix}}/entries?state=inflight">{{counts.inflight}}</a></td></tr>
+    <tr><th class="state-inflight">In flight</th><td><a href="{{prefix}}/entries?state=inflight">{{counts.inflight}}</a></td></tr>
     <tr><th>Held by a dead owner</th><td>{{counts.inflightOrphaned}}</td></tr>
-    <tr><th>Delivered</th><td><a href="{{prefix}}/entries?state=delivered">{{counts.delivered}}</a></td></tr>
-    <tr><th>Dead</th><td><a href="{{prefix}}/entries?state=dead">{{counts.dead}}</a></td></tr>
-    <tr><th>Waiting for other entries</th><td><a href="{{prefix}}/entries?state=blocked">{{counts.blocked}}</a></td></tr>
-    <tr><th>Conflicts for an operator</th><td><a href="{{prefix}}/entries?state=conflict">{{counts.conflict}}</a></td></tr>
+    <tr><th class="state-delivered">Delivered</th><td><a href="{{prefix}}/entries?state=delivered">{{counts.delivered}}</a></td></tr>
+    <tr><th class="state-dead">Dead</th><td><a href="{{prefix}}/entries?state=dead">{{counts.dead}}</a></td></tr>
+    <tr><th class="state-blocked">Waiting for other entries</th><td><a href="{{prefix}}/entries?state=blocked">{{counts.blocked}}</a></td></tr>
+    <tr><th class="state-conflict">Conflicts for an operator</th><td><a href="{{prefix}}/entries?state=conflict">{{counts.conflict}}</a></td></tr>
     </table>
     <p>Oldest pending: {{#hasOldestPending}}{{oldestPendingAt}} ({{oldestPendingAgeSeconds}} s ago){{/hasOldestPending}}{{^hasOldestPending}}none{{/hasOldestPending}}.
     Last delivery: {{#hasLastDelivery}}{{lastDeliveredAt}}{{/hasLastDelivery}}{{^hasLastDelivery}}none{{/hasLastDelivery}}.
     Held back by pauses: {{pendingHeldByPauses}}.</p>
     <p>Delivered in the last minute: {{deliveredLastMinute}}; in the last 5 minutes: {{deliveredLastFiveMinutes}}.</p>
+    <h2>The last hour</h2>
+    <figure class="chart">{{#activity}}{{{svg}}}<figcaption>{{delivered}} delivered and {{failed}} failed in the last hour, per minute; hover a minute for its numbers.</figcaption>{{/activity}}</figure>
     {{#hasGroups}}<h2>By group</h2>
     {{^talliedAll}}<p class="note">Groups and names count the newest {{tallied}} entries.</p>{{/talliedAll}}
     <table class="tally"><thead><tr><th>Group</th><th>Pending</th><th>In flight</th><th>Delivered</th><th>Dead</th>{{#canAct}}<th></th>{{/canAct}}</tr></thead><tbody>
@@ -174,8 +176,11 @@ enum ConsoleTemplates {
     static let stylesheet = """
     body{font:14px/1.4 system-ui,sans-serif;margin:0}header{display:flex;justify-content:space-between;padding:.5em 1em;background:#223;color:#eee}
     header a{color:#fff;margin-right:1em}main{padding:1em}table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left}
-    .state-dead{color:#b00}.state-delivered{color:#070}.paused,.notice{background:#ffd;padding:.5em}form{display:inline-block;margin:.2em}
+    .state-pending{color:#225}.state-inflight{color:#06c}.state-delivered{color:#070}.state-dead{color:#b00}.state-blocked,.state-superseded{color:#555}.state-conflict{color:#a60}.paused,.notice{background:#ffd;padding:.5em}form{display:inline-block;max-width:100%;margin:.2em}
     dl.entry dt{font-weight:bold}pre{white-space:pre-wrap;max-width:80em}
+    figure.chart{margin:0;max-width:640px}figure.chart svg{display:block;width:100%;height:auto}figcaption{color:#444}
+    header{flex-wrap:wrap;gap:.3em}table{display:block;max-width:100%;overflow-x:auto}td{overflow-wrap:anywhere}input,select{max-width:100%}
+    dd{overflow-wrap:anywhere}
 
     """
 }

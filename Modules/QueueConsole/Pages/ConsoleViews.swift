@@ -81,6 +81,9 @@ struct OverviewView: Encodable, Sendable {
     /// The origins flow control holds (set after the overview is read).
     var origins: [OriginFlowView] = []
     var hasOrigins = false
+    /// The last hour, per minute (set after the overview is read): the chart, and in the JSON
+    /// twin its minutes.
+    var activity = ActivityChart([])
 
     init(_ overview: QueueOverview, now: Date) {
         let counts = overview.counts

@@ -22,6 +22,7 @@ extension QueueConsole {
         var view = OverviewView(overview, now: Date())
         view.origins = try await queue.originFlows().map(OriginFlowView.init)
         view.hasOrigins = !view.origins.isEmpty
+        view.activity = ActivityChart(try await queue.activity(minutes: 60))
         return try respond(request, context, view, title: "Overview", template: "overview", route: "/")
     }
 

@@ -231,6 +231,12 @@ final class BrowserSession: Sendable {
         try await run(["op": "inject_form", "action": action, "fields": fields.map { [$0.0, $0.1] }])
     }
 
+    /// Sets the window's size, as a phone's; answers the width the page now has.
+    @discardableResult
+    func resize(width: Int, height: Int) async throws -> Scalar? {
+        try await run(["op": "resize", "width": width, "height": height]).value
+    }
+
     /// Saves a PNG of the window at `path` and prints where.
     func screenshot(_ path: URL) async throws {
         try await run(["op": "screenshot", "path": path.path])

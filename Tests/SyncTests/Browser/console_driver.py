@@ -31,6 +31,7 @@ Commands (every one takes "op"):
   alert                           whether an alert is open (it is dismissed) and its text; every
                                   page answer also carries "alert": the text of one that was open
   screenshot {path}               save a PNG of the window
+  resize {width, height}          set the window's size (CSS pixels), as a phone's
   quit
 """
 
@@ -288,6 +289,9 @@ class Console:
         if op == "alert":
             text = self.take_alert()
             return {"open": text is not None, "text": text}
+        if op == "resize":
+            driver.set_window_size(int(command["width"]), int(command["height"]))
+            return {"value": driver.execute_script("return window.innerWidth")}
         if op == "screenshot":
             path = command["path"]
             os.makedirs(os.path.dirname(path), exist_ok=True)
