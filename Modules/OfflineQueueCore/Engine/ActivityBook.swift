@@ -4,8 +4,9 @@ import HTTPCore
 /// What this process counted for the activity kept per minute (``ActivityMinute``) and has not
 /// yet added to the store: the drains' settlements, and the backlog whenever the counts are
 /// read. It is added to the store at most every ``flushInterval`` (by the drain that counts,
-/// after a commit), when a drain ends, and before the activity is read, so the store sees
-/// one small write per interval per drainer, never one per entry.
+/// after a commit or as it ends, and before the activity is read) and when the queue closes,
+/// so the store sees one small write per interval per drainer, never one per entry or per
+/// drain.
 ///
 /// Sendable: the state is behind a lock. A write that fails keeps its counts for the next.
 final class ActivityBook: Sendable {

@@ -107,9 +107,12 @@ public final class OfflineQueue: Sendable {
 
     /// Lets go of the store's connections (a PostgreSQL queue's). For a SQLite queue, waits for
     /// the work already handed to the file, which then closes with the last reference, so a
-    /// process that ends right after leaves no `-wal` or `-shm` behind. The queue is not used
-    /// afterwards.
+    /// process that ends right after leaves no `-wal` or `-shm` behind. First it stores what
+    /// this process counted for ``activity(minutes:)`` and has not stored yet. The queue is not
+    /// used afterwards.
     public func close() async {
+        // What this process counted for the activity per minute and has not stored yet.
+        try? await activityBook.flush()
         await store.shutDown()
     }
 

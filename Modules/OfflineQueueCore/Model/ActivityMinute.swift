@@ -4,11 +4,10 @@ public import Foundation
 /// delivered and that failed in it, and the backlog as last seen in it.
 ///
 /// Kept as per-minute counters, not read from the entries: each drainer counts what its commits
-/// settle and adds it to the minute's row now and then (at most every
-/// 10 seconds, and when its drain ends); the backlog is the count of pending
-/// and due entries the last time anyone read the counts in that minute (a service reads them
-/// every half minute). A `kill -9` loses what its drainer had not added yet: at most one
-/// flush interval of one drainer's counts.
+/// settle and adds it to the minute's row now and then (at most every 10 seconds, and when
+/// the queue closes); the backlog is the count of pending and due entries the last time anyone
+/// read the counts in that minute (a service reads them every half minute). A `kill -9` loses
+/// what its drainer had not added yet: at most ten seconds of one drainer's counts.
 ///
 /// ```swift
 /// for minute in try await queue.activity() where minute.failed > 0 {
