@@ -47,3 +47,20 @@ extension PostgresQueueStore {
         }
     }
 }
+
+/// Schema 11: the activity per minute (``ActivityMinute``, the console's chart): a row per
+/// minute, added to by each drainer now and then, never on an entry's path. No entry row is
+/// touched.
+extension PostgresSchema {
+    static func activityMigration(_ schema: String) -> String {
+        """
+        CREATE TABLE "\(schema)".activity_minute (
+            minute bigint PRIMARY KEY,
+            delivered bigint NOT NULL DEFAULT 0,
+            failed bigint NOT NULL DEFAULT 0,
+            pending bigint,
+            due bigint
+        );
+        """
+    }
+}

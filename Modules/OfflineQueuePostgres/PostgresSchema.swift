@@ -251,19 +251,8 @@ enum PostgresSchema {
         Migration(name: "v9-origin-flow") { schema in originFlowMigration(schema) },
         // Limits by origin pattern (`https://*.example.com`): PostgresSchema+Flow.swift.
         Migration(name: "v10-origin-patterns") { schema in originPatternsMigration(schema) },
-        // The console's chart (ActivityMinute): a row per minute, added to by each drainer now
-        // and then, never on an entry's path. No entry row is touched.
-        Migration(name: "v11-activity") { schema in
-            """
-            CREATE TABLE "\(schema)".activity_minute (
-                minute bigint PRIMARY KEY,
-                delivered bigint NOT NULL DEFAULT 0,
-                failed bigint NOT NULL DEFAULT 0,
-                pending bigint,
-                due bigint
-            );
-            """
-        },
+        // The activity per minute (the console's chart): PostgresQueueStore+Activity.swift.
+        Migration(name: "v11-activity") { schema in activityMigration(schema) },
     ]
 
     /// The channel those awaiting outcomes listen on: `<schema>.settled`.
