@@ -122,6 +122,33 @@ struct FlowConformanceTests {
         }
     }
 
+    // SQLite and memory: the store-neutral OriginFlowBook. PostgreSQL's settle_and_claim still
+    // sets `refilled_at` to the claim's time; the same rule there needs a migration of its own.
+    @Test("a claim whose clock reading is older than the bucket's last refill (it waited for the store behind another) takes no token twice", arguments: [StoreKind.sqlite, .memory])
+    func staleClaimTakesNoTokenTwice(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            try await contract.storage.storeOriginLimits([try OriginLimit(Self.a, requestsPerSecond: 10, burst: 2)], now: contract.now)
+            _ = try await contract.insert(Self.specs(Self.a, 10))
+            let other = try await contract.drainer()
+            #expect(try await Self.commit(contract, limit: 1).claimed.count == 1, "t: one of the burst of 2")
+            contract.clock.advance(by: .milliseconds(100))
+            let stale = contract.now
+            contract.clock.advance(by: .milliseconds(400))
+            #expect(try await Self.commit(contract, other, limit: 1).claimed.count == 1, "t + 0.5 s: refilled to 2, one taken")
+            // A claim that read the clock at t + 0.1 s and reached the store only now: the token
+            // left is there for it, but the refill stays at t + 0.5 s.
+            let late = try await other.store.settleAndClaim(
+                [], now: stale, claimLimit: 1, lease: .seconds(600), attemptedSince: nil,
+                chores: ClaimChores(flow: FlowSettings(maxPause: 3600, growAfter: 8, ceiling: 8))
+            )
+            #expect(late.claimed.count == 1)
+            contract.clock.advance(by: .milliseconds(100))
+            // t + 0.6 s: one token since t + 0.5 s; moving the refill back to t + 0.1 s would give 2.
+            #expect(try await Self.commit(contract, limit: 10).claimed.count == 1)
+        }
+    }
+
     @Test("a rate limit holds across drainers: a burst, then a token per interval on the queue's clock; a concurrency cap too", arguments: StoreKind.allCases)
     func limits(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)

@@ -152,7 +152,10 @@ package struct OriginFlowBook {
             }
             if row.rate != nil, let count = taken[origin] {
                 row.tokens = row.tokens(at: now) - Double(count)
-                row.refilledAt = now
+                // Never back: a claim whose clock was read before it waited for the store can
+                // come after one that read later, and moving the refill back to it would count
+                // the time between the two readings twice (a token too many each time).
+                row.refilledAt = max(row.refilledAt, now)
             } else if !derived.contains(origin) {
                 continue
             }
