@@ -59,5 +59,15 @@ extension Schema {
                 PRAGMA user_version = 16;
                 """)
         }
+        migrator.registerMigration("v17-retention") { db in
+            // Retention's order (SQLiteQueueStore+Retention.swift): the delivered rows by when
+            // they finished, so a pass reads only the rows it deletes. Without it each batch
+            // walked every delivered row (the last one all those newer than the cutoff), in its
+            // write transaction: seconds per batch at 10,000,000 entries.
+            try db.execute(sql: """
+                CREATE INDEX entry_finished ON entry(finished_at) WHERE state IN ('delivered', 'superseded');
+                PRAGMA user_version = 17;
+                """)
+        }
     }
 }

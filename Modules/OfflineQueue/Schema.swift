@@ -64,6 +64,9 @@ enum Schema {
     static let firstFlowVersion = version(after: "v15-origin-flow")
     /// The first schema with the activity kept per minute (`activity_minute`).
     static let firstActivityVersion = version(after: "v16-activity")
+    /// The first schema with the delivered rows in the order they finished (`entry_finished`),
+    /// which retention deletes by.
+    static let firstRetentionIndexVersion = version(after: "v17-retention")
 
     /// The states of `entry_group_open`'s rows (schema 14 on): a group's open entries, which its
     /// later entries wait behind.

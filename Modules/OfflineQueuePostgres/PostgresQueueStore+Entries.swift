@@ -361,7 +361,8 @@ extension PostgresQueueStore {
     // MARK: - Upkeep
 
     /// A delivered entry whose response a child not yet sent takes values from
-    /// (``ResponseReference``) stays until that child is sent.
+    /// (``ResponseReference``) stays until that child is sent. Each batch takes the oldest
+    /// finished rows through `entry_finished` (migration v12), so it reads the rows it deletes.
     func deleteDelivered(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
         var summary = RetentionSummary()
         let batch = 500
@@ -372,7 +373,7 @@ extension PostgresQueueStore {
                         SELECT e.id FROM §.entry AS e WHERE e.state IN ('delivered', 'superseded') AND e.finished_at < $1
                             AND NOT EXISTS (SELECT 1 FROM §.entry_edge AS g JOIN §.entry AS c ON c.id = g.child
                                 WHERE g.parent = e.id AND c.state IN ('blocked', 'pending', 'inflight') AND c.response_sources IS NOT NULL)
-                        ORDER BY e.id LIMIT $2)
+                        ORDER BY e.finished_at LIMIT $2)
                     RETURNING body_ref
                     """)).with(cutoff.timeIntervalSince1970, Int64(batch)), logger: self.logger).decodeAll(String?.self)
                 let names = rows.compactMap { $0 }
