@@ -72,19 +72,26 @@ public final class AsyncHTTPClientTransport: Transport {
         if first { try await client.shutdown() }
     }
 
-    /// The first content coding in `values` that AsyncHTTPClient does not decode (`br`,
-    /// `zstd`, …): reading such a body as it is would only fail later as a confusing
-    /// decoding error.
-    static func unsupportedEncoding(_ values: [String]) -> String? {
-        // Most responses have no Content-Encoding: nothing to build or look up for them.
-        guard !values.isEmpty else { return nil }
-        return values.flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            .first { !$0.isEmpty && !decodedEncodings.contains($0) }
+    /// The first content coding in `headers`' `Content-Encoding` that AsyncHTTPClient does not
+    /// decode (`br`, `zstd`, …): reading such a body as it is would only fail later as a
+    /// confusing decoding error. Read in place: nothing is allocated unless a coding is refused.
+    static func unsupportedEncoding(in headers: HTTPHeaders) -> String? {
+        for (name, value) in headers where name.utf8.equalsIgnoringASCIICase("content-encoding".utf8) {
+            var rest = Substring(value)
+            while !rest.isEmpty {
+                let end = rest.firstIndex(of: ",") ?? rest.endIndex
+                let coding = rest[..<end].trimmingASCIISpaces()
+                rest = end == rest.endIndex ? rest[end...] : rest[rest.index(after: end)...]
+                if !coding.isEmpty, !decodedEncodings.contains(where: { coding.utf8.equalsIgnoringASCIICase($0.utf8) }) {
+                    return coding.lowercased()
+                }
+            }
+        }
+        return nil
     }
 
     /// The content codings AsyncHTTPClient decodes.
-    static let decodedEncodings: Set<String> = ["gzip", "x-gzip", "deflate", "identity"]
+    static let decodedEncodings: [String] = ["gzip", "x-gzip", "deflate", "identity"]
 
     /// Whether a request that failed with `error` before any part of its response arrived is
     /// sent once more: when the connection was lost (the server closed a kept-alive
@@ -105,7 +112,7 @@ public final class AsyncHTTPClientTransport: Transport {
 
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
-        let outgoing = try HTTPClientRequest(request, body: body, loops: client.eventLoopGroup)
+        let outgoing = try HTTPClientRequest(request, body: body, loops: client.eventLoopGroup, acceptsCompression: decodesBodies)
         if let failure = SpecialUseDomain.failure(for: request) { throw failure }
         // Clamped: NIO traps on a TimeAmount beyond Int64 nanoseconds (292 years).
         let deadline: NIODeadline? = timeout.map { .now() + TimeAmount(min($0, .longestInput)) }
@@ -116,9 +123,9 @@ public final class AsyncHTTPClientTransport: Transport {
             } catch where Self.mayResend(request, body: body, after: error) {
                 // A pooled connection the server closed as the request went out: the request
                 // got no answer, so an idempotent one goes once more, on another connection.
-                response = try await client.execute(try HTTPClientRequest(request, body: body, loops: client.eventLoopGroup), deadline: deadline ?? .distantFuture)
+                response = try await client.execute(try HTTPClientRequest(request, body: body, loops: client.eventLoopGroup, acceptsCompression: decodesBodies), deadline: deadline ?? .distantFuture)
             }
-            if decodesBodies, let encoding = Self.unsupportedEncoding(response.headers["content-encoding"]) {
+            if decodesBodies, let encoding = Self.unsupportedEncoding(in: response.headers) {
                 throw NetworkError.transport(TransportFailure(.invalidResponse, "the response uses content encoding \(encoding), which this transport cannot decode"))
             }
             return TransportResponse(
@@ -128,5 +135,23 @@ public final class AsyncHTTPClientTransport: Transport {
         } catch {
             throw TransportErrorMapping.map(error)
         }
+    }
+}
+
+extension Substring {
+    /// This without the spaces and tabs at either end.
+    fileprivate func trimmingASCIISpaces() -> Substring {
+        var trimmed = self
+        while let first = trimmed.utf8.first, first == 0x20 || first == 0x09 { trimmed = trimmed.dropFirst() }
+        while let last = trimmed.utf8.last, last == 0x20 || last == 0x09 { trimmed = trimmed.dropLast() }
+        return trimmed
+    }
+}
+
+extension Collection<UInt8> {
+    /// Whether these bytes spell `other`, ASCII letters compared without case.
+    fileprivate func equalsIgnoringASCIICase(_ other: some Collection<UInt8>) -> Bool {
+        guard count == other.count else { return false }
+        return zip(self, other).allSatisfy { a, b in a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A) }
     }
 }

@@ -7,18 +7,25 @@ import NIOHTTP1
 
 extension HTTPClientRequest {
     /// The AsyncHTTPClient request for `request` with `body`, streamed; `loops`: the event
-    /// loops of the client that writes it (``RequestBodySequence``).
-    init(_ request: HTTPRequest, body: RequestBody?, loops: (any EventLoopGroup)? = nil) throws(NetworkError) {
+    /// loops of the client that writes it (``RequestBodySequence``). `acceptsCompression`: the
+    /// client decodes gzip and deflate, so a request without `Accept-Encoding` says so here.
+    /// AsyncHTTPClient's decompressor adds the same field otherwise, by rebuilding the head on
+    /// the event loop: two allocations more per request.
+    init(_ request: HTTPRequest, body: RequestBody?, loops: (any EventLoopGroup)? = nil, acceptsCompression: Bool = false) throws(NetworkError) {
         guard let scheme = request.scheme, let authority = request.authority else {
             throw .invalidRequest(.malformedURL("\(request.scheme ?? "?")://\(request.authority ?? "?")\(request.path ?? "")"))
         }
         self.init(url: "\(scheme)://\(authority)\(request.path ?? "/")")
         method = HTTPMethod(rawValue: request.method.rawValue)
         var headers = HTTPHeaders()
-        headers.reserveCapacity(request.headerFields.count)
+        headers.reserveCapacity(request.headerFields.count + (acceptsCompression ? 1 : 0))
+        var needsAcceptEncoding = acceptsCompression
         for field in request.headerFields {
+            if needsAcceptEncoding, field.name == .acceptEncoding { needsAcceptEncoding = false }
             headers.add(name: field.name.rawName, value: field.value)
         }
+        // The value AsyncHTTPClient's decompressor would add.
+        if needsAcceptEncoding { headers.add(name: "accept-encoding", value: "deflate, gzip") }
         self.headers = headers
         if let body { self.body = Body(body, loops: loops) }
     }
@@ -91,7 +98,7 @@ extension HTTPResponse {
         var fields = HTTPFields()
         fields.reserveCapacity(response.headers.count)
         for (name, value) in response.headers {
-            guard let fieldName = HTTPField.Name(name) else { continue }
+            guard let fieldName = HTTPField.Name.common(name) ?? HTTPField.Name(name) else { continue }
             fields.append(HTTPField(name: fieldName, value: value))
         }
         // 200 OK, by far the most common, without checking its reason phrase again.
@@ -99,5 +106,25 @@ extension HTTPResponse {
             ? .ok
             : HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
         self.init(status: status, headerFields: fields)
+    }
+}
+
+extension HTTPField.Name {
+    /// The names most responses carry, for `name` in any case: found by comparing bytes, where
+    /// `init(_:)` checks every byte of the token and lowercases a name such as `Content-Type`.
+    /// The field then has the canonical (lowercase) name as its raw name too.
+    static func common(_ name: String) -> HTTPField.Name? {
+        let candidate: HTTPField.Name
+        switch name.utf8.count {
+        case 4: candidate = .date
+        case 6: candidate = .server
+        case 10: candidate = .connection
+        case 12: candidate = .contentType
+        case 14: candidate = .contentLength
+        case 16: candidate = .contentEncoding
+        case 17: candidate = .transferEncoding
+        default: return nil
+        }
+        return name.utf8.elementsEqual(candidate.canonicalName.utf8) { $0 == $1 || ($1 >= 0x61 && $0 | 0x20 == $1) } ? candidate : nil
     }
 }

@@ -69,7 +69,13 @@ public struct TransportResponse: Sendable {
     /// The body in memory, up to `maxBytes`, allocated once at the size `Content-Length`
     /// announces (see ``ByteStream/collect(upTo:expectedCount:)``).
     public func collectBody(upTo maxBytes: Int) async throws -> Data {
-        let announced = head.headerFields[.contentLength].flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        // The first field, read in place: the subscript by name joins every value into a new
+        // string, for a figure that is only a hint.
+        var announced: Int?
+        for field in head.headerFields where field.name == .contentLength {
+            announced = Int(field.value).flatMap { $0 >= 0 ? $0 : nil }
+            break
+        }
         return try await body.collect(upTo: maxBytes, expectedCount: announced)
     }
 }
