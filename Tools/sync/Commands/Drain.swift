@@ -52,7 +52,7 @@ struct Drain: AsyncParsableCommand {
         logging.bootstrap()
         // With OTEL_TRACES_EXPORTER=otlp the drain's spans are exported, and flushed before exit.
         try await Telemetry.exporting(logger: Logger(label: "courier.sync")) {
-            try await withTransport { transport in try await drain(through: transport) }
+            try await withTransport(connectionsPerHost: sending.connectionsPerHost) { transport in try await drain(through: transport) }
         }
     }
 

@@ -102,7 +102,7 @@ struct Run: AsyncParsableCommand {
         }
         let registry = metrics.address != nil || consoleAddress != nil ? HTTPServer.bootstrapPrometheus() : nil
         let telemetry = try Telemetry.bootstrap(logger: logger)
-        try await withTransport { [users, registry] transport in
+        try await withTransport(connectionsPerHost: sending.connectionsPerHost) { [users, registry] transport in
             try await serve(
                 through: transport, console: consoleAddress.flatMap { address in users.map { (address, $0) } }, registry: registry,
                 telemetry: telemetry, logger: logger
@@ -162,7 +162,7 @@ struct Run: AsyncParsableCommand {
                 }
                 let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
                 logger.info("sync run starting", metadata: [
-                    "db": "\(options.shownPath)", "concurrency": "\(sending.concurrency)",
+                    "db": "\(options.shownPath)", "concurrency": "\(sending.concurrency)", "connections_per_host": "\(sending.connectionsPerHost)",
                     "network": "\(monitor.map { "\($0.status)" } ?? "not monitored")",
                 ])
                 try await group.run()
