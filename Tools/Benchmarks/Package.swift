@@ -38,6 +38,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        // bench-server's TLS and HTTP/2 (the latency benchmark); resolved already through AsyncHTTPClient.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         // The malloc interposer counts allocations with no system package (jemalloc is the
         // backend only before Swift 6.3).
@@ -50,6 +53,8 @@ let package = Package(
             dependencies: scenarioDependencies + [
                 .product(name: "Multipart", package: "courier"),
                 .product(name: "QueueConsole", package: "courier"),
+                // `--growth`: the measured workload its smoke test shares (GrowthWorkload).
+                .product(name: "CourierTesting", package: "courier"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -61,6 +66,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ],
             path: "Sources/bench-server"
         ),

@@ -13,6 +13,7 @@ import Benchmark
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = Measure.configuration()
     HTTPScenarios.register()
+    DefaultsScenarios.register()
     QueueScenarios.register()
     SealingScenarios.register()
     PostgresScenarios.register()

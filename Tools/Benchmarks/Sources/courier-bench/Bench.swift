@@ -34,6 +34,16 @@ enum Bench {
             try await ConsoleBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
             return
         }
+        // `--latency`: the drain to a server 20 ms away, HTTP/1.1 and HTTP/2 (LatencyBench.swift).
+        if CommandLine.arguments.dropFirst().first == "--latency" {
+            try await LatencyBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+            return
+        }
+        // `--growth`: each operation's cost as the queue grows to millions of entries (GrowthBench.swift).
+        if CommandLine.arguments.dropFirst().first == "--growth" {
+            try await GrowthBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+            return
+        }
         if CommandLine.arguments.dropFirst().first == "--postgres" {
             try await PostgresBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
             return

@@ -9,6 +9,9 @@ import OfflineQueue
 /// process (both sides) and in its A/A child (the raw side only), with the same code.
 enum RatioScenario: String, CaseIterable, Sendable {
     case modelGET = "model-GET"
+    /// Each side as a user gets it by default (`DefaultCalls`), the page plain and gzipped.
+    case defaultsGET = "model-GET-defaults"
+    case gzipGET = "model-GET-gzip"
     case plugins
     case urlSession = "URLSession"
     case drainSQLite = "drain-SQLite"
@@ -26,6 +29,8 @@ enum RatioScenario: String, CaseIterable, Sendable {
     var figure: String {
         switch self {
         case .modelGET: "model GET, APIClient + AsyncHTTPClient vs raw AsyncHTTPClient"
+        case .defaultsGET: "model GET, default configurations: AsyncHTTPClientTransport() vs HTTPClient(eventLoopGroupProvider: .singleton)"
+        case .gzipGET: "model GET of a gzipped page, default AsyncHTTPClientTransport() vs raw AsyncHTTPClient decompressing"
         case .plugins: "5 plugins + 2 interceptors vs none"
         case .urlSession: "model GET, APIClient + URLSessionTransport vs raw URLSession"
         case .drainSQLite: "drain 10,000 POSTs (SQLite, NORMAL), concurrency 16, vs raw AsyncHTTPClient POSTs"
@@ -40,7 +45,7 @@ enum RatioScenario: String, CaseIterable, Sendable {
 
     var goal: Double {
         switch self {
-        case .modelGET: 0.97
+        case .modelGET, .defaultsGET, .gzipGET: 0.97
         case .plugins, .urlSession, .bodies: 0.95
         case .drainSQLite: 0.85
         case .enqueue: 0.75
@@ -53,7 +58,7 @@ enum RatioScenario: String, CaseIterable, Sendable {
     /// What one operation is, for "CPU per …".
     var operation: String {
         switch self {
-        case .modelGET, .plugins, .urlSession: "call"
+        case .modelGET, .defaultsGET, .gzipGET, .plugins, .urlSession: "call"
         case .bodies, .sealedBodies: "body"
         case .enqueue, .sealedEnqueue: "enqueue"
         case .drainSQLite, .drainPostgres, .sealedDrain: "entry"
@@ -71,7 +76,7 @@ enum RatioScenario: String, CaseIterable, Sendable {
     /// Operations per side and round, and in the warm-up each side runs first.
     func counts(_ options: Options) -> (round: Int, warmup: Int) {
         switch self {
-        case .modelGET, .plugins, .urlSession: (options.requests, options.warmup)
+        case .modelGET, .defaultsGET, .gzipGET, .plugins, .urlSession: (options.requests, options.warmup)
         // A 10 MiB body costs about as much as 400 page calls: fewer of them.
         case .bodies: (max(1, options.requests / 40), max(1, options.warmup / 40))
         // One sync per enqueue: 2,000 take about half a second on the slower side.
@@ -128,6 +133,9 @@ enum RatioScenario: String, CaseIterable, Sendable {
         switch self {
         case .sealedEnqueue, .sealedDrain, .sealedBodies:
             return sealingSides(context)
+        case .defaultsGET, .gzipGET:
+            let calls = DefaultCalls(port: context.port, gzip: self == .gzipGET)
+            return Sides(raw: Self.side(calls.raw, concurrency: context.concurrency), courier: Self.side(calls.courier, concurrency: context.concurrency), close: calls.shutdown)
         case .modelGET, .plugins, .urlSession, .bodies:
             let calls = HTTPCalls(port: context.port, concurrency: context.concurrency)
             let (raw, courier): (Variant, Variant) = switch self {
