@@ -253,14 +253,8 @@ enum PostgresSchema {
         Migration(name: "v10-origin-patterns") { schema in originPatternsMigration(schema) },
         // The activity per minute (the console's chart): PostgresQueueStore+Activity.swift.
         Migration(name: "v11-activity") { schema in activityMigration(schema) },
-        // Retention's order (PostgresQueueStore+Entries.swift): the delivered rows by when they
-        // finished, so each batch reads only the rows it deletes (by `entry_state` the last
-        // batch walked every delivered row newer than the cutoff).
-        Migration(name: "v12-retention") { schema in
-            """
-            CREATE INDEX entry_finished ON "\(schema)".entry (finished_at) WHERE state IN ('delivered', 'superseded');
-            """
-        },
+        // Retention's order: PostgresSchema+Retention.swift.
+        Migration(name: "v12-retention") { schema in retentionMigration(schema) },
     ]
 
     /// The channel those awaiting outcomes listen on: `<schema>.settled`.
