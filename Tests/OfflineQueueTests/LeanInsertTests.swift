@@ -122,6 +122,54 @@ struct LeanInsertTests {
         await server.shutdown()
     }
 
+    @Test("old entries rewritten by a process whose boot clock reads ahead (a retry, a bulk retry, every dead one retried, a coalescing edit, a child unblocked) are sent by the next drain")
+    func rewrittenAhead() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let server = try await TestHTTPServer.start()
+        let (queue, clock) = try await drainedOnce(folder, server)
+        let ok = server.url("/echo").absoluteString, gone = server.url("/status/410").absoluteString
+        var dead: [EntryID] = []
+        for _ in 0..<3 { dead.append(try await queue.enqueue(method: "POST", url: gone).id) }
+        let later = clock.queueClock.now().wall.addingTimeInterval(3600)
+        _ = try await queue.enqueue(method: "POST", url: ok, options: EnqueueOptions(notBefore: later, coalescingKey: "note"))
+        #expect(try await queue.drain().dead == 3)
+        _ = try await queue.enqueue(method: "POST", url: ok)
+        #expect(try await queue.drain().delivered == 1)
+
+        let now = clock.queueClock.now()
+        let ahead = ManualQueueClock(start: QueueTime(wall: now.wall, boot: now.boot, uptime: now.uptime + 3 * 86400))
+        let writer = try makeQueue(path: folder.databasePath, server: server) { $0.clock = ahead.queueClock }
+        #expect(try await writer.retry([dead[0]]) == [dead[0]])
+        #expect(try await queue.drain().dead == 1, "a retry: attempted at once")
+        #expect(try await writer.retry(matching: EntrySelection(states: [.dead], after: dead[0], through: dead[1])).ids == [dead[1]])
+        #expect(try await queue.drain().dead == 1, "a bulk retry")
+        #expect(try await writer.retryDead() == dead)
+        #expect(try await queue.drain().dead == 3, "every dead entry")
+        _ = try await writer.enqueue(method: "POST", url: ok, options: EnqueueOptions(coalescingKey: "note"))
+        #expect(try await queue.drain().delivered == 1, "the edit that replaced the waiting entry")
+
+        // Written ahead with a wait: its wait counts from the drain that meets it, not from the
+        // writer's reading 3 days on.
+        let waiting = try await writer.enqueue(method: "POST", url: ok, options: EnqueueOptions(notBefore: ahead.queueClock.now().wall.addingTimeInterval(60)))
+        #expect(try await queue.drain().delivered == 0, "not before its wait")
+        clock.advance(by: .seconds(61))
+        #expect(try await queue.drain().delivered == 1)
+        #expect(try await queue.entry(waiting.id)?.state == .delivered)
+
+        // A child written ahead while its parent waits: blocked through a drain, pending once its
+        // parent is delivered, sent by that drain or the next.
+        let parent = try await queue.enqueue(method: "POST", url: ok, options: EnqueueOptions(notBefore: later))
+        _ = try await writer.enqueue(method: "POST", url: ok, options: EnqueueOptions(after: [parent.id]))
+        #expect(try await queue.drain().delivered == 0)
+        clock.advance(by: .seconds(3601))
+        _ = try await queue.drain()
+        #expect(try await queue.entry(parent.id)?.state == .delivered)
+        _ = try await queue.drain()
+        #expect(try await queue.counts().pending == 0, "the child sent")
+        await server.shutdown()
+    }
+
     /// The due entries by their definition, row by row: pending and not in flight, no pause
     /// holding them, due by the boot clock when on this boot, by the wall clock otherwise.
     func dueByRow(_ path: String, _ now: QueueTime) async throws -> Int {
@@ -171,14 +219,15 @@ struct LeanInsertTests {
             try await expectDueByRow(7, "b1 due")
 
             // A row written by a process whose boot clock reads ahead: due for the indexes (the next
-            // drain's start rebases it to due at once), not yet for the walk.
+            // claim that meets it rebases it, due at once), not yet for the walk.
             let now = contract.now
             let ahead = QueueTime(wall: now.wall, boot: now.boot, uptime: now.uptime + 3600)
-            _ = try await storage.insert([Spec().entry], now: ahead)
+            let aheadID = try #require(try await storage.insert([Spec().entry], now: ahead).first).id
             #expect(try await storage.counts(now: contract.now).due == 8)
             #expect(try await dueByRow(contract.place.path, contract.now) == 7)
-            _ = try await storage.settleAndClaim([], now: contract.now, claimLimit: 0, lease: .seconds(60), attemptedSince: nil, chores: carryOver)
-            try await expectDueByRow(8, "rebased")
+            let claimed = try await contract.claim(limit: 10, lease: .seconds(600)).claimed.map(\.id)
+            #expect(claimed.contains(aheadID), "rebased and claimed with the others: \(claimed)")
+            #expect(try await scalar(contract.place.path, "SELECT count(*) FROM entry WHERE budget_uptime > \(contract.now.uptime)") == 0)
         }
     }
 
