@@ -133,21 +133,34 @@ extension SQLiteQueueStore {
         // statement walks the claim order, so the entries come in it.
         var claimed: [QueueEntry] = []
         claimed.reserveCapacity(limit)
-        var ahead: [EntryID] = []
-        let rows = try Row.fetchCursor(statement, arguments: arguments)
-        while claimed.count < limit, let row = try rows.next() {
-            if row[EntryColumn.budgetUptime.rawValue] as Double? ?? 0 > now.uptime {
-                ahead.append(row[EntryColumn.id.rawValue])
-                // Due once the wait it was given has passed from now.
-                if row[Self.claimWait] as Double? ?? 0 > 0 { continue }
+        var taken = Set<EntryID>()
+        while true {
+            var ahead: [EntryID] = [], seen = 0, waiting = 0
+            let rows = try Row.fetchCursor(statement, arguments: arguments)
+            while claimed.count < limit, let row = try rows.next() {
+                seen += 1
+                if !taken.isEmpty, taken.contains(row[EntryColumn.id.rawValue]) { continue }
+                if row[EntryColumn.budgetUptime.rawValue] as Double? ?? 0 > now.uptime {
+                    ahead.append(row[EntryColumn.id.rawValue])
+                    // Due once the wait it was given has passed from now.
+                    if row[Self.claimWait] as Double? ?? 0 > 0 {
+                        waiting += 1
+                        continue
+                    }
+                }
+                if book != nil, !book!.admit(url: row[EntryColumn.url.rawValue]) { continue }
+                var entry = try QueueEntry(row: row, path: path)
+                // The owner's one string, shared by every claimed entry, rather than a copy a row.
+                entry.leaseOwner = owner
+                claimed.append(entry)
             }
-            if book != nil, !book!.admit(url: row[EntryColumn.url.rawValue]) { continue }
-            var entry = try QueueEntry(row: row, path: path)
-            // The owner's one string, shared by every claimed entry, rather than a copy a row.
-            entry.leaseOwner = owner
-            claimed.append(entry)
+            guard !ahead.isEmpty else { break }
+            try rebaseUntrustedReadings(db, ahead, now: now)
+            // Rows given a wait filled the walk: walk again, past them (rebased, they are not
+            // met again unless due), and past the rows taken already.
+            guard waiting > 0, seen == walk, claimed.count < limit else { break }
+            taken = Set(claimed.map(\.id))
         }
-        if !ahead.isEmpty { try rebaseUntrustedReadings(db, ahead, now: now) }
         if let book {
             let (changed, idle) = book.written()
             try writeFlows(db, changed, idle: idle, now: now)

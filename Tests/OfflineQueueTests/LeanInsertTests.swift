@@ -170,6 +170,22 @@ struct LeanInsertTests {
         await server.shutdown()
     }
 
+    @Test("a claim whose walk is filled by rows written ahead with a wait rebases them and walks on to the due entry behind them; their wait counts from then")
+    func aheadWaitsFillTheWalk() async throws {
+        let contract = try await Contract(.sqlite)
+        try await removing(contract) {
+            let now = contract.now
+            let ahead = QueueTime(wall: now.wall, boot: now.boot, uptime: now.uptime + 3600)
+            let later = now.wall.addingTimeInterval(60)
+            let waiting = try await contract.storage.insert([Spec(notBefore: later).entry, Spec(notBefore: later).entry], now: ahead).map(\.id)
+            let due = try await contract.insert([Spec()])
+            #expect(try await contract.claim(limit: 2).claimed.map(\.id) == due)
+            #expect(try await contract.claim(limit: 2).claimed.isEmpty, "the two wait")
+            contract.clock.advance(by: .seconds(61))
+            #expect(try await contract.claim(limit: 2).claimed.map(\.id) == waiting)
+        }
+    }
+
     /// The due entries by their definition, row by row: pending and not in flight, no pause
     /// holding them, due by the boot clock when on this boot, by the wall clock otherwise.
     func dueByRow(_ path: String, _ now: QueueTime) async throws -> Int {
