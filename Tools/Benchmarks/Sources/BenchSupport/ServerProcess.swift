@@ -8,13 +8,15 @@ public struct ServerProcess: Sendable {
     let input: Pipe
     public let port: Int
 
-    /// Starts the `bench-server` built next to this executable.
-    public static func start() throws -> ServerProcess {
+    /// Starts the `bench-server` built next to this executable, with `arguments` (such as
+    /// `["--port", "8080"]`).
+    public static func start(arguments: [String] = []) throws -> ServerProcess {
         // The executable's own path: a runner may start it with a bare name as argv[0].
         let executable = (Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("bench-server")
         let process = Process()
         process.executableURL = executable
+        process.arguments = arguments
         let input = Pipe()
         let output = Pipe()
         process.standardInput = input

@@ -11,7 +11,8 @@
 //                  handler serves both (HTTP/2 streams through HTTP2FramePayloadToHTTP1ServerCodec),
 //                  up to 256 concurrent streams per connection. The certificate's path (PEM) is
 //                  printed on the second line, for the client to trust;
-//   --http1        with --tls: ALPN offers http/1.1 only.
+//   --http1        with --tls: ALPN offers http/1.1 only;
+//   --port N       listen on port N (0, the default: any free port).
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -165,7 +166,7 @@ let channel = try ServerBootstrap(group: group)
             }
         }
     }
-    .bind(host: "127.0.0.1", port: 0).wait()
+    .bind(host: "127.0.0.1", port: option("--port").flatMap { Int($0) } ?? 0).wait()
 
 FileHandle.standardOutput.write(Data("\(channel.localAddress?.port ?? 0)\n".utf8))
 if let certificatePath { FileHandle.standardOutput.write(Data("\(certificatePath)\n".utf8)) }

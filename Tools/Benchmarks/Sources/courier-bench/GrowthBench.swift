@@ -19,7 +19,7 @@ import Glibc
 #endif
 
 enum GrowthBench {
-    static let usage = "usage: courier-bench --growth [--store sqlite|postgres] [--entries N] [--checkpoints 0,100000,...] [--enqueues N] [--drain N] [--path FILE] [--keep]"
+    static let usage = "usage: courier-bench --growth [--store sqlite|postgres] [--entries N] [--checkpoints 0,100000,...] [--enqueues N] [--drain N] [--path FILE] [--keep] [--reuse]"
 
     static func run(arguments: [String]) async throws {
         let value = { (name: String) -> String? in
@@ -34,8 +34,13 @@ enum GrowthBench {
         let enqueues = value("--enqueues").flatMap(Int.init) ?? 20_000
         let drainCount = value("--drain").flatMap(Int.init) ?? 10_000
         let keep = arguments.contains("--keep")
+        // `--reuse --keep --checkpoints 0 --path FILE`: the file a `--keep` run left, measured
+        // again as it is (no fill), to repeat one checkpoint without filling it again.
+        let reuse = arguments.contains("--reuse")
 
-        let server = try ServerProcess.start()
+        // A reused file's entries name the port of the run that filled it: the server listens there again.
+        let reusedPort = try reuse ? SQLiteGrowthStore.lastPort(path: value("--path")) : nil
+        let server = try ServerProcess.start(arguments: reusedPort.map { ["--port", String($0)] } ?? [])
         defer { server.stop() }
         let (httpClient, client) = QueueBench.drainClients(port: server.port)
         let store: any GrowthStore
@@ -45,7 +50,7 @@ enum GrowthBench {
         } else {
             let path = value("--path") ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
                 .appendingPathComponent("growth-bench-\(getpid()).sqlite").path
-            store = SQLiteGrowthStore(path: path, keep: keep)
+            store = SQLiteGrowthStore(path: path, keep: keep, reuse: reuse)
         }
         let queue = try await store.open(client: client)
         do {

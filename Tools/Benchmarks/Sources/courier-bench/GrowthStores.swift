@@ -89,11 +89,22 @@ struct SQLiteGrowthStore: GrowthStore {
     let keep: Bool
     var label: String { "SQLite" }
 
-    init(path: String, keep: Bool) {
+    /// A store at `path`, emptied first unless `reuse` (a file kept by an earlier `--keep` run,
+    /// measured again as it is).
+    init(path: String, keep: Bool, reuse: Bool = false) {
         self.path = path
         self.keep = keep
+        guard !reuse else { return }
         for suffix in ["", "-wal", "-shm", ".reserve"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         try? FileManager.default.removeItem(atPath: path + ".bodies")
+    }
+
+    /// The port in the URL of the last entry of the file at `path` (`--reuse`), which needs it.
+    static func lastPort(path: String?) throws -> Int {
+        guard let path, FileManager.default.fileExists(atPath: path) else { throw BenchError("--reuse needs --path FILE, a file a --keep run left") }
+        let url = try GrowthSQLite.with(path) { db in try GrowthSQLite.strings(db, "SELECT url FROM entry ORDER BY id DESC LIMIT 1") }.first
+        guard let port = url.flatMap({ URL(string: $0)?.port }) else { throw BenchError("--reuse: no entry with a port in \(path)") }
+        return port
     }
 
     func open(client: APIClient) async throws -> OfflineQueue {
