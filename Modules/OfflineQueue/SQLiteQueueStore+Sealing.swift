@@ -5,11 +5,12 @@ import HTTPCore
 /// The sealing role (``QueueSealStorage``) on SQLite: `queue_meta.queue_uuid`, the `queue_key`
 /// table, and the entries' `seal_key` and `seal` columns (schema 9).
 extension SQLiteQueueStore {
-    func sealCatalog() async throws(QueueError) -> SealCatalog {
+    func sealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
         let version = schemaVersion
         return try await read { db in
             guard version >= Schema.firstSealVersion else {
                 // An older file read as it is: nothing in it is sealed.
+                guard countingEntries else { return SealCatalog(queueID: UUID(uuid: UUID.zero)) }
                 let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry") ?? 0
                 return SealCatalog(queueID: UUID(uuid: UUID.zero), entries: count > 0 ? [nil: count] : [:])
             }
@@ -19,6 +20,7 @@ extension SQLiteQueueStore {
             for row in try Row.fetchAll(db, sql: "SELECT key_id, check_value FROM queue_key") {
                 catalog.keyChecks[row[0]] = row[1]
             }
+            guard countingEntries else { return catalog }
             for row in try Row.fetchAll(db, sql: "SELECT seal_key, count(*) FROM entry GROUP BY seal_key") {
                 catalog.entries[row[0] as String?] = row[1]
             }

@@ -6,7 +6,7 @@ import PostgresNIO
 /// The sealing role (``QueueSealStorage``) on PostgreSQL: `queue_meta.queue_uuid`, the
 /// `queue_key` table, and the entries' `seal_key` and `seal` columns (migration `v3-sealing`).
 extension PostgresQueueStore {
-    func sealCatalog() async throws(QueueError) -> SealCatalog {
+    func sealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
         let location = self.location
         return try await reading { connection in
             let bytes = try await connection.query(
@@ -19,6 +19,7 @@ extension PostgresQueueStore {
             ).decode((String, String).self) {
                 catalog.keyChecks[key] = check
             }
+            guard countingEntries else { return catalog }
             for try await (key, count) in try await connection.query(
                 PostgresQuery(unsafeSQL: self.sql("SELECT seal_key, count(*) FROM §.entry GROUP BY seal_key")), logger: self.logger
             ).decode((String?, Int64).self) {

@@ -261,8 +261,8 @@ final class MemoryQueueSession: QueueStorage {
 
     // MARK: - Sealing
 
-    func sealCatalog() async throws(QueueError) -> SealCatalog {
-        store.state.withLock { $0.sealCatalog() }
+    func sealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
+        store.state.withLock { $0.sealCatalog(countingEntries: countingEntries) }
     }
 
     func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {

@@ -4,8 +4,9 @@ import OfflineQueueCore
 /// The sealing role of the storage contract (``QueueSealStorage``) on the in-memory rows: the
 /// queue's id, its key checks, and re-sealing entries in place.
 extension MemoryQueueState {
-    func sealCatalog() -> SealCatalog {
+    func sealCatalog(countingEntries: Bool) -> SealCatalog {
         var catalog = SealCatalog(queueID: queueID, keyChecks: keyChecks)
+        guard countingEntries else { return catalog }
         for row in rows.values { catalog.entries[row.entry.seal?.keyID, default: 0] += 1 }
         return catalog
     }

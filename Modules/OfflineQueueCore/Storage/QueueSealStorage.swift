@@ -8,15 +8,17 @@ package import Foundation
 ///
 /// ```swift
 /// let catalog = try await store.sealCatalog()          // the queue's id, its key checks, entries per key
+/// let keys = try await store.sealCatalog(countingEntries: false)   // the id and key checks alone, no entry read
 /// _ = try await store.recordKeyCheck(keyID: "3fa9c01e", checkValue: check)
 /// let batch = try await store.entriesToReseal(.notUnder("8b01d2aa"), after: nil, limit: 64)
 /// let applied = try await store.reseal(updates)        // one transaction; entries claimed meanwhile are skipped
 /// ```
 package protocol QueueSealStorage: Sendable {
     /// The queue's id (drawn once, when the store is created or first asked, and kept), the
-    /// key-check value recorded for each key id, and how many entries there are under each
-    /// key id and in clear. Reads only: it touches no entry.
-    func sealCatalog() async throws(QueueError) -> SealCatalog
+    /// key-check value recorded for each key id, and, when `countingEntries`, how many entries
+    /// there are under each key id and in clear (a read of every entry; without it
+    /// ``SealCatalog/entries`` is empty and no entry is read). Reads only: it touches no entry.
+    func sealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog
     /// Records `checkValue` for `keyID` unless a value is recorded for it already; returns the
     /// value recorded, this one or the earlier one.
     func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String
@@ -41,13 +43,20 @@ package struct StoredSeal: Sendable, Hashable {
     }
 }
 
-/// What ``QueueSealStorage/sealCatalog()`` reads.
+extension QueueSealStorage {
+    /// The whole catalog, entries counted.
+    package func sealCatalog() async throws(QueueError) -> SealCatalog {
+        try await sealCatalog(countingEntries: true)
+    }
+}
+
+/// What ``QueueSealStorage/sealCatalog(countingEntries:)`` reads.
 package struct SealCatalog: Sendable, Hashable {
     /// The queue's id, bound into every sealed value.
     package var queueID: UUID
     /// The key-check value recorded for each key id the queue has sealed with.
     package var keyChecks: [String: String]
-    /// Entries per key id; entries in clear under `nil`.
+    /// Entries per key id; entries in clear under `nil`. Empty when read without counting.
     package var entries: [String?: Int]
 
     package init(queueID: UUID, keyChecks: [String: String] = [:], entries: [String?: Int] = [:]) {
