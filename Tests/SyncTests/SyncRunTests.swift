@@ -130,15 +130,32 @@ struct SyncRunTests {
         let sockets = [try NotifySocket(), try NotifySocket()]
         let sync = SyncRunner(database: folder.appendingPathComponent("queue.db").path)
         var processes: [ChildProcess] = []
+        // Each service's output, read as it comes (a pipe nobody reads would stop a child that
+        // filled it), and shown when a service is slow to send: beside a busy loop and the
+        // whole suite this wait once ran past its guard (2026-11-30), cause not known.
+        var logs: [Task<Data, Never>] = []
         defer { for process in processes { process.signal(SIGKILL) } }
         // One entry, one service holding it; then the second entry for the second service.
         for (index, socket) in sockets.enumerated() {
+            var began = ContinuousClock.now
             #expect(try await sync("enqueue", "POST", server.url("/hold?n=\(index)").absoluteString).status == 0)
+            let enqueued = ContinuousClock.now - began
             var runner = sync
             runner.environment = ["NOTIFY_SOCKET": socket.path]
-            let (process, _, _) = try runner.start(["run", "--no-reachability", "--log-format", "json"])
+            let (process, out, err) = try runner.start(["run", "--no-reachability", "--log-format", "json", "--log-level", "debug"])
             processes.append(process)
-            #expect(await eventually { held.current == index + 1 }, "service \(index) holds its entry")
+            logs += [readToEnd(out.fileHandleForReading), readToEnd(err.fileHandleForReading)]
+            began = ContinuousClock.now
+            let holds = await eventually { held.current == index + 1 }
+            #expect(holds, "service \(index) holds its entry (enqueue \(enqueued), then \(ContinuousClock.now - began) waited)")
+            if holds, ContinuousClock.now - began > .seconds(60) {
+                print("statusForTheQueue: service \(index) sent after \(ContinuousClock.now - began) (its enqueue took \(enqueued))")
+            }
+            if !holds {
+                for process in processes { process.signal(SIGKILL) }
+                for log in logs { print("statusForTheQueue, a service's output:", String(decoding: await log.value, as: UTF8.self).suffix(8_000)) }
+                return
+            }
         }
         for socket in sockets {
             let seen = await socket.receive(containing: "in flight 2 (1 here)", limit: .hangGuard)
