@@ -1,4 +1,5 @@
 import Foundation
+import OfflineQueueCore
 
 /// Schema 9: flow control by origin (``FlowControl``), the same rules as the store-neutral
 /// ``OriginFlowBook`` and ``OriginFlow/record(_:now:wall:inflight:settings:)`` keep for SQLite
@@ -35,6 +36,21 @@ extension PostgresSchema {
             outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text, o_keep_response text, o_response_sources text, o_coalesce_key text, o_delivery text",
             columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate, e.keep_response, e.response_sources, e.coalesce_key, e.delivery",
             dependencies: true, conflicts: true, flow: true
+        ))
+        """
+    }
+
+    /// Schema 13: `settle_and_claim` as schema 10 made it, with the token bucket's rules of
+    /// ``OriginFlowBook``: a token due within ``OriginFlow/timeTolerance`` counted,
+    /// and `refilled_at` never moved back by a claim whose time is older than the last refill.
+    static func flowRefillMigration(_ schema: String) -> String {
+        """
+        \(dropSettleAndClaim(schema, flow: true))
+        \(settleAndClaim(
+            schema,
+            outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text, o_keep_response text, o_response_sources text, o_coalesce_key text, o_delivery text",
+            columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate, e.keep_response, e.response_sources, e.coalesce_key, e.delivery",
+            dependencies: true, conflicts: true, flow: true, patterns: true, refill: true
         ))
         """
     }
@@ -142,12 +158,20 @@ extension PostgresSchema {
     /// With `patterns` (v10 on), an origin with no row that a pattern matches is given one
     /// (`pattern_for`) the first time the walk meets it, and the pattern's own row holds no
     /// origin's flow.
-    static func flowClaim(_ schema: String, candidates: String, returning: String, patterns: Bool = false) -> String {
+    ///
+    /// With `refill` (v13 on), the bucket's rules as ``OriginFlow/wholeTokens(at:)`` and
+    /// ``OriginFlowBook`` keep them: a token due within ``OriginFlow/timeTolerance`` of the
+    /// claim's time is counted (the fleet's times are epoch seconds, whose differences carry an
+    /// error of up to 2.4e-7 s, so a token due exactly now could read 0.999998 and be refused),
+    /// and a claim never moves a refill back (one whose clock was read before it waited for the
+    /// lock would count the time between the two readings twice).
+    static func flowClaim(_ schema: String, candidates: String, returning: String, patterns: Bool = false, refill: Bool = false) -> String {
+        let spare = refill ? " + \(OriginFlow.timeTolerance)" : ""
         // What the row `f` lets its origin take now.
         let allowance = """
             CASE WHEN f.paused_until > fleet THEN 0 ELSE least(
                                 CASE WHEN f.rate IS NULL THEN 1000000
-                                    ELSE floor(least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate)) END,
+                                    ELSE floor(least(f.burst, f.tokens + (greatest(0, fleet - f.refilled_at)\(spare)) * f.rate)) END,
                                 CASE WHEN f.cap IS NULL AND f.shrunk_to IS NULL THEN 1000000
                                     ELSE greatest(0, least(coalesce(f.cap, 1000000), coalesce(f.shrunk_to, 1000000)) - (SELECT count(*)
                                         FROM "\(schema)".entry AS i WHERE i.state = 'inflight' AND "\(schema)".origin_of(i.url) = f.origin)) END) END
@@ -201,7 +225,7 @@ extension PostgresSchema {
                 END LOOP;
                 UPDATE "\(schema)".origin_flow AS f
                     SET tokens = least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate) - (taken ->> f.origin)::double precision,
-                        refilled_at = fleet
+                        refilled_at = \(refill ? "greatest(f.refilled_at, fleet)" : "fleet")
                     WHERE f.rate IS NOT NULL AND taken ? f.origin;
                 DELETE FROM "\(schema)".origin_flow
                     WHERE (paused_until IS NULL OR paused_until <= fleet) AND shrunk_to IS NULL AND rate IS NULL AND cap IS NULL;

@@ -25,10 +25,11 @@ extension PostgresSchema {
     /// its group) and `drop` (state `superseded`, its children decided as a dead parent's).
     /// With `flow` (v9 on): flow control by origin (``PostgresSchema/flowRecording(_:)``,
     /// ``PostgresSchema/flowClaim(_:candidates:)``), with three arguments more; with `patterns`
-    /// (v10 on), limits by origin pattern too.
+    /// (v10 on), limits by origin pattern too; with `refill` (v13 on), the bucket's rules of
+    /// ``OriginFlowBook`` (``PostgresSchema/flowClaim(_:candidates:returning:patterns:refill:)``).
     static func settleAndClaim(
         _ schema: String, outputs: String = "", columns: String = "", dependencies: Bool = false, conflicts: Bool = false, flow: Bool = false,
-        patterns: Bool = false
+        patterns: Bool = false, refill: Bool = false
     ) -> String {
         let groupOpen = conflicts ? "('pending', 'inflight', 'blocked', 'conflict')" : dependencies ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
         let ended = conflicts ? "done.state IN ('dead', 'superseded')" : "done.state = 'dead'"
@@ -150,7 +151,7 @@ extension PostgresSchema {
                     ))
             \(returning)
                 )
-                SELECT claimed.*, 'claimed' FROM claimed;\(flow ? flowClaim(schema, candidates: candidates, returning: returning, patterns: patterns) : "")
+                SELECT claimed.*, 'claimed' FROM claimed;\(flow ? flowClaim(schema, candidates: candidates, returning: returning, patterns: patterns, refill: refill) : "")
             END IF;
         END
         $$

@@ -255,6 +255,9 @@ enum PostgresSchema {
         Migration(name: "v11-activity") { schema in activityMigration(schema) },
         // Retention's order: PostgresSchema+Retention.swift.
         Migration(name: "v12-retention") { schema in retentionMigration(schema) },
+        // A token due within a microsecond of a claim's time counted, and a bucket's refill never
+        // moved back: PostgresSchema+Flow.swift.
+        Migration(name: "v13-flow-refill") { schema in flowRefillMigration(schema) },
     ]
 
     /// The channel those awaiting outcomes listen on: `<schema>.settled`.

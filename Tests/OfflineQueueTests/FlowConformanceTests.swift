@@ -122,9 +122,9 @@ struct FlowConformanceTests {
         }
     }
 
-    // SQLite and memory: the store-neutral OriginFlowBook. PostgreSQL's settle_and_claim still
-    // sets `refilled_at` to the claim's time; the same rule there needs a migration of its own.
-    @Test("a claim whose clock reading is older than the bucket's last refill (it waited for the store behind another) takes no token twice", arguments: [StoreKind.sqlite, .memory])
+    // SQLite and memory: the store-neutral OriginFlowBook; PostgreSQL: settle_and_claim from
+    // schema 13 on.
+    @Test("a claim whose clock reading is older than the bucket's last refill (it waited for the store behind another) takes no token twice", arguments: StoreKind.allCases)
     func staleClaimTakesNoTokenTwice(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
         try await removing(contract) {
@@ -146,6 +146,25 @@ struct FlowConformanceTests {
             contract.clock.advance(by: .milliseconds(100))
             // t + 0.6 s: one token since t + 0.5 s; moving the refill back to t + 0.1 s would give 2.
             #expect(try await Self.commit(contract, limit: 10).claimed.count == 1)
+        }
+    }
+
+    // The clock's readings are seconds since boot (SQLite, memory) or since the epoch
+    // (PostgreSQL's fleet time, about 2e-7 s apart from one double to the next), and a token
+    // due exactly now came to 0.99999... at some of them and was refused.
+    @Test("a token due exactly at the claim's time is taken, at every reading of the clock", arguments: StoreKind.allCases)
+    func dueTokenTakenOnTime(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            try await contract.storage.storeOriginLimits([try OriginLimit(Self.a, requestsPerSecond: 10, burst: 1)], now: contract.now)
+            _ = try await contract.insert(Self.specs(Self.a, 41))
+            #expect(try await Self.commit(contract, limit: 5).claimed.count == 1, "the burst of 1")
+            var taken: [Int] = []
+            for _ in 0..<40 {
+                contract.clock.advance(by: .milliseconds(100))
+                taken.append(try await Self.commit(contract, limit: 5).claimed.count)
+            }
+            #expect(taken == Array(repeating: 1, count: 40), "one token each tenth of a second: \(taken)")
         }
     }
 

@@ -85,12 +85,6 @@ package struct OriginFlowBook {
         for row in flows.values { allow(row) }
     }
 
-    /// Tokens are counted whole with this much to spare. The clock's readings are seconds since
-    /// boot (thousands), and their differences carry an error of about 1e-12 s: a token due
-    /// exactly now could read as 0.99999999999 and be refused (at 17,000 s since boot, 0.1 s at
-    /// 10 per second does).
-    static let tokenTolerance = 1e-6
-
     private mutating func allow(_ row: OriginFlow) {
         let origin = row.origin[...]
         var allowed = Int.max
@@ -98,7 +92,7 @@ package struct OriginFlowBook {
             allowed = 0
             soonest = min(soonest ?? .infinity, row.pausedUntil ?? now)
         }
-        if row.rate != nil { allowed = min(allowed, Int((row.tokens(at: now) + Self.tokenTolerance).rounded(.down))) }
+        if row.rate != nil { allowed = min(allowed, row.wholeTokens(at: now)) }
         let cap = min(row.cap ?? .max, row.window ?? .max)
         if cap != .max { allowed = min(allowed, max(0, cap - inflight[origin, default: 0])) }
         allowance[origin] = allowed
