@@ -59,8 +59,8 @@ enum LatencyBench {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         print("courier-bench --latency: \(count) entries drained per row to bench-server answering after \(delay) ms; \(ProcessInfo.processInfo.activeProcessorCount) cores; load \(Measured.loadAverage())")
-        print("| protocol | concurrency | connections | drain entries/s | ceiling/s | fraction | CPU µs/entry | raw POSTs/s | raw fraction | raw CPU µs/req | idle |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("| protocol | concurrency | connections | drain entries/s | ceiling/s | fraction | CPU µs/entry | switches/entry | raw POSTs/s | raw fraction | raw CPU µs/req | raw switches/req | idle |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for wire in wires {
             let server = try LatencyServer.start(arguments: wire.serverArguments + ["--delay-ms", String(delay)])
             defer { server.stop() }
@@ -77,9 +77,20 @@ enum LatencyBench {
                 let version = try await negotiated(url: base + "/events", client: httpClient)
                 guard version == (wire == .h2 ? "HTTP/2.0" : "HTTP/1.1") else { throw BenchError("\(wire.label): the server answered over \(version)") }
                 try await concurrently(concurrency * 4, tasks: concurrency) { index in try await QueuePayload.rawPOST(index, url: base + "/events", client: httpClient) }
-                let raw = try await Measured.of(count: count) {
+                // BENCH_LATENCY_SIDE=drain or raw: one side alone (for strace and perf); the other's cells read 0.
+                let side = ProcessInfo.processInfo.environment["BENCH_LATENCY_SIDE"]
+                let rawSpin = ProcessInfo.processInfo.environment["BENCH_LATENCY_RAW_SPIN_US"].flatMap { Int($0) } ?? 0
+                let raw = side == "drain" ? Measured(rate: 0, cpu: 0, idle: 0) : try await Measured.of(count: count) {
                     let start = ContinuousClock.now
-                    try await concurrently(count, tasks: concurrency) { index in try await QueuePayload.rawPOST(index, url: base + "/events", client: httpClient) }
+                    try await concurrently(count, tasks: concurrency) { index in
+                        try await QueuePayload.rawPOST(index, url: base + "/events", client: httpClient)
+                        // BENCH_LATENCY_RAW_SPIN_US=N: N µs of pure CPU on the calling task after each
+                        // raw POST, to see what that much work of the client's own does to the rate.
+                        if rawSpin > 0 {
+                            let until = ContinuousClock.now + .microseconds(rawSpin)
+                            while ContinuousClock.now < until {}
+                        }
+                    }
                     return Bench.rate(count, ContinuousClock.now - start)
                 }
                 try await httpClient.shutdown()
@@ -94,7 +105,7 @@ enum LatencyBench {
                 await warm.close()
                 let queue = try OfflineQueue(configuration: QueueConfiguration(path: folder.appendingPathComponent("drain-\(wire)-\(concurrency).db").path, durability: .normal, concurrency: concurrency), client: client)
                 try await QueueBench.fill(queue, count: count, url: base + "/events")
-                let drained = try await Measured.of(count: count) {
+                let drained = side == "raw" ? Measured(rate: 0, cpu: 0, idle: 0) : try await Measured.of(count: count) {
                     let start = ContinuousClock.now
                     let summary = try await queue.drain()
                     guard summary.delivered == count else { throw BenchError("drained \(summary.delivered) of \(count): \(summary)") }
@@ -106,7 +117,9 @@ enum LatencyBench {
                 let cells = [
                     wire.label, String(concurrency), wire == .h2 ? "1 (\(concurrency) streams)" : String(connections),
                     Bench.format(drained.rate), Bench.format(ceiling), String(format: "%.2f", drained.rate / ceiling), String(format: "%.0f", drained.cpu),
+                    String(format: "%.2f", drained.switches),
                     Bench.format(raw.rate), String(format: "%.2f", raw.rate / ceiling), String(format: "%.0f", raw.cpu),
+                    String(format: "%.2f", raw.switches),
                     String(format: "%.0f %%", drained.idle * 100),
                 ]
                 print("| " + cells.joined(separator: " | ") + " |")

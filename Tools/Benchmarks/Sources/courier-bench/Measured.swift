@@ -8,14 +8,20 @@ struct Measured: Sendable {
     var rate: Double
     var cpu: Double
     var idle: Double
+    /// This process's context switches per call (``Variant/processContextSwitches()``): a
+    /// thread that waits and is woken, a count the machine's load moves little.
+    var switches: Double = 0
 
     /// `work` (`count` calls, returning calls per second), measured.
     static func of(count: Int, _ work: () async throws -> Double) async throws -> Measured {
-        let cpu = Variant.processCPUTime(), ticks = machineTicks()
+        let cpu = Variant.processCPUTime(), ticks = machineTicks(), switches = Variant.processContextSwitches()
         let rate = try await work()
         let after = machineTicks()
         let idle = after.total > ticks.total ? (after.idle - ticks.idle) / (after.total - ticks.total) : 0
-        return Measured(rate: rate, cpu: Bench.micros(Variant.processCPUTime() - cpu, count), idle: idle)
+        return Measured(
+            rate: rate, cpu: Bench.micros(Variant.processCPUTime() - cpu, count), idle: idle,
+            switches: Double(Variant.processContextSwitches() - switches) / Double(max(1, count))
+        )
     }
 
     /// The machine's idle and total CPU time so far, in ticks (`/proc/stat`'s first line).

@@ -42,4 +42,12 @@ struct Variant: Sendable {
             + Int64(usage.ru_utime.tv_usec) + Int64(usage.ru_stime.tv_usec)
         return .microseconds(micros)
     }
+
+    /// This process's context switches so far, voluntary (a thread that waits: a wake-up to
+    /// come) and not, every thread's, those that ended included (`getrusage`).
+    static func processContextSwitches() -> Int {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_nvcsw + usage.ru_nivcsw
+    }
 }
