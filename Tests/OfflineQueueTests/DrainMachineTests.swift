@@ -365,4 +365,51 @@ struct DrainMachineTests {
         guard case .finish = machine.next(at: Self.ms(100)) else { Issue.record("a pause of 30 s is the service's to wait for"); return }
         #expect(machine.summary.heldFor == .seconds(30))
     }
+
+    @Test("the renewal's deadline is the earliest lease held: when every entry of the oldest claim has finished, the next claim's")
+    func renewalDeadlineFollowsEarliestLease() throws {
+        var machine = DrainMachine(settings: DrainMachine.Settings(limit: 2, batch: 2, reserve: 0, renewal: .seconds(150), maxDelay: .seconds(300)), online: true)
+        _ = try #require(Self.expectCommit(&machine, at: .zero))
+        machine.committed(ClaimResult(claimed: Self.entries(1...4)), at: .zero)
+        guard case .start(let first) = machine.next(at: .zero) else { Issue.record("expected a start"); return }
+        #expect(first.map(\.id) == [1, 2])
+        // 1 and 2 finish; 3 and 4 start; a batch of two to record goes with a claim of two more.
+        for id: EntryID in 1...2 { machine.finished(Self.delivered(id), networkGone: false, at: .seconds(10)) }
+        guard case .start(let second) = machine.next(at: .seconds(10)) else { Issue.record("expected a start"); return }
+        #expect(second.map(\.id) == [3, 4])
+        let commit = try #require(Self.expectCommit(&machine, at: .seconds(10)))
+        #expect(commit.settlements.map(\.id) == [1, 2] && commit.claimLimit == 2)
+        machine.committed(ClaimResult(claimed: Self.entries(5...6)), at: .seconds(20))
+        guard case .wait(let held) = machine.next(at: .seconds(20)) else { Issue.record("expected a wait"); return }
+        #expect(held == .seconds(150), "3 and 4, claimed at 0, are held")
+        for id: EntryID in 3...4 { machine.finished(Self.delivered(id), networkGone: false, at: .seconds(30)) }
+        guard case .start(let third) = machine.next(at: .seconds(30)) else { Issue.record("expected a start"); return }
+        #expect(third.map(\.id) == [5, 6])
+        _ = try #require(Self.expectCommit(&machine, at: .seconds(30)))
+        machine.committed(ClaimResult(), at: .seconds(31))
+        guard case .wait(let later) = machine.next(at: .seconds(31)) else { Issue.record("expected a wait"); return }
+        #expect(later == .seconds(170), "only 5 and 6 are held, claimed at 20")
+        guard case .renew(let ids) = machine.next(at: .seconds(170)) else { Issue.record("expected a renewal"); return }
+        #expect(ids == [5, 6])
+    }
+
+    @Test("claimed entries in hand: first claimed, first started; taking shifts nothing, a claim adds after; given back in order")
+    func readyEntries() {
+        var ready = ReadyEntries()
+        #expect(ready.isEmpty && ready.takeFirst(3).isEmpty)
+        ready.append(contentsOf: Self.entries(1...5))
+        #expect(ready.count == 5)
+        #expect(ready.takeFirst(2).map(\.id) == [1, 2])
+        #expect(ready.count == 3 && !ready.isEmpty)
+        ready.append(contentsOf: Self.entries(6...7))
+        #expect(ready.takeFirst(1).map(\.id) == [3])
+        let given = ready.removeAll { $0.id.isMultiple(of: 2) }
+        #expect(given.map(\.id) == [4, 6])
+        #expect(ready.count == 2)
+        #expect(ready.takeFirst(10).map(\.id) == [5, 7])
+        #expect(ready.isEmpty && ready.count == 0)
+        ready.append(contentsOf: Self.entries(8...8))
+        #expect(ready.takeFirst(0).isEmpty && ready.count == 1)
+        #expect(ready.removeAll { _ in true }.map(\.id) == [8] && ready.isEmpty)
+    }
 }
