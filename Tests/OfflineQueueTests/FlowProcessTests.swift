@@ -68,15 +68,20 @@ struct FlowProcessTests {
             try await removing(store) {
                 let server = try await TestHTTPServer.start()
                 let log = OriginLog()
-                // The server's own bucket: 10 a second, as many at once after a quiet second (a
-                // server that counts requests per second); requests a loaded machine delayed and
-                // the next ones arriving together are admitted within that.
-                let bucket = LockedBox((tokens: 10.0, at: ContinuousClock.now))
+                // The server's own bucket: 10 a second, and 15 at once after a quiet spell. The
+                // fleet's bucket (burst 5) holds when requests are claimed; they arrive later, by
+                // as long as the machine delays a `sync run` between its claim and its send. The
+                // 10 tokens over the fleet's 5 admit requests delayed by up to a second arriving
+                // together with later ones sent at once. With 5 over (half a second), one request
+                // in 301 met a 429 beside the whole suite on two cores, where the SQLite pair
+                // drained at 4.5 a second (fresh34): starved drainers, not a broken limit, which
+                // the rate below and FlowConformanceTests check claim by claim.
+                let bucket = LockedBox((tokens: 15.0, at: ContinuousClock.now))
                 server.route("/limited") { _, writer in
                     let now = ContinuousClock.now
                     let admitted = bucket.withLock { state -> Bool in
                         let elapsed = Double((now - state.at).components.attoseconds) / 1e18 + Double((now - state.at).components.seconds)
-                        state.tokens = min(10, state.tokens + elapsed * 10)
+                        state.tokens = min(15, state.tokens + elapsed * 10)
                         state.at = now
                         guard state.tokens >= 1 else { return false }
                         state.tokens -= 1
