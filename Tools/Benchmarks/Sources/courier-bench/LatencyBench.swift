@@ -77,7 +77,8 @@ enum LatencyBench {
                 let version = try await negotiated(url: base + "/events", client: httpClient)
                 guard version == (wire == .h2 ? "HTTP/2.0" : "HTTP/1.1") else { throw BenchError("\(wire.label): the server answered over \(version)") }
                 try await concurrently(concurrency * 4, tasks: concurrency) { index in try await QueuePayload.rawPOST(index, url: base + "/events", client: httpClient) }
-                // BENCH_LATENCY_SIDE=drain or raw: one side alone (for strace and perf); the other's cells read 0.
+                // BENCH_LATENCY_SIDE=drain or raw: only that side measured, for strace and perf (the
+                // raw client is still warmed, the queues still filled); the other side's cells read 0.
                 let side = ProcessInfo.processInfo.environment["BENCH_LATENCY_SIDE"]
                 let rawSpin = ProcessInfo.processInfo.environment["BENCH_LATENCY_RAW_SPIN_US"].flatMap { Int($0) } ?? 0
                 let raw = side == "drain" ? Measured(rate: 0, cpu: 0, idle: 0) : try await Measured.of(count: count) {
