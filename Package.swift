@@ -313,6 +313,7 @@ let package = Package(
         tests("QueueConsoleTests", [
             "QueueConsole", "OfflineQueue", "OfflineQueueCore", "OfflineQueuePostgres", "HTTPCore", "CourierTesting", httpTypes,
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),

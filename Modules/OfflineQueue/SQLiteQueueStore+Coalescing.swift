@@ -79,7 +79,13 @@ extension SQLiteQueueStore {
             let linked = Set(try EntryID.fetchAll(db, sql: "SELECT parent FROM entry_edge WHERE child = ?", arguments: [id]))
             var fresh = entry
             fresh.after = entry.after.filter { !linked.contains($0) }
-            if !fresh.after.isEmpty { try link(db, child: id, fresh, now: now) }
+            if !fresh.after.isEmpty {
+                // Entry `id` keeps its children: a parent among those that wait for it would close a loop.
+                if let loop = DependencyRule.loop(child: id, parents: fresh.after, below: try links(db, below: id)) {
+                    throw QueueError.dependencyCycle(loop)
+                }
+                try link(db, child: id, fresh, now: now)
+            }
         }
         return superseded
     }

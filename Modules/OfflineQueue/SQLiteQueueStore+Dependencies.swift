@@ -10,6 +10,7 @@ extension SQLiteQueueStore {
     /// Links the new entry `child` to `entry.after`'s parents, each of which must be stored,
     /// and gives it the state the rule gives it now. In the insert's transaction.
     static func link(_ db: Database, child: EntryID, _ entry: NewEntry, now: QueueTime) throws {
+        if let loop = DependencyRule.loop(child: child, parents: entry.after, below: []) { throw QueueError.dependencyCycle(loop) }
         try db.cachedStatement(sql: """
             INSERT INTO entry_edge (child, parent, when_parent_dies, parent_delivered)
             SELECT :child, id, :policy, state = 'delivered' FROM entry WHERE id IN (SELECT value FROM json_each(:parents))
@@ -21,6 +22,14 @@ extension SQLiteQueueStore {
         try checkReferences(db, entry)
         try db.cachedStatement(sql: "UPDATE entry SET state = 'blocked' WHERE id = ?").execute(arguments: [child])
         try resolve(db, [child], now: now)
+    }
+
+    /// The links under `id`: each link whose parent is `id` or waits for it, at any depth.
+    static func links(_ db: Database, below id: EntryID) throws -> [DependencyRule.Link] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            WITH RECURSIVE below(id) AS (SELECT ? UNION SELECT g.child FROM entry_edge AS g JOIN below AS b ON g.parent = b.id)
+            SELECT g.child, g.parent FROM entry_edge AS g WHERE g.parent IN below
+            """), arguments: [id]).map { DependencyRule.Link(child: $0[0], parent: $0[1]) }
     }
 
     /// Each parent `entry`'s references read keeps what is read of it.
@@ -112,6 +121,43 @@ extension SQLiteQueueStore {
     var groupOpenStates: String {
         if schemaVersion >= Schema.firstConflictVersion { return Schema.groupOpenStates }
         return schemaVersion >= Schema.firstDependencyVersion ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
+    }
+
+    func blockedLinks() async throws(QueueError) -> [DependencyRule.Link] {
+        guard schemaVersion >= Schema.firstDependencyVersion else { return [] }
+        return try await read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT g.child, g.parent FROM entry AS c INDEXED BY entry_state JOIN entry_edge AS g ON g.child = c.id
+                    JOIN entry AS p ON p.id = g.parent
+                WHERE c.state <> 'pending' AND c.state = 'blocked' AND p.state = 'blocked' AND NOT g.parent_delivered
+                """).map { DependencyRule.Link(child: $0[0], parent: $0[1]) }
+        }
+    }
+
+    func release(_ ids: [EntryID], now: QueueTime) async throws(QueueError) -> [EntryID] {
+        guard schemaVersion >= Schema.firstDependencyVersion else { return [] }
+        let released = try await write { db in
+            var released: [EntryID] = []
+            for id in Array(Set(ids)).sorted() {
+                guard let state = try String.fetchOne(db, sql: "SELECT state FROM entry WHERE id = ?", arguments: [id]) else {
+                    throw QueueError.noSuchEntry(id)
+                }
+                guard state == EntryState.blocked.rawValue else { continue }
+                try db.execute(sql: "DELETE FROM entry_edge WHERE child = ?", arguments: [id])
+                released.append(id)
+            }
+            guard !released.isEmpty else { return released }
+            try Self.markBoot(db, now.boot)
+            try db.execute(sql: """
+                UPDATE entry SET state = 'pending', next_attempt_at = :wall, due_uptime = :uptime,
+                    budget_uptime = CASE WHEN clock_boot = :boot THEN budget_uptime ELSE :uptime - MAX(0, :wall - budget_from) END,
+                    clock_boot = :boot
+                WHERE id IN (SELECT value FROM json_each(:ids))
+                """, arguments: ["wall": now.wall.timeIntervalSince1970, "uptime": now.uptime, "boot": now.boot, "ids": Self.list(released)])
+            return released
+        }
+        if !released.isEmpty { ringWake() }
+        return released
     }
 
     func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {

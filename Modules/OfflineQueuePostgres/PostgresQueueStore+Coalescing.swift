@@ -85,7 +85,13 @@ extension PostgresQueueStore {
             .with(id), logger: logger).decodeAll(Int64.self)
         var fresh = entry
         fresh.after = entry.after.filter { !linked.contains($0) }
-        if !fresh.after.isEmpty { try await link(child: id, fresh, fleet: fleet, on: connection) }
+        if !fresh.after.isEmpty {
+            // Entry `id` keeps its children: a parent among those that wait for it would close a loop.
+            if let loop = DependencyRule.loop(child: id, parents: fresh.after, below: try await links(below: id, on: connection)) {
+                throw QueueError.dependencyCycle(loop)
+            }
+            try await link(child: id, fresh, fleet: fleet, on: connection)
+        }
         return superseded
     }
 

@@ -12,6 +12,7 @@ extension PostgresQueueStore {
     /// drainer settling one at the same moment either commits first (the link records its
     /// delivery) or waits for this insert (and then finds the link).
     func link(child: EntryID, _ entry: NewEntry, fleet: Double, on connection: PostgresConnection) async throws {
+        if let loop = DependencyRule.loop(child: child, parents: entry.after, below: []) { throw QueueError.dependencyCycle(loop) }
         var found: [EntryID] = []
         for try await id in try await connection.query(PostgresQuery(unsafeSQL: sql("""
             SELECT id FROM §.entry WHERE id = ANY($1) ORDER BY id FOR SHARE
@@ -50,6 +51,18 @@ extension PostgresQueueStore {
         try await resolve(children, fleet: fleet, on: connection)
     }
 
+    /// The links under `id`: each link whose parent is `id` or waits for it, at any depth.
+    func links(below id: EntryID, on connection: PostgresConnection) async throws -> [DependencyRule.Link] {
+        var links: [DependencyRule.Link] = []
+        for try await (child, parent) in try await connection.query(PostgresQuery(unsafeSQL: sql("""
+            WITH RECURSIVE below(id) AS (SELECT $1::bigint UNION SELECT g.child FROM §.entry_edge AS g JOIN below AS b ON g.parent = b.id)
+            SELECT g.child, g.parent FROM §.entry_edge AS g WHERE g.parent IN (SELECT id FROM below)
+            """)).with(id), logger: logger).decode((Int64, Int64).self) {
+            links.append(DependencyRule.Link(child: child, parent: parent))
+        }
+        return links
+    }
+
     /// Each parent `entry`'s references read keeps what is read of it.
     func checkReferences(_ entry: NewEntry, on connection: PostgresConnection) async throws {
         guard !entry.references.isEmpty else { return }
@@ -65,6 +78,40 @@ extension PostgresQueueStore {
     func resolve(_ ids: [EntryID], fleet: Double, on connection: PostgresConnection) async throws {
         guard !ids.isEmpty else { return }
         try await connection.query(PostgresQuery(unsafeSQL: sql("SELECT §.resolve_blocked($1, $2)")).with(ids, fleet), logger: logger)
+    }
+
+    func blockedLinks() async throws(QueueError) -> [DependencyRule.Link] {
+        try await reading { connection in
+            var links: [DependencyRule.Link] = []
+            for try await (child, parent) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                SELECT g.child, g.parent FROM §.entry AS c JOIN §.entry_edge AS g ON g.child = c.id JOIN §.entry AS p ON p.id = g.parent
+                WHERE c.state = 'blocked' AND p.state = 'blocked' AND NOT g.parent_delivered
+                """)), logger: self.logger).decode((Int64, Int64).self) {
+                links.append(DependencyRule.Link(child: child, parent: parent))
+            }
+            return links
+        }
+    }
+
+    func release(_ ids: [EntryID], now: QueueTime) async throws(QueueError) -> [EntryID] {
+        let fleet = try await fleetTime(now)
+        return try await transaction { connection in
+            var released: [EntryID] = []
+            for id in Array(Set(ids)).sorted() {
+                let states = try await connection.query(PostgresQuery(unsafeSQL: self.sql("SELECT state FROM §.entry WHERE id = $1 FOR UPDATE"))
+                    .with(id), logger: self.logger).decodeAll(String.self)
+                guard let state = states.first else { throw QueueError.noSuchEntry(id) }
+                guard state == EntryState.blocked.rawValue else { continue }
+                released.append(id)
+            }
+            guard !released.isEmpty else { return released }
+            try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.entry_edge WHERE child = ANY($1)")).with(released), logger: self.logger)
+            try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                UPDATE §.entry SET state = 'pending', next_attempt_at = $2 WHERE id = ANY($1)
+                """)).with(released, fleet), logger: self.logger)
+            try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger)
+            return released
+        }
     }
 
     func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {

@@ -155,4 +155,57 @@ struct DependencyConformanceTests {
             #expect(try await contract.storage.entry(idempotencyKey: "fine", now: contract.now) == nil)
         }
     }
+
+    @Test("an entry that names its own id among those it waits for is refused with nothing stored", arguments: StoreKind.allCases)
+    func waitsForItself(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let parents = try await contract.insert([Spec(), Spec()])
+            // The id the next entry receives on every store, with nothing refused before it.
+            let own = parents[1] + 1
+            await #expect(throws: QueueError.dependencyCycle([own, own])) {
+                _ = try await contract.insert([Spec(key: "self", after: [parents[0], own])])
+            }
+            #expect(try await contract.storage.counts(now: contract.now).total == 2, "nothing is stored")
+            #expect(try await contract.storage.entry(idempotencyKey: "self", now: contract.now) == nil)
+            #expect(try await contract.storage.dependencies(of: parents[0]) == EntryDependencies())
+            // A later entry of the same call may wait for an earlier one, on every store (a
+            // refused insert may use up an id on PostgreSQL: the next is read first).
+            let last = try await contract.insert([Spec(key: "a")])[0]
+            let next = try await contract.insert([Spec(key: "b"), Spec(key: "c", after: [last + 1])])
+            #expect(next[0] == last + 1)
+            #expect(try await state(contract, next[1]) == .blocked)
+            #expect(try await contract.storage.dependencies(of: next[1]).parents == [next[0]])
+        }
+    }
+
+    @Test("a replacement under a coalescing key that would close a loop is refused with nothing changed", arguments: StoreKind.allCases)
+    func replacementClosingALoop(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            var first = Spec(key: "e1").entry
+            first.coalescingKey = "k"
+            let edited = try await contract.storage.insert([first], now: contract.now)[0].id
+            let child = try await contract.insert([Spec(key: "child", after: [edited])])[0]
+            let grandchild = try await contract.insert([Spec(key: "grandchild", after: [child])])[0]
+            for (parent, loop) in [(child, [edited, child, edited]), (grandchild, [edited, grandchild, child, edited])] {
+                var replacement = Spec(key: "e2-\(parent)", after: [parent]).entry
+                replacement.coalescingKey = "k"
+                await #expect(throws: QueueError.dependencyCycle(loop)) {
+                    _ = try await contract.storage.insert([replacement], now: contract.now)
+                }
+            }
+            let kept = try #require(try await contract.storage.entry(edited, now: contract.now))
+            #expect(kept.idempotencyKey == "e1" && kept.state == .pending, "the waiting entry is as it was")
+            #expect(try await contract.storage.dependencies(of: edited) == EntryDependencies(parents: [], children: [child]))
+            let counts = try await contract.storage.counts(now: contract.now)
+            #expect(counts.total == 3 && counts.superseded == 0 && counts.blocked == 2)
+            // A replacement that waits for an entry outside the loop is fine.
+            let other = try await contract.insert([Spec(key: "other")])[0]
+            var fine = Spec(key: "e3", after: [other]).entry
+            fine.coalescingKey = "k"
+            #expect(try await contract.storage.insert([fine], now: contract.now)[0].id == edited)
+            #expect(try await state(contract, edited) == .blocked)
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -92,6 +93,34 @@ struct ConsoleActionsTests {
             let done = try await client.send(.post, "/bulk/discard-matching/confirm", json: true, form: "name=many&through=\(ids.last!)")
             #expect(try done.decode(MatchingJSON.self).changed == ids.count)
             #expect(try await fixture.queue.counts().total == 0)
+        }
+    }
+
+    @Test("blocked entries that wait for each other in a loop (stored by an earlier version): counted and named on the overview, released from an entry's page")
+    func stuckLoopShownAndReleased() async throws {
+        try await ConsoleFixture.with { fixture, client in
+            let first = try await fixture.queue.enqueue(method: "POST", url: "https://api.example.com/ok").id
+            let second = try await fixture.queue.enqueue(method: "POST", url: "https://api.example.com/ok", options: EnqueueOptions(after: [first])).id
+            let database = try DatabaseQueue(path: fixture.folder.appendingPathComponent("queue.db").path)
+            try await database.write { db in
+                try db.execute(sql: "INSERT INTO entry_edge (child, parent, when_parent_dies, parent_delivered) VALUES (?, ?, 'die', 0)", arguments: [first, second])
+                try db.execute(sql: "UPDATE entry SET state = 'blocked' WHERE id = ?", arguments: [first])
+            }
+            try await database.close()
+            let overview = try await client.send(.get, "/", json: true).decode(OverviewJSON.self)
+            #expect(overview.counts.blocked == 2 && overview.counts.stuck == 2)
+            let page = try await client.send(.get, "/")
+            #expect(page.text.contains("2 blocked entries wait for each other in a loop: nothing will release them"))
+            let entry = try await client.send(.get, "/entries/\(first)")
+            #expect(entry.text.contains(#"action="/entries/\#(first)/release""#))
+            let released = try await client.send(.post, "/entries/\(first)/release", json: true).decode(ActionJSON.self)
+            #expect(released.changed == [first] && released.message == "released 1")
+            #expect(try await fixture.queue.entry(first)?.state == .pending)
+            #expect(try await client.send(.get, "/", json: true).decode(OverviewJSON.self).counts.stuck == 0)
+            let again = try await client.send(.post, "/entries/\(first)/release", json: true)
+            #expect(again.status == .conflict, "release applies to blocked entries only")
+            try await fixture.drain()
+            #expect(try await fixture.queue.counts().delivered == 2)
         }
     }
 

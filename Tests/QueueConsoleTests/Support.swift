@@ -162,7 +162,7 @@ extension TestResponse {
 
 /// The JSON twins' shapes, as much as the tests read.
 struct OverviewJSON: Decodable {
-    struct Counts: Decodable { var pending, delivered, dead, inflight, blocked, total, waitingForNetwork: Int }
+    struct Counts: Decodable { var pending, delivered, dead, inflight, blocked, stuck, total, waitingForNetwork: Int }
     struct Group: Decodable { var name: String }
     struct Tally: Decodable { var label, key, query: String; var pending, inflight, delivered, dead, total: Int; var paused: Bool }
     var counts: Counts

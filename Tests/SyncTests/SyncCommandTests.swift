@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HTTPCore
 import Testing
 import TestSupport
@@ -67,7 +68,7 @@ struct SyncCommandTests {
         let counts = try #require(try stats.json() as? [String: Any])
         #expect(Set(counts.keys) == [
             "pending", "due", "inflight", "inflight_orphaned", "delivered", "dead", "blocked", "superseded", "conflict", "oldest_pending_age_seconds", "next_attempt_at",
-            "last_delivered_at", "paused", "paused_groups", "pending_paused", "origins", "due_held_by_flow",
+            "last_delivered_at", "paused", "paused_groups", "pending_paused", "origins", "due_held_by_flow", "stuck",
         ])
         #expect(counts["pending"] as? Int == 2)
         #expect(counts["next_attempt_at"] is String)
@@ -178,6 +179,57 @@ struct SyncCommandTests {
         #expect(try await sync("drain", "--no-reachability").status == 0)
         #expect(arrivals.current == ["create", "tag"], "the child goes after its parent, whatever its priority; nothing else was stored")
         #expect((try await sync("--json", "show", "2").json() as? [String: Any])?["state"] as? String == "delivered")
+        await fixture.finish()
+    }
+
+    @Test("enqueue refuses an entry that waits for itself and a --replace that closes a loop (65), nothing stored", arguments: [false, true])
+    func loopsRefused(postgres: Bool) async throws {
+        let fixture = try await Fixture(postgres: postgres)
+        let sync = fixture.sync
+        #expect(try await sync("enqueue", "POST", fixture.url("/a")).stdout == "1\n")
+        #expect(try await sync("enqueue", "POST", fixture.url("/b")).stdout == "2\n")
+        let own = try await sync("enqueue", "POST", fixture.url("/self"), "--after", "3")
+        #expect(own.status == 65 && own.stderr.contains("entry 3 would wait for itself"), "\(own.stderr)")
+        // The second loop: 4 waits under k, 5 waits for 4, a replacement of 4 waiting for 5.
+        let edit = try await sync("enqueue", "PUT", fixture.url("/note"), "--replace", "k")
+        let child = try await sync("enqueue", "POST", fixture.url("/tag"), "--after", edit.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        let edited = edit.stdout.trimmingCharacters(in: .whitespacesAndNewlines), tagged = child.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let closing = try await sync("enqueue", "PUT", fixture.url("/note?v=2"), "--replace", "k", "--after", tagged)
+        #expect(closing.status == 65, "\(closing)")
+        #expect(closing.stderr.contains("entry \(edited) would wait for itself, and never be sent: \(edited) waits for \(tagged), which waits for \(edited)"), "\(closing.stderr)")
+        let stats = try #require(try await sync("--json", "stats").json() as? [String: Any])
+        #expect(stats["blocked"] as? Int == 1 && stats["superseded"] as? Int == 0 && stats["stuck"] as? [Int] == [])
+        #expect(try await sync("drain", "--no-reachability").status == 0, "everything is delivered")
+        await fixture.finish()
+    }
+
+    @Test("a loop stored by an earlier version: stats and drain say which entries nothing will release (drain exits 65); release --stuck sends them")
+    func storedLoop() async throws {
+        let fixture = try await Fixture()
+        let sync = fixture.sync
+        fixture.server.route("/steps") { _, writer in try await writer.respond(status: 201) }
+        #expect(try await sync("enqueue", "POST", fixture.url("/steps?n=1")).stdout == "1\n")
+        #expect(try await sync("enqueue", "POST", fixture.url("/steps?n=2"), "--after", "1").stdout == "2\n")
+        #expect(try await sync("enqueue", "POST", fixture.url("/steps?n=3"), "--after", "2").stdout == "3\n")
+        // As a version that did not refuse loops could write it: 1 waits for 2.
+        let database = try DatabaseQueue(path: fixture.folder.appendingPathComponent("queue.db").path)
+        try await database.write { db in
+            try db.execute(sql: "INSERT INTO entry_edge (child, parent, when_parent_dies, parent_delivered) VALUES (1, 2, 'die', 0)")
+            try db.execute(sql: "UPDATE entry SET state = 'blocked' WHERE id = 1")
+        }
+        try await database.close()
+        let stats = try await sync("stats")
+        #expect(stats.stdout.contains("stuck      3 blocked entries nothing will release (1, 2, 3)"), "\(stats.stdout)")
+        #expect((try await sync("--json", "stats").json() as? [String: Any])?["stuck"] as? [Int] == [1, 2, 3])
+        let drain = try await sync("drain", "--no-reachability")
+        #expect(drain.status == 65 && drain.stdout.contains("3 blocked entries nothing will release (1, 2, 3)"), "\(drain)")
+        #expect((try await sync("--json", "drain", "--no-reachability").json() as? [String: Any])?["stuck"] as? [Int] == [1, 2, 3])
+        let released = try await sync("release", "--stuck")
+        #expect(released.status == 0 && released.stdout == "3 entries released, due now: 1, 2, 3\n", "\(released)")
+        #expect(try await sync("drain", "--no-reachability").status == 0)
+        #expect((try await sync("--json", "stats").json() as? [String: Any])?["delivered"] as? Int == 3)
+        #expect(try await sync("release", "99").status == 65)
+        #expect(try await sync("release").status == 64)
         await fixture.finish()
     }
 

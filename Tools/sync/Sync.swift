@@ -43,7 +43,7 @@ struct Sync: AsyncParsableCommand {
             """,
         version: syncVersion,
         subcommands: [
-            Enqueue.self, Drain.self, List.self, Show.self, Wait.self, Stats.self, Retry.self, Purge.self, Pause.self, Resume.self, Run.self, Console.self, Keys.self, Demo.self,
+            Enqueue.self, Drain.self, List.self, Show.self, Wait.self, Stats.self, Retry.self, Purge.self, Release.self, Pause.self, Resume.self, Run.self, Console.self, Keys.self, Demo.self,
         ]
     )
 

@@ -195,6 +195,18 @@ final class MemoryQueueSession: QueueStorage {
         store.state.withLock { $0.dependencies(of: id) }
     }
 
+    func blockedLinks() async throws(QueueError) -> [DependencyRule.Link] {
+        store.state.withLock { $0.blockedLinks() }
+    }
+
+    func release(_ ids: [EntryID], now: QueueTime) async throws(QueueError) -> [EntryID] {
+        let released = try store.state.withLock { state in
+            Result { () throws(QueueError) in try state.release(ids, now: now) }
+        }.get()
+        if !released.isEmpty { store.ring() }
+        return released
+    }
+
     func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
         let changed = try store.state.withLock { state in
             Result { () throws(QueueError) in try state.retry(ids: ids, now: now) }

@@ -35,6 +35,30 @@ extension MemoryQueueState {
         resolve(parents.flatMap { children[$0].map(Array.init) ?? [] }, now: now)
     }
 
+    /// The links whose child and parent are both blocked.
+    func blockedLinks() -> [DependencyRule.Link] {
+        links.flatMap { child, link in
+            guard rows[child]?.entry.state == .blocked else { return [DependencyRule.Link]() }
+            return link.parents.filter { rows[$0]?.entry.state == .blocked && !deliveredParents.contains($0) }
+                .map { DependencyRule.Link(child: child, parent: $0) }
+        }
+    }
+
+    /// The blocked entries among `ids` stop waiting: their links are dropped, and each is due
+    /// now. Refuses the whole call, changing nothing, for an id the queue does not hold.
+    mutating func release(_ ids: [EntryID], now: QueueTime) throws(QueueError) -> [EntryID] {
+        if let missing = ids.first(where: { rows[$0] == nil }) { throw .noSuchEntry(missing) }
+        let released = Array(Set(ids)).sorted().filter { rows[$0]?.entry.state == .blocked }
+        for id in released {
+            for parent in links.removeValue(forKey: id)?.parents ?? [] { children[parent]?.remove(id) }
+            linkPolicies[id] = nil
+            rows[id]?.entry.state = .pending
+            rows[id]?.entry.nextAttemptAt = now.wall
+            rows[id]?.due = now.uptime
+        }
+        return released
+    }
+
     /// The entries `id` waits for and those that wait for it, in id order.
     func dependencies(of id: EntryID) -> EntryDependencies {
         EntryDependencies(

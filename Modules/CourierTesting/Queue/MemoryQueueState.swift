@@ -50,71 +50,105 @@ struct MemoryQueueState {
 
     // MARK: - Enqueue
 
-    /// Refuses the whole call, storing nothing, when an entry waits for one the queue lacks.
+    /// Refuses the whole call, storing nothing, when an entry waits for one the queue lacks, or
+    /// would wait for itself. Entries are taken in order, as the other stores insert them in
+    /// their transaction: a later entry of the call may wait for an earlier one.
     mutating func insert(_ entries: [NewEntry], now: QueueTime) throws(QueueError) -> [Ticket] {
-        for new in entries where byKey[new.idempotencyKey] == nil {
-            if let missing = new.after.first(where: { rows[$0] == nil }) { throw .noSuchDependency(missing) }
-            if !new.references.isEmpty {
-                var keeping: [EntryID: ResponseKeeping] = [:]
-                for parent in new.responseSources { keeping[parent] = rows[parent]?.entry.keepResponse }
-                try ResponseReference.check(new.references, keeping: keeping)
+        var state = self
+        var tickets: [Ticket] = []
+        for new in entries { tickets.append(try state.insert(new, now: now)) }
+        self = state
+        return tickets
+    }
+
+    /// Parents `new` waits for, checked as the other stores check them when they link it as
+    /// `child`: each stored, none closing a loop, each read keeping what is read of it.
+    private func checkParents(of new: NewEntry, child: EntryID, after: [EntryID]) throws(QueueError) {
+        if let loop = DependencyRule.loop(child: child, parents: after, below: links(below: child)) { throw .dependencyCycle(loop) }
+        if let missing = after.first(where: { rows[$0] == nil && $0 != child }) { throw .noSuchDependency(missing) }
+        try checkReferences(of: new)
+    }
+
+    /// Each parent `new`'s references read keeps what is read of it.
+    private func checkReferences(of new: NewEntry) throws(QueueError) {
+        guard !new.references.isEmpty else { return }
+        var keeping: [EntryID: ResponseKeeping] = [:]
+        for parent in new.responseSources { keeping[parent] = rows[parent]?.entry.keepResponse }
+        try ResponseReference.check(new.references, keeping: keeping)
+    }
+
+    private mutating func insert(_ new: NewEntry, now: QueueTime) throws(QueueError) -> Ticket {
+        if let id = byKey[new.idempotencyKey] { return Ticket(id: id, idempotencyKey: new.idempotencyKey, deduplicated: true) }
+        // An edit that coalesces takes the place of the one waiting under its key, or
+        // waits behind the one in flight.
+        var behind: EntryID?
+        if let key = new.coalescingKey {
+            let holders = rows.values.filter { $0.entry.coalescingKey == key && [.pending, .blocked, .inflight].contains($0.entry.state) }
+                .map { CoalescingRule.Holder(id: $0.entry.id, inFlight: $0.entry.state == .inflight) }
+            switch CoalescingRule.decide(holders) {
+            case .insert: break
+            case .after(let predecessor): behind = predecessor
+            case .replace(let id):
+                let fresh = new.after.filter { !(links[id]?.parents.contains($0) ?? false) }
+                try checkReferences(of: new)
+                if !fresh.isEmpty { try checkParents(of: new, child: id, after: fresh) }
+                let superseded = replace(id, with: new, supersededReason: CoalescingRule.supersededReason(by: id, key: key), now: now)
+                return Ticket(id: id, idempotencyKey: new.idempotencyKey, deduplicated: false, superseded: superseded)
             }
         }
-        return entries.map { new in
-            if let id = byKey[new.idempotencyKey] { return Ticket(id: id, idempotencyKey: new.idempotencyKey, deduplicated: true) }
-            // An edit that coalesces takes the place of the one waiting under its key, or
-            // waits behind the one in flight.
-            var behind: EntryID?
-            if let key = new.coalescingKey {
-                let holders = rows.values.filter { $0.entry.coalescingKey == key && [.pending, .blocked, .inflight].contains($0.entry.state) }
-                    .map { CoalescingRule.Holder(id: $0.entry.id, inFlight: $0.entry.state == .inflight) }
-                switch CoalescingRule.decide(holders) {
-                case .insert: break
-                case .after(let predecessor): behind = predecessor
-                case .replace(let id):
-                    let superseded = replace(id, with: new, supersededReason: CoalescingRule.supersededReason(by: id, key: key), now: now)
-                    return Ticket(id: id, idempotencyKey: new.idempotencyKey, deduplicated: false, superseded: superseded)
-                }
+        if !new.after.isEmpty { try checkParents(of: new, child: lastID + 1, after: new.after) }
+        lastID += 1
+        let wait = max(0, (new.notBefore?.timeIntervalSince(now.wall) ?? 0))
+        let entry = QueueEntry(
+            id: lastID, idempotencyKey: new.idempotencyKey, method: new.method, url: new.url, headers: new.headers,
+            body: new.body, scopes: new.scopes, name: new.name, group: new.group, priority: new.priority, timeout: new.timeout,
+            state: .pending, attempts: 0, createdAt: now.wall, budgetStartedAt: now.wall,
+            nextAttemptAt: now.wall.addingTimeInterval(wait), lastAttemptAt: nil, finishedAt: nil, waitingForNetwork: false,
+            leaseOwner: nil, leaseExpiresAt: nil, lastStatus: nil, lastError: nil, responseExcerpt: nil,
+            budgetUptime: now.uptime
+        )
+        var stored = entry
+        stored.seal = new.seal
+        stored.traceContext = new.traceContext
+        stored.keepResponse = new.keepResponse
+        stored.responseSources = new.references.isEmpty ? [] : new.responseSources
+        stored.bodyTakesValues = new.bodyTakesValues
+        stored.coalescingKey = new.coalescingKey
+        stored.delivery = new.delivery
+        rows[lastID] = Row(entry: stored, due: now.uptime + wait)
+        byKey[new.idempotencyKey] = lastID
+        if !new.after.isEmpty {
+            links[lastID] = (new.after, new.whenParentDies)
+            for parent in new.after {
+                children[parent, default: []].insert(lastID)
+                if rows[parent]?.entry.state == .delivered { deliveredParents.insert(parent) }
             }
-            lastID += 1
-            let wait = max(0, (new.notBefore?.timeIntervalSince(now.wall) ?? 0))
-            let entry = QueueEntry(
-                id: lastID, idempotencyKey: new.idempotencyKey, method: new.method, url: new.url, headers: new.headers,
-                body: new.body, scopes: new.scopes, name: new.name, group: new.group, priority: new.priority, timeout: new.timeout,
-                state: .pending, attempts: 0, createdAt: now.wall, budgetStartedAt: now.wall,
-                nextAttemptAt: now.wall.addingTimeInterval(wait), lastAttemptAt: nil, finishedAt: nil, waitingForNetwork: false,
-                leaseOwner: nil, leaseExpiresAt: nil, lastStatus: nil, lastError: nil, responseExcerpt: nil,
-                budgetUptime: now.uptime
-            )
-            var stored = entry
-            stored.seal = new.seal
-            stored.traceContext = new.traceContext
-            stored.keepResponse = new.keepResponse
-            stored.responseSources = new.references.isEmpty ? [] : new.responseSources
-            stored.bodyTakesValues = new.bodyTakesValues
-            stored.coalescingKey = new.coalescingKey
-            stored.delivery = new.delivery
-            rows[lastID] = Row(entry: stored, due: now.uptime + wait)
-            byKey[new.idempotencyKey] = lastID
-            if !new.after.isEmpty {
-                links[lastID] = (new.after, new.whenParentDies)
-                for parent in new.after {
-                    children[parent, default: []].insert(lastID)
-                    if rows[parent]?.entry.state == .delivered { deliveredParents.insert(parent) }
-                }
-                rows[lastID]?.entry.state = .blocked
-                resolve([lastID], now: now)
-            }
-            if let behind {
-                let id = lastID
-                links[id, default: ([], new.whenParentDies)].parents.append(behind)
-                linkPolicies[id, default: [:]][behind] = .proceed
-                children[behind, default: []].insert(id)
-                rows[id]?.entry.state = .blocked
-                resolve([id], now: now)
-            }
-            return Ticket(id: lastID, idempotencyKey: new.idempotencyKey, deduplicated: false)
+            rows[lastID]?.entry.state = .blocked
+            resolve([lastID], now: now)
         }
+        if let behind {
+            let id = lastID
+            links[id, default: ([], new.whenParentDies)].parents.append(behind)
+            linkPolicies[id, default: [:]][behind] = .proceed
+            children[behind, default: []].insert(id)
+            rows[id]?.entry.state = .blocked
+            resolve([id], now: now)
+        }
+        return Ticket(id: lastID, idempotencyKey: new.idempotencyKey, deduplicated: false)
+    }
+
+    /// The links under `id`: each link whose parent is `id` or waits for it, at any depth.
+    func links(below id: EntryID) -> [DependencyRule.Link] {
+        var found: [DependencyRule.Link] = []
+        var seen: Set<EntryID> = [id]
+        var next = [id]
+        while let parent = next.popLast() {
+            for child in children[parent] ?? [] {
+                found.append(DependencyRule.Link(child: child, parent: parent))
+                if seen.insert(child).inserted { next.append(child) }
+            }
+        }
+        return found
     }
 
     // MARK: - The drain

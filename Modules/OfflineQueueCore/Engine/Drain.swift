@@ -85,6 +85,7 @@ extension OfflineQueue {
         metrics.update(counts, now: configuration.clock.now().wall)
         summary.remaining = counts.pending
         summary.blocked = counts.blocked
+        summary.stuck = counts.stuck
         if counts.pending > 0 { summary.paused = try await operations.pauses().pendingHeld }
         summary.nextAttemptAt = counts.nextAttemptAt
         summary.nextDue = counts.nextDue

@@ -41,6 +41,33 @@ extension OfflineQueue {
         try await operations.purge(matching: selection, dryRun: dryRun)
     }
 
+    /// The blocked entries nothing will release, in id order: each waits, directly or through
+    /// others, for an entry that waits for itself. An enqueue that would close such a loop is
+    /// refused (``QueueError/Kind/dependencyCycle``), so only a queue written by an earlier
+    /// version holds them; ``QueueCounts/stuck`` counts them.
+    ///
+    /// ```swift
+    /// let stuck = try await queue.stuckEntries()
+    /// try await queue.release(stuck)          // each is due now, waiting for nothing
+    /// ```
+    public func stuckEntries() async throws(QueueError) -> [EntryID] {
+        try await operations.stuck().sorted()
+    }
+
+    /// Makes the blocked entries among `ids` stop waiting for others (``EnqueueOptions/after``):
+    /// their links are dropped and each is due now, in one transaction. For entries nothing
+    /// else will release (``stuckEntries()``), or one an operator wants sent without its
+    /// parents. An entry that takes values from a parent's kept response
+    /// (``ResponseReference``) dies unsent at its attempt when that parent kept none.
+    ///
+    /// - Returns: the ids released; entries not blocked are left as they are.
+    /// - Throws: ``QueueError/noSuchEntry(_:)`` for an id the queue does not hold; then nothing
+    ///   changed.
+    @discardableResult
+    public func release(_ ids: [EntryID]) async throws(QueueError) -> [EntryID] {
+        try await operations.release(ids)
+    }
+
     /// Pauses `group`, or the whole queue when `group` is `nil`: from the next claim on, no
     /// drainer in any process that shares the store sends the entries it holds, until
     /// ``resume(group:)``. Entries in flight finish; enqueueing goes on. The pause is kept in the

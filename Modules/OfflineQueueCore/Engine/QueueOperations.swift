@@ -45,7 +45,8 @@ struct QueueOperations: Sendable {
     }
 
     func counts() async throws(QueueError) -> QueueCounts {
-        let counts = try await activity.storeCall(.counts) { () async throws(QueueError) in try await store.counts(now: clock.now()) }
+        var counts = try await activity.storeCall(.counts) { () async throws(QueueError) in try await store.counts(now: clock.now()) }
+        if counts.blocked > 0 { counts.stuck = try await stuck().count }
         metrics.answered(.counts)
         activityBook.sample(counts)
         return counts
@@ -96,6 +97,18 @@ struct QueueOperations: Sendable {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The blocked entries nothing will release (``DependencyRule/stuck(_:)``).
+    func stuck() async throws(QueueError) -> Set<EntryID> {
+        DependencyRule.stuck(try await store.blockedLinks())
+    }
+
+    func release(_ ids: [EntryID]) async throws(QueueError) -> [EntryID] {
+        let released = try await store.release(ids, now: clock.now())
+        forgetRecentReads()
+        if !released.isEmpty { wake.fire() }
+        return released
     }
 
     func pauses() async throws(QueueError) -> PauseStatus { try await store.pauseStatus() }

@@ -65,4 +65,80 @@ public enum DependencyRule {
 
     /// The most entries one entry may wait for.
     public static let maxParents = 64
+
+    /// A link between two entries: `child` waits for `parent`.
+    package struct Link: Sendable, Hashable {
+        package var child: EntryID
+        package var parent: EntryID
+
+        package init(child: EntryID, parent: EntryID) {
+            self.child = child
+            self.parent = parent
+        }
+    }
+
+    /// The loop `child` would close by waiting for `parents` as well: the entries from `child`
+    /// round to itself, each waiting for the next (`[3, 3]` for an entry that names itself,
+    /// `[1, 2, 1]` for 1 waiting for 2, which waits for 1); `nil` when it closes none. A store
+    /// refuses such a link in the transaction that would make it (an enqueue, a replacement under
+    /// a coalescing key), before anything is written.
+    ///
+    /// - Parameter below: the links under `child`: every link whose parent is `child` or waits
+    ///   for it, at any depth (a store reads them with one recursive query). A new entry has
+    ///   none.
+    package static func loop(child: EntryID, parents: [EntryID], below: [Link]) -> [EntryID]? {
+        if parents.contains(child) { return [child, child] }
+        var waiters: [EntryID: [EntryID]] = [:]
+        for link in below { waiters[link.parent, default: []].append(link.child) }
+        // Walk down from `child`, breadth first, noting for each entry reached the one it waits
+        // for on the way: the shortest loop is found first.
+        var waitsFor: [EntryID: EntryID] = [:]
+        var frontier = [child]
+        while !frontier.isEmpty {
+            var next: [EntryID] = []
+            for parent in frontier {
+                for waiter in (waiters[parent] ?? []).sorted() where waiter != child && waitsFor[waiter] == nil {
+                    waitsFor[waiter] = parent
+                    next.append(waiter)
+                }
+            }
+            frontier = next
+        }
+        guard let closing = parents.sorted().first(where: { waitsFor[$0] != nil }) else { return nil }
+        var loop = [child, closing]
+        var at = closing
+        while let up = waitsFor[at] {
+            loop.append(up)
+            at = up
+        }
+        return loop
+    }
+
+    /// Of the blocked entries, those nothing will release: each waits, directly or through other
+    /// blocked entries, for an entry that waits for itself. (A blocked entry whose parents all
+    /// settle is released when they do; one that waits, through others, for a loop never is.)
+    /// Queues written before loops were refused may hold such entries; an operator releases
+    /// (``OfflineQueue/release(_:)``) or purges them.
+    ///
+    /// - Parameter links: the links whose child and parent are both blocked.
+    package static func stuck(_ links: [Link]) -> Set<EntryID> {
+        var blockedParents: [EntryID: Int] = [:]
+        var waiters: [EntryID: [EntryID]] = [:]
+        for link in Set(links) {
+            blockedParents[link.child, default: 0] += 1
+            blockedParents[link.parent, default: 0] += 0
+            waiters[link.parent, default: []].append(link.child)
+        }
+        // Released in time: an entry whose blocked parents are all released in time.
+        var free = blockedParents.filter { $0.value == 0 }.map(\.key)
+        while let entry = free.popLast() {
+            blockedParents[entry] = nil
+            for waiter in waiters[entry] ?? [] {
+                guard let left = blockedParents[waiter] else { continue }
+                blockedParents[waiter] = left - 1
+                if left == 1 { free.append(waiter) }
+            }
+        }
+        return Set(blockedParents.keys)
+    }
 }

@@ -27,6 +27,9 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     /// Entries still waiting for others to be delivered when the drain ended
     /// (``EntryState/blocked``; not among ``remaining``).
     public var blocked = 0
+    /// Of ``blocked``, those nothing will release (``QueueCounts/stuck``): a loop of entries
+    /// waiting for each other, which an operator must release or purge.
+    public var stuck = 0
     /// Entries in flight under other drainers that live, when the drain ended.
     public var inflightElsewhere = 0
     /// Those drainers (``QueueCounts/drainers``).

@@ -14,6 +14,11 @@ public struct QueueCounts: Sendable, Hashable, Codable {
     /// Entries waiting for others to be delivered first (``EntryState/blocked``): never claimed
     /// before then, so not ``due``.
     public var blocked = 0
+    /// Of ``blocked``, the entries nothing will release: each waits, directly or through others,
+    /// for an entry that waits for itself (a loop a queue written before loops were refused may
+    /// hold). An operator releases them (``OfflineQueue/release(_:)``, `sync release`) or purges
+    /// them. Read only when some entry is blocked.
+    public var stuck = 0
     /// Requests replaced by a newer one under their coalescing key before they were sent
     /// (``EntryState/superseded``): kept for the audit trail, never sent.
     public var superseded = 0

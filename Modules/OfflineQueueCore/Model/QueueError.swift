@@ -27,7 +27,7 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         fileprivate enum Code: String, Sendable, Hashable {
             case corruptDatabase, newerSchema, cannotCreate, readOnly, databaseMissing, diskFull, io
             case invalidRequest, secretHeader, noSuchEntry, entryInFlight, unavailable
-            case keyUnavailable, sealBroken, noSuchDependency
+            case keyUnavailable, sealBroken, noSuchDependency, dependencyCycle
         }
 
         fileprivate let code: Code
@@ -72,6 +72,11 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         /// An enqueued entry names an entry to wait for (``EnqueueOptions/after``) that the
         /// queue does not hold. Nothing was stored.
         public static let noSuchDependency = Kind(code: .noSuchDependency)
+        /// An enqueue would make an entry wait for itself: it names its own id among those it
+        /// waits for (``EnqueueOptions/after``), or, replacing the entry waiting under its
+        /// coalescing key, names an entry that waits for that one. Such an entry would never be
+        /// sent. Nothing was stored.
+        public static let dependencyCycle = Kind(code: .dependencyCycle)
 
         /// The kind's name, such as `diskFull`.
         public var description: String { code.rawValue }
@@ -95,8 +100,12 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Why, in words, for the kinds that say: `corruptDatabase`, `cannotCreate`, `io`,
     /// `invalidRequest`, `unavailable`.
     public let reason: String?
-    /// The entry, for `noSuchEntry`, `entryInFlight`, `sealBroken` and `noSuchDependency`.
+    /// The entry, for `noSuchEntry`, `entryInFlight`, `sealBroken` and `noSuchDependency`; for
+    /// `dependencyCycle`, the entry that would wait for itself.
     public let entryID: EntryID?
+    /// For `dependencyCycle`: the loop, from the entry round to itself, each waiting for the
+    /// next (`[1, 2, 1]`: 1 would wait for 2, which waits for 1).
+    public let loop: [EntryID]?
     /// The header refused, for `secretHeader`.
     public let headerName: String?
     /// For `newerSchema`: the database's schema version, and the newest this version understands.
@@ -106,8 +115,9 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
 
     private init(
         _ code: Kind.Code, path: String? = nil, reason: String? = nil, entryID: EntryID? = nil, headerName: String? = nil,
-        found: Int? = nil, supported: Int? = nil
+        found: Int? = nil, supported: Int? = nil, loop: [EntryID]? = nil
     ) {
+        self.loop = loop
         kind = Kind(code: code)
         self.path = path
         self.reason = reason
@@ -149,6 +159,8 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func sealBroken(_ id: EntryID, reason: String) -> QueueError { QueueError(.sealBroken, reason: reason, entryID: id) }
     /// A `noSuchDependency` error: the queue holds no entry `id` for an enqueue to wait for.
     public static func noSuchDependency(_ id: EntryID) -> QueueError { QueueError(.noSuchDependency, entryID: id) }
+    /// A `dependencyCycle` error: the enqueue would close `loop`, from an entry round to itself.
+    public static func dependencyCycle(_ loop: [EntryID]) -> QueueError { QueueError(.dependencyCycle, entryID: loop.first, loop: loop) }
 
     public var description: String {
         let path = path ?? "?", reason = reason ?? "", id = entryID.map(String.init) ?? "?"
@@ -169,6 +181,22 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         case .keyUnavailable: "\(reason); nothing in the queue was changed"
         case .sealBroken: "entry \(id) cannot be opened (\(reason)): it was left as it is, unsent"
         case .noSuchDependency: "the queue holds no entry \(id) to wait for (--after); nothing was stored"
+        case .dependencyCycle:
+            if let loop, loop.count == 2 {
+                "entry \(id) would wait for itself (--after \(id) names the entry being enqueued), and never be sent; nothing was stored"
+            } else {
+                "entry \(id) would wait for itself, and never be sent: \(Self.words(loop ?? [])); nothing was stored"
+            }
+        }
+    }
+}
+
+extension QueueError {
+    /// `[1, 2, 3, 1]` as "1 waits for 2, which waits for 3, which waits for 1".
+    private static func words(_ loop: [EntryID]) -> String {
+        guard let first = loop.first else { return "" }
+        return loop.dropFirst().enumerated().reduce("\(first)") { text, step in
+            text + (step.offset == 0 ? " waits for \(step.element)" : ", which waits for \(step.element)")
         }
     }
 }

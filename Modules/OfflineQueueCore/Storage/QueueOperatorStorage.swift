@@ -40,6 +40,9 @@ package protocol QueueOperatorStorage: Sendable {
     /// The entries `id` waits for and the entries that wait for it (none for an entry the
     /// queue does not hold).
     func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies
+    /// The links whose child and parent are both blocked, which ``DependencyRule/stuck(_:)``
+    /// reads (none for most queues, which hold no blocked entry).
+    func blockedLinks() async throws(QueueError) -> [DependencyRule.Link]
 
     // MARK: Changing
 
@@ -58,6 +61,12 @@ package protocol QueueOperatorStorage: Sendable {
     /// budget; a purge deletes them and their bodies). With `dryRun`, changes nothing and
     /// previews the entries it would change. The store decides nothing of which entries change.
     func change(_ operation: BulkOperation, matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange
+    /// The blocked entries among `ids` stop waiting for others: their links are dropped and each
+    /// is pending, due now, in one transaction. Returns the ids released; an entry not blocked
+    /// is left as it is.
+    ///
+    /// - Throws: ``QueueError/noSuchEntry(_:)``; then nothing changed.
+    func release(_ ids: [EntryID], now: QueueTime) async throws(QueueError) -> [EntryID]
     /// Pauses `group`, or the whole queue for `nil`: no drainer of any process claims what a
     /// pause holds. Returns whether it was not paused yet.
     func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool

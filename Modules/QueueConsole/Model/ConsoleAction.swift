@@ -8,6 +8,8 @@ public enum ConsoleAction: String, Sendable, Hashable, CaseIterable, Codable {
     case retry
     /// Deleted with its body.
     case discard
+    /// A blocked entry stops waiting for others: due now (``OfflineQueue/release(_:)``).
+    case release
     /// Every delivered entry deleted.
     case purgeDelivered = "purge-delivered"
     /// The queue or a group held back from drainers.
@@ -25,6 +27,8 @@ public enum ConsoleAction: String, Sendable, Hashable, CaseIterable, Codable {
         // An entry in flight under a live drainer may be on the wire: deleting it would lose
         // what the server answers.
         case .discard: [.pending, .blocked, .delivered, .dead, .conflict, .superseded]
+        // Only a blocked entry waits for others.
+        case .release: [.blocked]
         case .purgeDelivered: [.delivered]
         case .pause, .resume: Set(EntryState.allCases)
         }

@@ -45,6 +45,7 @@ enum ConsoleTemplates {
     {{#content}}
     <h1>Queue</h1>
     {{#queuePaused}}<p class="paused">The queue is paused: no drainer claims its entries.</p>{{/queuePaused}}
+    {{#hasStuck}}<p class="notice stuck">{{counts.stuck}} blocked entries wait for each other in a loop: nothing will release them. Release each one (it is then due, waiting for nothing) or discard it, from its page (<a href="{{prefix}}/entries?state=blocked">the blocked entries</a>), or run sync release --stuck.</p>{{/hasStuck}}
     <table class="counts">
     <tr><th class="state-pending">Pending</th><td><a href="{{prefix}}/entries?state=pending">{{counts.pending}}</a></td></tr>
     <tr><th>Due now</th><td>{{counts.due}}</td></tr>
@@ -54,6 +55,7 @@ enum ConsoleTemplates {
     <tr><th class="state-delivered">Delivered</th><td><a href="{{prefix}}/entries?state=delivered">{{counts.delivered}}</a></td></tr>
     <tr><th class="state-dead">Dead</th><td><a href="{{prefix}}/entries?state=dead">{{counts.dead}}</a></td></tr>
     <tr><th class="state-blocked">Waiting for other entries</th><td><a href="{{prefix}}/entries?state=blocked">{{counts.blocked}}</a></td></tr>
+    {{#hasStuck}}<tr><th class="state-blocked">Of those, stuck</th><td class="stuck">{{counts.stuck}}</td></tr>{{/hasStuck}}
     <tr><th class="state-conflict">Conflicts for an operator</th><td><a href="{{prefix}}/entries?state=conflict">{{counts.conflict}}</a></td></tr>
     </table>
     <p>Oldest pending: {{#hasOldestPending}}{{oldestPendingAt}} ({{oldestPendingAgeSeconds}} s ago){{/hasOldestPending}}{{^hasOldestPending}}none{{/hasOldestPending}}.
@@ -153,6 +155,7 @@ enum ConsoleTemplates {
     {{#canAct}}
     {{#canRetry}}<form method="post" action="{{prefix}}/entries/{{id}}/retry{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><button>Retry now</button></form>{{/canRetry}}
     {{#canDiscard}}<form method="post" action="{{prefix}}/entries/{{id}}/discard{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><button>Discard</button></form>{{/canDiscard}}
+    {{#canRelease}}<form method="post" action="{{prefix}}/entries/{{id}}/release{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><button>Release (stop waiting)</button></form>{{/canRelease}}
     {{/canAct}}
     {{/content}}
     {{> foot}}

@@ -11,7 +11,7 @@ import OfflineQueueCore
 /// the recent deliveries.
 struct OverviewView: Encodable, Sendable {
     struct Counts: Encodable, Sendable {
-        var pending, due, waitingForNetwork, inflight, inflightOrphaned, delivered, dead, blocked, conflict, total: Int
+        var pending, due, waitingForNetwork, inflight, inflightOrphaned, delivered, dead, blocked, stuck, conflict, total: Int
     }
     struct PausedGroup: Encodable, Sendable {
         var name: String
@@ -78,6 +78,8 @@ struct OverviewView: Encodable, Sendable {
     var hasLastDelivery: Bool
     var hasGroups: Bool
     var hasNames: Bool
+    /// Whether blocked entries wait for each other in a loop, which nothing will release.
+    var hasStuck: Bool
     /// The origins flow control holds (set after the overview is read).
     var origins: [OriginFlowView] = []
     var hasOrigins = false
@@ -91,7 +93,7 @@ struct OverviewView: Encodable, Sendable {
         self.counts = Counts(
             pending: counts.pending, due: counts.due, waitingForNetwork: overview.waitingForNetwork, inflight: counts.inflight,
             inflightOrphaned: counts.inflightOrphaned, delivered: counts.delivered, dead: counts.dead, blocked: counts.blocked,
-            conflict: counts.conflict, total: counts.total
+            stuck: counts.stuck, conflict: counts.conflict, total: counts.total
         )
         queuePaused = pauses.queuePaused
         pausedGroups = pauses.pausedGroups.map { PausedGroup(name: $0, query: "group=" + formEncode($0)) }
@@ -115,6 +117,7 @@ struct OverviewView: Encodable, Sendable {
         hasLastDelivery = counts.lastDeliveredAt != nil
         hasGroups = !groups.isEmpty
         hasNames = !names.isEmpty
+        hasStuck = counts.stuck > 0
     }
 }
 
@@ -131,6 +134,7 @@ struct EntrySummaryView: Encodable, Sendable {
     var createdAt: String
     var canRetry: Bool
     var canDiscard: Bool
+    var canRelease: Bool
 
     init(_ entry: QueueEntry) {
         id = entry.id
@@ -144,6 +148,7 @@ struct EntrySummaryView: Encodable, Sendable {
         createdAt = wallTime(entry.createdAt)
         canRetry = ConsoleAction.retry.applies(to: entry.state)
         canDiscard = ConsoleAction.discard.applies(to: entry.state)
+        canRelease = ConsoleAction.release.applies(to: entry.state)
     }
 }
 
@@ -209,6 +214,7 @@ struct EntryDetailView: Encodable, Sendable {
     var finishedAt: String
     var canRetry: Bool
     var canDiscard: Bool
+    var canRelease: Bool
     /// The trace the entry was enqueued in (`""` for none), and where it is shown.
     var traceID: String
     var hasTrace: Bool
@@ -284,6 +290,7 @@ struct EntryDetailView: Encodable, Sendable {
         finishedAt = entry.finishedAt.map(wallTime) ?? ""
         canRetry = ConsoleAction.retry.applies(to: entry.state)
         canDiscard = ConsoleAction.discard.applies(to: entry.state)
+        canRelease = ConsoleAction.release.applies(to: entry.state)
         traceID = entry.traceContext?.traceID ?? ""
         hasTrace = entry.traceContext != nil
         // A trace id is 32 hex digits: nothing in it needs escaping in a URL.

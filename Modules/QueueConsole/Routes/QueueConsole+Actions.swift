@@ -18,6 +18,10 @@ extension QueueConsole {
             let id = try entryID(context)
             return try await act(.discard, ids: [id], back: path("/entries"), request, context)
         }
+        routes.post("/entries/:id/release") { request, context in
+            let id = try entryID(context)
+            return try await act(.release, ids: [id], back: path("/entries/\(id)"), request, context)
+        }
         routes.post("/bulk/retry") { request, context in
             try await act(.retry, ids: try await bulkIDs(request), back: path("/entries"), request, context)
         }
@@ -65,12 +69,18 @@ extension QueueConsole {
             if !allowed.isEmpty {
                 switch action {
                 case .retry: changed = try await queue.retry(allowed)
+                case .release: changed = try await queue.release(allowed)
                 default:
                     try await queue.purge(.ids(allowed))
                     changed = allowed
                 }
             }
-            message = "\(action == .retry ? "retried" : "discarded") \(changed.count)" + (skipped.isEmpty ? "" : ", skipped \(skipped.count) (\(action.rawValue) applies to \(action.states.map(\.rawValue).sorted().joined(separator: ", ")) entries)")
+            let verb = switch action {
+            case .retry: "retried"
+            case .release: "released"
+            default: "discarded"
+            }
+            message = "\(verb) \(changed.count)" + (skipped.isEmpty ? "" : ", skipped \(skipped.count) (\(action.rawValue) applies to \(action.states.map(\.rawValue).sorted().joined(separator: ", ")) entries)")
         } catch {
             // An entry moved (a drainer took it) between the check and the change: nothing changed.
             audit(action, context, ids: ids, result: "failed: \(error)", outcome: "failed")

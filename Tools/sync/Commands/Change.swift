@@ -122,3 +122,49 @@ struct Purge: AsyncParsableCommand {
         }
     }
 }
+
+struct Release: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Make blocked entries stop waiting for others: each is due now.",
+        discussion: """
+            Give entry ids, or --stuck: every blocked entry nothing will release (entries that \
+            wait for each other in a loop, which a queue written by a version before 2026-12 \
+            may hold; `sync stats` counts them, `sync drain` exits 65 while they remain). A \
+            released entry forgets the entries it waited for and is due now; one that takes \
+            values from a parent's kept response dies unsent if that parent kept none. Entries \
+            that are not blocked are left as they are. To drop them instead: sync purge ID.
+
+            Examples:
+              sync release --stuck
+              sync release 12 13
+            """
+    )
+
+    @OptionGroup var options: QueueOptions
+
+    @Argument(help: "Entry ids.")
+    var ids: [EntryID] = []
+
+    @Flag(name: .long, help: "Every blocked entry nothing will release (a loop).")
+    var stuck = false
+
+    func validate() throws {
+        if stuck == !ids.isEmpty { throw ValidationError(ids.isEmpty ? "give entry ids or --stuck" : "give entry ids or --stuck, not both") }
+    }
+
+    func run() async throws {
+        try await reporting {
+            try await options.withQueue(create: false) { queue in
+                let chosen = stuck ? try await queue.stuckEntries() : ids
+                let released = chosen.isEmpty ? [] : try await queue.release(chosen)
+                if options.json {
+                    Output.json(["released": released])
+                } else {
+                    print("\(released.count) entries released, due now" + (released.isEmpty ? "" : ": " + released.map(String.init).joined(separator: ", ")))
+                    let left = Set(chosen).subtracting(released).sorted()
+                    if !left.isEmpty { print("not blocked, left as they are: " + left.map(String.init).joined(separator: ", ")) }
+                }
+            }
+        }
+    }
+}

@@ -17,6 +17,9 @@ struct Drain: AsyncParsableCommand {
             next one is due), or another live drainer (a `sync run`, say) is sending some (it \
             says how many, and which process). Entries of a drainer that died are taken back \
             at once and sent. Ctrl-C stops: sends in flight are cancelled and their entries given back. \
+            Blocked entries that nothing will release (they wait for each other in a loop, which \
+            a queue written by an earlier version may hold) make it exit 65 (EX_DATAERR), after \
+            it says which: `sync release --stuck` or `sync purge` settles them. \
             A full disk stops it with 74 (EX_IOERR): it sends nothing more, and records the \
             outcome of what it sent in space kept aside for this, so nothing is sent twice. \
             Log lines go to standard error; --log-level debug adds one per attempt, with its \
@@ -59,7 +62,7 @@ struct Drain: AsyncParsableCommand {
     private func drain(through transport: AsyncHTTPClientTransport) async throws {
         let monitor = network.makeMonitor(transport: transport)
         await NetworkOptions.settle(monitor)
-        let summary: DrainSummary = try await reporting {
+        let (summary, stuck): (DrainSummary, [EntryID]) = try await reporting {
             try await options.withQueue(
                 create: false, transport: transport, monitor: monitor,
                 concurrency: sending.concurrency, timeout: sending.timeoutDuration, flow: try flow.flow(),
@@ -96,16 +99,19 @@ struct Drain: AsyncParsableCommand {
                 watcher.cancel()
                 await watcher.value
                 progress?.finish()
-                return summary
+                return (summary, summary.stuck > 0 ? try await queue.stuckEntries() : [])
             }
         }
-        report(summary, monitor: monitor)
+        report(summary, stuck: stuck, monitor: monitor)
+        // Entries that nothing will release need an operator: trying again later changes nothing.
+        if !stuck.isEmpty { throw SysExit.dataError }
         if summary.remaining > 0 || summary.inflightElsewhere > 0 { throw SysExit.tryAgain }
     }
 
-    private func report(_ summary: DrainSummary, monitor: (any NetworkMonitor)?) {
+    private func report(_ summary: DrainSummary, stuck: [EntryID], monitor: (any NetworkMonitor)?) {
         if options.json {
             Output.json([
+                "stuck": stuck,
                 "delivered": summary.delivered,
                 "failed": summary.failed,
                 "dead": summary.dead,
@@ -140,6 +146,7 @@ struct Drain: AsyncParsableCommand {
             let next = summary.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "when the network is back"
             print("\(summary.remaining - summary.paused) entries remain; the next is due \(next)")
         }
+        if !stuck.isEmpty { print(StuckReport.line(stuck)) }
         if summary.inflightElsewhere > 0 {
             let drainers = summary.otherDrainers.map(Output.drainer).joined(separator: ", ")
             print("\(summary.inflightElsewhere) entries are in flight under another drainer (\(drainers)); it is still sending them")

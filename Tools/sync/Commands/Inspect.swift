@@ -155,7 +155,8 @@ struct Stats: AsyncParsableCommand {
             With --json the keys are pending, due (pending entries due now that no pause \
             holds), inflight, inflight_orphaned (in flight under a drainer that is gone; the next \
             drain takes them back at once), delivered, dead, blocked (waiting for entries to be \
-            delivered first), oldest_pending_age_seconds, \
+            delivered first), stuck (the ids of blocked entries nothing will release: they \
+            wait for each other in a loop; sync release or purge them), oldest_pending_age_seconds, \
             next_attempt_at (null when none), last_delivered_at (null when none), paused (the \
             whole queue), paused_groups, pending_paused (pending entries a pause holds back) and \
             due_held_by_flow (pending entries otherwise due that an origin's pause or limit holds \
@@ -178,6 +179,7 @@ struct Stats: AsyncParsableCommand {
                 let pauses = try await queue.pauses()
                 let origins = try await queue.originFlows()
                 let age = counts.oldestPendingCreatedAt.map { max(0, Date().timeIntervalSince($0)) }
+                let stuck = counts.stuck > 0 ? try await queue.stuckEntries() : []
                 if options.json {
                     Output.json([
                         "origins": origins.map { flow -> [String: Any] in
@@ -199,6 +201,7 @@ struct Stats: AsyncParsableCommand {
                         "delivered": counts.delivered,
                         "dead": counts.dead,
                         "blocked": counts.blocked,
+                        "stuck": stuck,
                         "superseded": counts.superseded,
                         "conflict": counts.conflict,
                         "oldest_pending_age_seconds": age.map { ($0 * 1000).rounded() / 1000 as Any } ?? NSNull(),
@@ -227,6 +230,7 @@ struct Stats: AsyncParsableCommand {
                 print("delivered  \(counts.delivered)")
                 print("dead       \(counts.dead)")
                 if counts.blocked > 0 { print("blocked    \(counts.blocked) (waiting for entries to be delivered first)") }
+                if !stuck.isEmpty { print(StuckReport.line(stuck)) }
                 if counts.superseded > 0 { print("superseded \(counts.superseded) (replaced before they were sent, or dropped after a conflict)") }
                 if counts.conflict > 0 { print("conflict   \(counts.conflict) (the server answered with a conflict: sync list --state conflict; retry or purge)") }
                 print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")
@@ -234,5 +238,13 @@ struct Stats: AsyncParsableCommand {
                 print("last delivery   \(counts.lastDeliveredAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
             }
         }
+    }
+}
+
+/// Blocked entries nothing will release, as `sync stats` and `sync drain` say it.
+enum StuckReport {
+    static func line(_ ids: [EntryID]) -> String {
+        let shown = ids.prefix(20).map(String.init).joined(separator: ", ") + (ids.count > 20 ? ", …" : "")
+        return "stuck      \(ids.count) blocked entries nothing will release (\(shown)): they wait for each other in a loop; sync release --stuck sends them, sync purge ID drops them"
     }
 }
