@@ -214,6 +214,25 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // The queue's reference model, random programs over the storage contract, and the runner
+        // that checks a store against the model step by step (Docs/ModelCheck.md).
+        .target(
+            name: "QueueModel",
+            dependencies: [
+                "OfflineQueue", "OfflineQueueCore", "OfflineQueuePostgres", "HTTPCore", "CourierTesting", "QueueTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Tests/QueueModel",
+            swiftSettings: strictSettings
+        ),
+        // The model check on its own, built for speed (Tools/model-check builds it in release).
+        .executableTarget(
+            name: "queue-model-check",
+            dependencies: ["QueueModel", "QueueTestSupport", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/QueueModelCheck",
+            swiftSettings: strictSettings
+        ),
+
         // A drainer in its own process, for the queue's kill and multi-process tests.
         .executableTarget(
             name: "queue-agent",
@@ -344,6 +363,8 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The model check, a bounded share of it in every run (Tools/model-check runs it at length).
+        tests("QueueModelTests", ["QueueModel", "QueueTestSupport"]),
         tests("QueueSystemdTests", [
             "OfflineQueue", "QueueSystemd", "HTTPCore", "TestSupport", "QueueTestSupport",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -27,11 +27,16 @@ final class OwnerLock: Sendable {
         owner = "\(host):\(getpid()):\(token):\(boot)"
     }
 
-    deinit {
-        let fd = descriptor.current
-        if fd >= 0 {
+    deinit { release() }
+
+    /// Lets go of the lock, as the process's end would: another drainer then takes back the
+    /// entries this one held. Releasing twice does nothing.
+    func release() {
+        descriptor.withLock { fd in
+            guard fd >= 0 else { return }
             unlink(Self.lockPath(folder: folder, owner: owner))
             close(fd)
+            fd = -1
         }
     }
 

@@ -25,6 +25,7 @@ extension SQLiteQueueStore {
             if chores.carryOver { try Self.carryOver(db, now: now, maxDelay: chores.maxDelay) }
             if chores.reclaimOrphans { result.reclaimed = try Self.reclaimOrphans(db, owner: owner, now: now, databasePath: path) }
             if claimLimit > 0 {
+                if chores.reclaimOrphans { try Self.returnLapsedLeases(db, owner: owner, now: now) }
                 result.claimed = try Self.claim(
                     db, limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, databasePath: path,
                     heldFor: &result.heldFor, pausedOrigins: &result.pausedOrigins
@@ -42,7 +43,11 @@ extension SQLiteQueueStore {
     /// `queue_meta.clock_boot` names the boot every open row is on, when they all are on one:
     /// when it is this one, there is nothing to carry over and no row is read.
     static func carryOver(_ db: Database, now: QueueTime, maxDelay: Duration) throws {
-        // A lease's readings are on the clock of the boot that took it.
+        // A lease's readings are on the clock of the boot that took it; the attempt it started
+        // stays recorded by its wall time.
+        try db.cachedStatement(sql: """
+            UPDATE entry SET last_attempt_at = lease.attempt_wall FROM lease WHERE lease.entry_id = entry.id AND lease.boot IS NOT ?
+            """).execute(arguments: [now.boot])
         try db.cachedStatement(sql: "DELETE FROM lease WHERE boot IS NOT ?").execute(arguments: [now.boot])
         let mark = try Row.fetchOne(db.cachedStatement(sql: "SELECT clock_boot FROM queue_meta"))
         if let mark, mark[0] as String? == now.boot { return }
@@ -84,10 +89,21 @@ extension SQLiteQueueStore {
         return reclaimed
     }
 
-    /// Returns lapsed leases to pending (the guard against a drainer that lives but hangs),
-    /// then claims up to `limit` due entries for `owner` for `lease`: the highest priority
-    /// first, then the oldest, only the first open entry of each group, and none that a pause
-    /// holds back.
+    /// The lapsed leases of other drainers (one that lives but hangs; its own are renewed or
+    /// lost) go back to pending; the attempt each one started stays recorded, as for the
+    /// entries of a drainer that is gone.
+    static func returnLapsedLeases(_ db: Database, owner: String, now: QueueTime) throws {
+        try db.cachedStatement(sql: """
+            UPDATE entry SET last_attempt_at = lease.attempt_wall, attempt_uptime = lease.attempt_uptime
+            FROM lease WHERE lease.entry_id = entry.id AND lease.until_uptime < :uptime AND lease.owner <> :owner
+            """).execute(arguments: ["uptime": now.uptime, "owner": owner])
+        try db.cachedStatement(sql: "DELETE FROM lease WHERE until_uptime < ? AND owner <> ?").execute(arguments: [now.uptime, owner])
+    }
+
+    /// Claims up to `limit` due entries for `owner` for `lease`: the highest priority first,
+    /// then the oldest, only the first open entry of each group and only while none of the group
+    /// is in flight (an older entry an operator retried waits for the newer one in flight; the
+    /// leases are few, so the look is short), and none that a pause holds back.
     ///
     /// A claim is a `lease` row per entry; the entry's own row is not written until it is
     /// settled, so a claim touches none of its indexes.
@@ -109,8 +125,6 @@ extension SQLiteQueueStore {
         _ db: Database, limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, databasePath path: String,
         heldFor: inout Duration?, pausedOrigins: inout [String]
     ) throws -> [QueueEntry] {
-        // The lapsed leases of a drainer that lives but hangs (its own are renewed or lost).
-        try db.cachedStatement(sql: "DELETE FROM lease WHERE until_uptime < ? AND owner <> ?").execute(arguments: [now.uptime, owner])
         let onceClause = attemptedSince == nil ? "" : "AND (e.attempt_uptime IS NULL OR e.attempt_uptime < :since)"
         // The entries as a claim shows them: in flight under `owner` until the lease ends.
         let statement = try db.cachedStatement(sql: """
@@ -119,7 +133,8 @@ extension SQLiteQueueStore {
             AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = e.id)
             AND (e.group_key IS NULL OR NOT EXISTS (
                 SELECT 1 FROM entry AS p INDEXED BY entry_group_open
-                WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN \(Schema.groupOpenStates)))
+                WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN \(Schema.groupOpenStates))
+                AND NOT EXISTS (SELECT 1 FROM lease AS l CROSS JOIN entry AS q ON q.id = l.entry_id WHERE q.group_key = e.group_key))
             ORDER BY e.priority DESC, e.id
             LIMIT :limit
             """)

@@ -153,7 +153,10 @@ extension SQLiteQueueStore {
                 let deleted = try EntryID.fetchAll(db, sql: "DELETE FROM entry WHERE \(filter) RETURNING id", arguments: arguments)
                 count = deleted.count
                 try Self.resolve(db, Self.children(db, of: Self.list(deleted)), now: now)
-            case .ids(let ids):
+            case .ids(let given):
+                // An id given twice is one entry, purged once.
+                var seen = Set<EntryID>()
+                let ids = given.filter { seen.insert($0).inserted }
                 for id in ids {
                     guard let row = try Row.fetchOne(db, sql: "SELECT state, lease_owner, body_file FROM entry_view WHERE id = ?", arguments: [id]) else {
                         throw QueueError.noSuchEntry(id)

@@ -38,6 +38,9 @@ extension SQLiteQueueStore {
         // The checkpointer's connection first: the writer, closing last, removes the log.
         await checkpointer?.close()
         if !readOnly { _ = try? await pool.writeWithoutTransaction { _ in } }
+        // The hold dies with the store, as with its process: what it still holds (nothing,
+        // after a drain that ended) is another drainer's to take back at once.
+        ownerLock.release()
     }
 
     func storeBody(_ stream: ByteStream) async throws(QueueError) -> StoredBody {

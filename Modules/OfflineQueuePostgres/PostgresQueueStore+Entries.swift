@@ -111,7 +111,10 @@ extension PostgresQueueStore {
                     deleted.append(id)
                     if let reference { references.append(reference) }
                 }
-            case .ids(let ids):
+            case .ids(let given):
+                // An id given twice is one entry, purged once.
+                var seen = Set<EntryID>()
+                let ids = given.filter { seen.insert($0).inserted }
                 for id in ids {
                     let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                         SELECT e.state, e.body_ref, e.state = 'inflight' AND \(Self.drainerLives) FROM §.entry AS e WHERE e.id = $2 FOR UPDATE

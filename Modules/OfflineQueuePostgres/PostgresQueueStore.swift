@@ -326,6 +326,17 @@ final class PostgresQueueStore: QueueStorage {
     }
 }
 
+/// The fleet's clock of this process (``FleetClock``), for tests.
+package enum PostgresFleetClock {
+    /// Anchors this process's fleet clock for `now`'s boot at `server` seconds since the epoch,
+    /// as the first reading of the server's clock in that boot would: for a test that plays
+    /// boots and the passing of time on a clock of its own (the model check), so that the
+    /// fleet's time moves with it. A boot anchored already keeps its first reading.
+    package static func anchor(server: Double, at now: QueueTime) {
+        _ = FleetClock.shared.anchor(server: server, at: now)
+    }
+}
+
 /// A drainer's own connection: it holds the advisory lock that says the drainer lives, and
 /// listens for enqueues.
 final class OwnerSession: Sendable {
@@ -356,12 +367,13 @@ final class OwnerSession: Sendable {
 /// hosts that read it afterwards.
 final class FleetClock: Sendable {
     private struct Anchor {
-        var boot: String
         var uptime: Double
         var server: Double
     }
 
-    private let anchor = LockedBox<Anchor?>(nil)
+    /// By boot: one process sees one boot, but a test that plays boots on a clock of its own
+    /// runs beside tests on the system's, and neither may move the other's anchor.
+    private let anchors = LockedBox<[String: Anchor]>([:])
 
     /// The process's clock, shared by its stores, so two queues of one process (or of one
     /// test's injected clock) never disagree about a lease.
@@ -369,16 +381,16 @@ final class FleetClock: Sendable {
 
     /// The fleet's time at `now`, or `nil` before the server's clock was read in `now`'s boot.
     func time(at now: QueueTime) -> Double? {
-        guard let anchor = anchor.current, anchor.boot == now.boot else { return nil }
+        guard let anchor = anchors.current[now.boot] else { return nil }
         return anchor.server + (now.uptime - anchor.uptime)
     }
 
     /// Anchors the clock at `server` for `now`'s boot, unless a reading of that boot was taken
     /// already (the first one stays, so times never step back), and returns the time at `now`.
     func anchor(server: Double, at now: QueueTime) -> Double {
-        anchor.withLock { anchor in
-            if let anchor, anchor.boot == now.boot { return anchor.server + (now.uptime - anchor.uptime) }
-            anchor = Anchor(boot: now.boot, uptime: now.uptime, server: server)
+        anchors.withLock { anchors in
+            if let anchor = anchors[now.boot] { return anchor.server + (now.uptime - anchor.uptime) }
+            anchors[now.boot] = Anchor(uptime: now.uptime, server: server)
             return server
         }
     }

@@ -55,6 +55,20 @@ extension PostgresSchema {
         """
     }
 
+    /// Schema 14: one entry of a group in flight at a time, whatever its place in the group
+    /// (``PostgresSchema/settleAndClaim(_:outputs:columns:dependencies:conflicts:flow:patterns:refill:groupInFlight:)``).
+    static func groupInFlightMigration(_ schema: String) -> String {
+        """
+        \(dropSettleAndClaim(schema, flow: true))
+        \(settleAndClaim(
+            schema,
+            outputs: ", o_seal_key text, o_seal bytea, o_traceparent text, o_tracestate text, o_keep_response text, o_response_sources text, o_coalesce_key text, o_delivery text",
+            columns: ", e.seal_key, e.seal, e.traceparent, e.tracestate, e.keep_response, e.response_sources, e.coalesce_key, e.delivery",
+            dependencies: true, conflicts: true, flow: true, patterns: true, refill: true, groupInFlight: true
+        ))
+        """
+    }
+
     /// Schema 10: limits by origin pattern (``OriginLimit/isPattern``), by the rules of
     /// ``OriginLimitTable``: `origin_matches` is its `matches(pattern:origin:)`, `pattern_for`
     /// the most specific pattern row that matches an origin (a row of NULLs when none).

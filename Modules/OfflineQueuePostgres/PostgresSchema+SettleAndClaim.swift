@@ -26,10 +26,12 @@ extension PostgresSchema {
     /// With `flow` (v9 on): flow control by origin (``PostgresSchema/flowRecording(_:)``,
     /// ``PostgresSchema/flowClaim(_:candidates:)``), with three arguments more; with `patterns`
     /// (v10 on), limits by origin pattern too; with `refill` (v13 on), the bucket's rules of
-    /// ``OriginFlowBook`` (``PostgresSchema/flowClaim(_:candidates:returning:patterns:refill:)``).
+    /// ``OriginFlowBook`` (``PostgresSchema/flowClaim(_:candidates:returning:patterns:refill:)``);
+    /// with `groupInFlight` (v14 on), no entry of a group is claimed while one of it is in flight
+    /// (an older one an operator retried waits for the newer one's settlement).
     static func settleAndClaim(
         _ schema: String, outputs: String = "", columns: String = "", dependencies: Bool = false, conflicts: Bool = false, flow: Bool = false,
-        patterns: Bool = false, refill: Bool = false
+        patterns: Bool = false, refill: Bool = false, groupInFlight: Bool = false
     ) -> String {
         let groupOpen = conflicts ? "('pending', 'inflight', 'blocked', 'conflict')" : dependencies ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
         let ended = conflicts ? "done.state IN ('dead', 'superseded')" : "done.state = 'dead'"
@@ -61,7 +63,11 @@ extension PostgresSchema {
                         AND NOT EXISTS (SELECT 1 FROM "\(schema)".pause AS z WHERE z.group_key IS NULL OR z.group_key = c.group_key)
                         AND (c.group_key IS NULL OR NOT EXISTS (
                             SELECT 1 FROM "\(schema)".entry AS p
-                            WHERE p.group_key = c.group_key AND p.id < c.id AND p.state IN \(groupOpen)))
+                            WHERE p.group_key = c.group_key AND p.id < c.id AND p.state IN \(groupOpen)))\(groupInFlight ? """
+
+                        AND (c.group_key IS NULL OR NOT EXISTS (
+                            SELECT 1 FROM "\(schema)".entry AS q WHERE q.state = 'inflight' AND q.group_key = c.group_key))
+            """ : "")
                         ORDER BY c.priority DESC, c.id
             """
         let returning = """

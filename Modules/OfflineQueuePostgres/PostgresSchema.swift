@@ -258,6 +258,10 @@ enum PostgresSchema {
         // A token due within a microsecond of a claim's time counted, and a bucket's refill never
         // moved back: PostgresSchema+Flow.swift.
         Migration(name: "v13-flow-refill") { schema in flowRefillMigration(schema) },
+        // One entry of a group in flight at a time: an older entry an operator retried while a
+        // newer one of its group is in flight waits for that one's settlement (the model check
+        // found both sent at once). PostgresSchema+Flow.swift.
+        Migration(name: "v14-group-in-flight") { schema in groupInFlightMigration(schema) },
     ]
 
     /// The channel those awaiting outcomes listen on: `<schema>.settled`.

@@ -154,7 +154,7 @@ struct TraceContextTests {
                 for _ in 0..<3 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString) }
                 await queue.close()
             }
-            // v13, v12, v11, v10, v9, v8, v7, v6, v5 and v4 undone: their tables, functions, triggers, columns and
+            // v14, v13, v12, v11, v10, v9, v8, v7, v6, v5 and v4 undone: their tables, functions, triggers, columns and
             // records gone (each makes `settle_and_claim` anew; v9's has three arguments more,
             // so one with v2's arguments stands in for v4 to drop; v10 keeps v9's).
             let v2Arguments = """
@@ -163,6 +163,7 @@ struct TraceContextTests {
                 """
             _ = try await withPostgres(store.path) { connection in
                 for statement in [
+                    "DELETE FROM \"\(schema)\".migration WHERE name = 'v14-group-in-flight'",
                     "DELETE FROM \"\(schema)\".migration WHERE name = 'v13-flow-refill'",
                     "DROP INDEX \"\(schema)\".entry_finished", "DELETE FROM \"\(schema)\".migration WHERE name = 'v12-retention'",
                     "DROP TABLE \"\(schema)\".activity_minute", "DELETE FROM \"\(schema)\".migration WHERE name = 'v11-activity'",

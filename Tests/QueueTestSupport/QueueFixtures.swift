@@ -134,7 +134,9 @@ package struct TestStore: RemovableTestResource {
         ProcessInfo.processInfo.environment["COURIER_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    package init(_ kind: StoreKind) throws {
+    /// - Parameter database: on PostgreSQL, a database of the cluster other than the URL's
+    ///   (the model check keeps one of its own, whose commits do not wait for the disk).
+    package init(_ kind: StoreKind, database: String? = nil) throws {
         self.kind = kind
         folder = try TempFolder()
         memory = kind == .memory ? MemoryQueueStore() : nil
@@ -146,9 +148,13 @@ package struct TestStore: RemovableTestResource {
             path = "memory"
             schema = nil
         case .postgres:
-            guard let url = Self.postgresURL else {
+            guard var url = Self.postgresURL else {
                 folder.remove()
                 throw TestStoreError.noCluster
+            }
+            if let database, let slash = url.range(of: "/", options: .backwards) {
+                let query = url[slash.upperBound...].firstIndex(of: "?").map { String(url[$0...]) } ?? ""
+                url = url[..<slash.upperBound] + database + query
             }
             let schema = "t_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
             self.schema = schema

@@ -89,6 +89,7 @@ final class MemoryQueueSession: QueueStorage {
             result.lost = state.settle(settlements, owner: owner, now: now)
             if chores.reclaimOrphans { result.reclaimed = state.reclaimOrphans(owner: owner) }
             if claimLimit > 0 {
+                if chores.reclaimOrphans { state.returnLapsedLeases(owner: owner, now: now) }
                 result.claimed = state.claim(
                     limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, heldFor: &result.heldFor,
                     pausedOrigins: &result.pausedOrigins

@@ -57,6 +57,8 @@ extension MemoryQueueState {
         if !fresh.isEmpty {
             links[id, default: ([], new.whenParentDies)].parents.append(contentsOf: fresh)
             for parent in fresh {
+                // Each link keeps the policy of the request that made it, as the other stores keep it.
+                if new.whenParentDies != links[id]?.policy { linkPolicies[id, default: [:]][parent] = new.whenParentDies }
                 children[parent, default: []].insert(id)
                 if rows[parent]?.entry.state == .delivered { deliveredParents.insert(parent) }
             }

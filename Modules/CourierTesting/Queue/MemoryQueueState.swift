@@ -128,8 +128,11 @@ struct MemoryQueueState {
         }
         if let behind {
             let id = lastID
-            links[id, default: ([], new.whenParentDies)].parents.append(behind)
-            linkPolicies[id, default: [:]][behind] = .proceed
+            // A link the entry names itself keeps its own policy, as the other stores keep it.
+            if !(links[id]?.parents.contains(behind) ?? false) {
+                links[id, default: ([], new.whenParentDies)].parents.append(behind)
+                linkPolicies[id, default: [:]][behind] = .proceed
+            }
             children[behind, default: []].insert(id)
             rows[id]?.entry.state = .blocked
             resolve([id], now: now)
@@ -224,30 +227,38 @@ struct MemoryQueueState {
         return reclaimed
     }
 
-    /// Returns the lapsed leases of other drainers (the guard against one that lives but
-    /// hangs) to pending, then claims up to `limit` due entries for `owner`: the highest
-    /// priority first, then the oldest, only the first open entry of each group, none a pause
-    /// holds, none attempted at or after `attemptedSince`.
+    /// The lapsed leases of other drainers (the guard against one that lives but hangs) go
+    /// back to pending.
+    mutating func returnLapsedLeases(owner: String, now: QueueTime) {
+        for (id, row) in rows where row.entry.state == .inflight && row.entry.leaseOwner != owner {
+            if let until = row.leaseUntil, until < now.uptime { unlease(id) }
+        }
+    }
+
+    /// Claims up to `limit` due entries for `owner`: the highest priority first, then the
+    /// oldest, only the first open entry of each group, none a pause holds, none attempted at or
+    /// after `attemptedSince`.
     mutating func claim(
         limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, heldFor: inout Duration?,
         pausedOrigins: inout [String]
     ) -> [QueueEntry] {
-        for (id, row) in rows where row.entry.state == .inflight && row.entry.leaseOwner != owner {
-            if let until = row.leaseUntil, until < now.uptime { unlease(id) }
-        }
         guard limit > 0 else { return [] }
         let queuePaused = pauses.keys.contains(nil)
         // The first open entry of each group: a later one waits, whatever holds the first.
         var heads: [String: EntryID] = [:]
+        // A group with an entry in flight sends nothing else until it is settled, even an
+        // older entry an operator retried meanwhile: one at a time, in order.
+        var sending: Set<String> = []
         for (id, row) in rows where [.pending, .inflight, .blocked, .conflict].contains(row.entry.state) {
             guard let group = row.entry.group else { continue }
             if id < heads[group, default: .max] { heads[group] = id }
+            if row.entry.state == .inflight { sending.insert(group) }
         }
         let candidates = rows.values.filter { row in
             let entry = row.entry
             guard entry.state == .pending, row.due <= now.uptime, !queuePaused else { return false }
             if let since = attemptedSince, let attempted = row.attempted, attempted >= since { return false }
-            if let group = entry.group, heads[group] != entry.id || pauses.keys.contains(group) { return false }
+            if let group = entry.group, heads[group] != entry.id || sending.contains(group) || pauses.keys.contains(group) { return false }
             return true
         }
         .sorted { $0.entry.priority != $1.entry.priority ? $0.entry.priority > $1.entry.priority : $0.entry.id < $1.entry.id }

@@ -35,9 +35,10 @@ package protocol QueueDrainStorage: QueueBodyReading {
     /// ``owner`` under `lease`, in one transaction: the highest priority first, then the
     /// oldest, only the first open entry of each group, none a pause holds, never one claimed
     /// by another drainer, none whose origin is paused or at its limit (``FlowControl``).
-    /// `attemptedSince` (a boot-clock reading) skips entries attempted since then. Lapsed
-    /// leases of other drainers go back to pending first. Settlements' answers change their
-    /// origins' flow (``Settlement/flowSignal``) before the claim.
+    /// `attemptedSince` (a boot-clock reading) skips entries attempted since then. A commit
+    /// that reclaims (``ClaimChores/reclaimOrphans``) and claims returns the lapsed leases of
+    /// other drainers to pending first. Settlements' answers change their origins' flow
+    /// (``Settlement/flowSignal``) before the claim.
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult
@@ -155,7 +156,9 @@ package struct ClaimChores: Sendable {
     /// Carry rows of another boot over to this one (at the start of a drain; a store whose
     /// time does not depend on the boot has nothing to do).
     package var carryOver = false
-    /// Take back the entries of drainers that are gone (at most about once a second).
+    /// Take back the entries of drainers that are gone (at most about once a second) and, when
+    /// the commit claims, the lapsed leases of other drainers (one that lives but hangs): the
+    /// rule PostgreSQL's one statement keeps, and so every store.
     package var reclaimOrphans = false
     /// The longest wait a row from another boot may keep (the policy's longest delay).
     package var maxDelay: Duration = .seconds(3600)
