@@ -98,6 +98,7 @@ extension SQLiteQueueStore {
                             budget_uptime = CASE WHEN clock_boot = :boot THEN budget_uptime ELSE :uptime - MAX(0, :wall - budget_from) END,
                             due_uptime = CASE WHEN clock_boot = :boot THEN due_uptime
                                 ELSE :uptime + MIN(MAX(0, next_attempt_at - :wall), :maxDelay) END,
+                            attempt_uptime = CASE WHEN clock_boot = :boot THEN attempt_uptime END,
                             clock_boot = :boot
                         WHERE id = :id AND state = 'blocked'
                         """).execute(arguments: [
@@ -151,7 +152,7 @@ extension SQLiteQueueStore {
             try db.execute(sql: """
                 UPDATE entry SET state = 'pending', next_attempt_at = :wall, due_uptime = :uptime,
                     budget_uptime = CASE WHEN clock_boot = :boot THEN budget_uptime ELSE :uptime - MAX(0, :wall - budget_from) END,
-                    clock_boot = :boot
+                    attempt_uptime = CASE WHEN clock_boot = :boot THEN attempt_uptime END, clock_boot = :boot
                 WHERE id IN (SELECT value FROM json_each(:ids))
                 """, arguments: ["wall": now.wall.timeIntervalSince1970, "uptime": now.uptime, "boot": now.boot, "ids": Self.list(released)])
             return released

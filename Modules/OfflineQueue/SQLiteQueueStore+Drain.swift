@@ -374,7 +374,7 @@ extension SQLiteQueueStore {
         try await write { db in
             try db.execute(sql: """
                 UPDATE entry INDEXED BY entry_network_wait SET next_attempt_at = ?, due_uptime = ?, waiting_network = 0
-                WHERE state = 'pending' AND waiting_network = 1
+                WHERE state = 'pending' AND waiting_network = 1 AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)
                 """, arguments: [now.wall.timeIntervalSince1970, now.uptime])
             return db.changesCount
         }

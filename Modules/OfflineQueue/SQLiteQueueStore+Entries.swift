@@ -99,15 +99,17 @@ extension SQLiteQueueStore {
         try db.cachedStatement(sql: "UPDATE queue_meta SET clock_boot = NULL WHERE clock_boot <> ?").execute(arguments: [boot])
     }
 
-    /// Dead or pending entries become due now with a fresh budget. `nil` ids means every
-    /// dead entry. Returns the ids changed.
+    /// Dead, conflict or pending entries become due now with a fresh budget. `nil` ids means
+    /// every dead entry. Returns the ids given.
     func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
         let changed = try await write { db in
             try Self.markBoot(db, now.boot)
             let stamp: [String: (any DatabaseValueConvertible)?] = ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime]
+            // An attempt read on another boot's clock is void on this one (as a carry-over makes it).
             let set = """
                 SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
-                    finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime
+                    finished_at = NULL, attempt_uptime = CASE WHEN clock_boot = :boot THEN attempt_uptime END, clock_boot = :boot,
+                    budget_uptime = :uptime, due_uptime = :uptime
                 """
             guard let ids else {
                 let changed = try EntryID.fetchAll(db, sql: "SELECT id FROM entry WHERE state = 'dead' AND state <> 'pending' ORDER BY id")
@@ -120,7 +122,7 @@ extension SQLiteQueueStore {
                     throw QueueError.noSuchEntry(id)
                 }
                 if state == EntryState.inflight.rawValue { throw QueueError.entryInFlight(id) }
-                if state == EntryState.delivered.rawValue { continue }
+                guard let known = EntryState(rawValue: state), BulkOperation.retries(known) else { continue }
                 try db.execute(sql: "UPDATE entry \(set) WHERE id = :id", arguments: StatementArguments(stamp.merging(["id": id]) { $1 }))
             }
             try Self.reblock(db, Self.list(ids), now: now)

@@ -77,7 +77,7 @@ extension PostgresQueueStore {
                         .with(id), logger: self.logger).decodeAll(String.self)
                     guard let state = states.first else { throw QueueError.noSuchEntry(id) }
                     if state == EntryState.inflight.rawValue { throw QueueError.entryInFlight(id) }
-                    if state == EntryState.delivered.rawValue { continue }
+                    guard let known = EntryState(rawValue: state), BulkOperation.retries(known) else { continue }
                     try await connection.query(PostgresQuery(unsafeSQL: self.sql("UPDATE §.entry \(set) WHERE id = $2")).with(fleet, id), logger: self.logger)
                     changed = true
                 }

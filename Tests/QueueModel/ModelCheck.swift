@@ -68,17 +68,53 @@ package struct ModelCheck {
         package var found: [Found] = []
         var seconds = 0.0
         var timings: [String: Double] = [:]
+        var reached: [String: Int] = [:]
+        /// On PostgreSQL, what the programs reached of its PL/pgSQL.
+        var coverage = PLpgSQLCoverage()
+        /// The statements and branches not reached that Docs/ModelCheck.md does not show unreachable.
+        package var unexplained: [String] {
+            let documented = ModelCheck.documentedUnreachable
+            return coverage.unreached.filter { line in !documented.contains { line.hasPrefix($0.function + ":") && line.hasSuffix(": " + $0.source) } }
+        }
 
         package var description: String {
             "\(programs) programs, \(steps) steps, \(found.count) divergences, \(String(format: "%.1f", seconds)) s"
                 + (ProcessInfo.processInfo.environment["COURIER_MODEL_PROFILE"] == nil ? ""
                 : "\n" + timings.sorted { $0.value > $1.value }.map { "  \($0.key): \(String(format: "%.1f", $0.value)) s" }.joined(separator: "\n"))
+            + "\nreached: " + reached.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             + found.map { "\n\n" + $0.description }.joined()
+            + (coverage.isEmpty ? "" : "\n" + coverage.description
+                + (coverage.unreached.isEmpty ? "" : "\n  not reached:\n" + coverage.unreached.map { "    " + $0 }.joined(separator: "\n"))
+                + (unexplained.isEmpty ? "" : "\n  not reached, and not shown unreachable in Docs/ModelCheck.md: \(unexplained.count)"))
         }
     }
 
-    /// The seed of program `n` after the first.
-    static func seed(_ base: UInt64, program n: Int) -> UInt64 { base &+ UInt64(n) &* 0x9E37_79B9_7F4A_7C15 }
+    /// The PL/pgSQL statements and branches Docs/ModelCheck.md shows unreachable: its lines
+    /// `- unreachable: FUNCTION: SOURCE` (the source as the coverage prints it).
+    static let documentedUnreachable: [(function: String, source: String)] = {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Docs/ModelCheck.md")
+        guard let text = try? String(contentsOf: docs, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            guard line.hasPrefix("- unreachable: ") else { return nil }
+            let rest = line.dropFirst("- unreachable: ".count)
+            guard let colon = rest.firstIndex(of: ":") else { return nil }
+            return (String(rest[..<colon]), String(rest[rest.index(after: colon)...]).trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "`")))
+        }
+    }()
+
+    /// The program of `seed`, as it would run.
+    package static func dump(seed: UInt64, length: Int, drainers: Int) -> String {
+        ModelProgram.random(seed: seed, length: length, drainers: drainers, reboots: ProcessInfo.processInfo.environment["COURIER_MODEL_DUMP"] != "memory").description
+    }
+
+    /// Program 0 has the seed given, so the seed a divergence prints replays its program; the
+    /// next ones a mix of it and their number (not the base plus a multiple of the generator's
+    /// own increment: such streams would be the same stream shifted by one draw a program).
+    static func seed(_ base: UInt64, program n: Int) -> UInt64 {
+        guard n > 0 else { return base }
+        var mixer = SeededGenerator(seed: base ^ (UInt64(n) &* 0xD1B5_4A32_D192_ED03))
+        return mixer.next()
+    }
 
     /// Runs programs on `kind` until `options.steps` steps have run, `options.jobs` at once, or
     /// until a divergence is found: then the first program (by number) that diverged is shrunk.
@@ -94,7 +130,7 @@ package struct ModelCheck {
             planned += length
         }
         var failed: [(index: Int, divergence: Divergence, program: ModelProgram)] = []
-        await withTaskGroup(of: (Int, Divergence?, ModelProgram, [String: Double]).self) { group in
+        await withTaskGroup(of: (Int, Divergence?, ModelProgram, [String: Double], PLpgSQLCoverage, [String: Int]).self) { group in
             var next = 0
             func start() {
                 guard next < plan.count else { return }
@@ -104,13 +140,17 @@ package struct ModelCheck {
                 group.addTask {
                     let program = ModelProgram.random(seed: seed, length: length, drainers: options.drainers, reboots: kind != .memory)
                     var timings: [String: Double] = [:]
-                    let divergence = await failure(of: program, on: kind, timings: &timings)
-                    return (index, divergence, program, timings)
+                    var coverage = PLpgSQLCoverage()
+                    var reached: [String: Int] = [:]
+                    let divergence = await failure(of: program, on: kind, timings: &timings, coverage: &coverage, reached: &reached)
+                    return (index, divergence, program, timings, coverage, reached)
                 }
             }
             for _ in 0..<max(1, options.jobs) { start() }
-            while let (index, divergence, program, timings) = await group.next() {
+            while let (index, divergence, program, timings, coverage, reached) = await group.next() {
                 report.programs += 1
+                report.coverage.merge(coverage)
+                report.reached.merge(reached, uniquingKeysWith: +)
                 report.steps += program.steps.count
                 report.timings.merge(timings, uniquingKeysWith: +)
                 if let divergence { failed.append((index, divergence, program)) }
@@ -131,10 +171,15 @@ package struct ModelCheck {
     /// Where `program` diverges on a fresh store of `kind`, if it does.
     static func failure(of program: ModelProgram, on kind: StoreKind) async -> Divergence? {
         var timings: [String: Double] = [:]
-        return await failure(of: program, on: kind, timings: &timings)
+        var coverage = PLpgSQLCoverage()
+        var reached: [String: Int] = [:]
+        return await failure(of: program, on: kind, timings: &timings, coverage: &coverage, reached: &reached)
     }
 
-    static func failure(of program: ModelProgram, on kind: StoreKind, timings: inout [String: Double]) async -> Divergence? {
+    static func failure(
+        of program: ModelProgram, on kind: StoreKind, timings: inout [String: Double], coverage: inout PLpgSQLCoverage,
+        reached: inout [String: Int]
+    ) async -> Divergence? {
         let runner: ModelRunner
         let opening = ContinuousClock.now
         do {
@@ -156,6 +201,8 @@ package struct ModelCheck {
             found = Divergence(step: index, what: "the store threw where the model did not: \(error)")
         }
         await runner.remove()
+        coverage.merge(runner.coverage)
+        reached.merge(runner.reached, uniquingKeysWith: +)
         timings.merge(runner.timings, uniquingKeysWith: +)
         timings["opening and removing stores", default: 0] += (ContinuousClock.now - opening).seconds - runner.timings.values.reduce(0, +)
         return found

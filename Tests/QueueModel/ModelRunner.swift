@@ -85,9 +85,16 @@ final class ModelRunner {
         return name
     }
 
+    /// What the program reached of PostgreSQL's PL/pgSQL, read before its schema is dropped.
+    private(set) var coverage = PLpgSQLCoverage()
+
     func remove() async {
         for slot in sessions.keys.sorted() { await kill(slot) }
         await observer?.close()
+        if let schema = place.schema {
+            coverage = (try? await withPostgres(place.path) { connection in await PLpgSQLCoverage.read(schema: schema, on: connection) })
+                ?? PLpgSQLCoverage()
+        }
         await place.remove()
     }
 
@@ -184,6 +191,8 @@ final class ModelRunner {
 
     /// Seconds spent by kind of step, and comparing (`COURIER_MODEL_PROFILE=1` prints them).
     private(set) var timings: [String: Double] = [:]
+    /// What the steps reached: settlements by transition, lost settlements, claims, refusals.
+    private(set) var reached: [String: Int] = [:]
 
     func run(_ step: ModelProgram.Step, index: Int) async throws {
         stepsRun += 1
@@ -352,6 +361,7 @@ final class ModelRunner {
         do throws(QueueError) { expected = .success(try model.insert(modelled, now: clock)) } catch { expected = .failure(error) }
         switch (stored, expected) {
         case (.failure(let a), .failure(let b)):
+            reached["enqueue refused: \(a.kind)", default: 0] += 1
             try expect(Self.same(a, b), step: step, "enqueue refused: store \(a), model \(b)")
         case (.success(let tickets), .success(let modelTickets)):
             try expect(tickets.count == modelTickets.count, step: step, "enqueue gave \(tickets.count) tickets, model \(modelTickets.count)")
@@ -443,6 +453,20 @@ final class ModelRunner {
         }
         let settled = Set(modelled.map(\.id))
         session.believed.removeAll { settled.contains($0) }
+        for settlement in modelled {
+            let name = switch settlement.transition {
+            case .deliver: "delivered"
+            case .retry(let retry) where retry.originPause != nil: "retried, pausing the origin"
+            case .retry(let retry) where retry.status == 429 || retry.status == 503: "retried, overloading the origin"
+            case .retry(let retry) where retry.waitingForNetwork: "waiting for the network"
+            case .retry: settlement.replacement == nil ? "retried" : "replaced by a conflict resolver"
+            case .deadLetter(let dead): "dead (\(dead.reason.rawValue))"
+            case .release: "released"
+            case .conflict: "left in conflict"
+            case .drop: "dropped after a conflict"
+            }
+            reached["settlement: " + name, default: 0] += 1
+        }
         return (modelled, stored)
     }
 
@@ -461,6 +485,9 @@ final class ModelRunner {
             maxDelay: 3600, reclaim: drain.reclaim, flow: Self.flow
         )
         let claimed = result.claimed.map { modelID($0.id) }
+        reached["claimed", default: 0] += claimed.count
+        reached["settlements lost", default: 0] += result.lost.count
+        reached["taken back from a drainer that is gone", default: 0] += result.reclaimed
         session.believed += claimed.filter { !session.believed.contains($0) }
         sessions[drain.slot] = session
         try expect(Set(result.lost.map(modelID)) == expected.lost, step: step, "lost: store \(result.lost.map(modelID).sorted()), model \(expected.lost.sorted())")

@@ -49,10 +49,10 @@ struct QueueModel {
         /// The boot whose readings its times are on (SQLite carries rows of another boot over).
         var rowBoot: Int
         var attempted: Double?
+        /// The boot whose clock read `attempted` (on SQLite, a reading of another boot is void).
+        var attemptedBoot: Int?
         /// Whether an attempt of it ever started (its `lastAttemptAt`).
         var tried = false
-        /// Whether an operator's retry made it open again.
-        var revived = false
         var owner: Int?
         var leaseUntil: Double?
         /// The boot of the claim that holds it.
@@ -64,6 +64,9 @@ struct QueueModel {
         var keep: Bool
         var sources: [Int]
         var delivery: EntryDelivery?
+        /// Whether it waits as a coalescing enqueue left it (inserted or replaced under its key),
+        /// never claimed since: at most one such entry waits under a key.
+        var coalesced = false
     }
 
     struct Link: Hashable {
@@ -151,7 +154,8 @@ struct QueueModel {
         entries[id] = Entry(
             id: id, key: new.key, url: new.url, group: new.group, priority: new.priority, due: now.t + new.wait,
             dueWall: now.wall + new.wait, budget: now.t, budgetWall: now.wall, rowBoot: now.boot, created: stamp(now),
-            coalescing: new.coalescing, keep: new.keep, sources: Array(Set(new.reads)).sorted(), delivery: new.delivery
+            coalescing: new.coalescing, keep: new.keep, sources: Array(Set(new.reads)).sorted(), delivery: new.delivery,
+            coalesced: new.coalescing != nil
         )
         byKey[new.key] = id
         if !new.after.isEmpty { link(id, to: new.after, policy: new.policy, now: now) }
@@ -201,7 +205,7 @@ struct QueueModel {
     }
 
     /// Entry `id` takes `new` in place; its old request is kept as superseded under a new id.
-    private mutating func replace(_ id: Int, with new: NewEntry, reason: String, now: Clock) throws(QueueError) -> Int {
+    private mutating func replace(_ id: Int, with new: NewEntry, reason: String, now: Clock, byCoalescing: Bool = true) throws(QueueError) -> Int {
         try checkReads(new.reads)
         let fresh = new.after.filter { parent in !(links[id] ?? []).contains { $0.parent == parent } }
         if !fresh.isEmpty { try checkParents(child: id, after: fresh, reads: new.reads, below: links(below: id)) }
@@ -231,7 +235,7 @@ struct QueueModel {
         entry.rowBoot = now.boot
         entry.attempted = nil
         entry.tried = false
-        entry.revived = false
+        entry.coalesced = byCoalescing
         entry.finished = nil
         entry.waiting = false
         entry.lastStatus = nil
@@ -398,7 +402,7 @@ struct QueueModel {
             entry.leaseUntil = nil
             entries[entry.id] = entry
             if let replacement = settlement.replacement {
-                _ = try? replace(entry.id, with: replacement, reason: "replaced by the conflict resolver", now: now)
+                _ = try? replace(entry.id, with: replacement, reason: "replaced by the conflict resolver", now: now, byCoalescing: false)
             }
         }
         resolveChildren(of: finished, now: now)
@@ -497,7 +501,9 @@ struct QueueModel {
         }
         let candidates = entries.values.filter { entry in
             guard entry.state == .pending, entry.due <= now.t, !queuePaused else { return false }
-            if let since, let attempted = entry.attempted, attempted >= since { return false }
+            if let since, let attempted = entry.attempted, flavour != .sqlite || entry.attemptedBoot == now.boot, attempted >= since {
+                return false
+            }
             if let group = entry.group, heads[group] != entry.id || sending.contains(group) || pauses.contains(group) { return false }
             return true
         }
@@ -524,7 +530,9 @@ struct QueueModel {
             entries[candidate.id]?.owner = session
             entries[candidate.id]?.leaseUntil = now.t + lease
             entries[candidate.id]?.attempted = now.t
+            entries[candidate.id]?.attemptedBoot = now.boot
             entries[candidate.id]?.tried = true
+            entries[candidate.id]?.coalesced = false
             entries[candidate.id]?.leaseBoot = now.boot
         }
         result.claimed = chosen.map(\.id)
@@ -566,7 +574,7 @@ struct QueueModel {
     /// Due now with a fresh budget; one that waits for others is blocked again first.
     private mutating func restart(_ id: Int, now: Clock) {
         guard var entry = entries[id] else { return }
-        entry.revived = true
+        entry.coalesced = false
         entry.state = .pending
         entry.attempts = 0
         entry.budget = now.t
@@ -594,7 +602,7 @@ struct QueueModel {
             guard let entry = entries[id] else { throw .noSuchEntry(EntryID(id)) }
             if entry.state == .inflight { throw .entryInFlight(EntryID(id)) }
         }
-        for id in ids where entries[id]?.state != .delivered { restart(id, now: now) }
+        for id in ids where entries[id].map({ BulkOperation.retries($0.state) }) == true { restart(id, now: now) }
         return ids
     }
 
@@ -819,11 +827,11 @@ struct QueueModel {
                 groupsInFlight[group] = entry.id
             }
         }
-        // At most one entry waits under each coalescing key with nothing of it sent yet (one
-        // that failed in flight and waits for its retry may wait beside the newer edit, and so
-        // may one an operator retried: the queue sends what the operator asked for).
+        // At most one entry waits under each coalescing key as an enqueue under the key left it
+        // (one that failed in flight and waits for its retry may wait beside the newer edit, and
+        // so may one an operator retried, or a conflict resolver's new request).
         var waiting: [String: Int] = [:]
-        for entry in entries.values where [.pending, .blocked].contains(entry.state) && !entry.tried && !entry.revived {
+        for entry in entries.values where [.pending, .blocked].contains(entry.state) && entry.coalesced {
             guard let key = entry.coalescing else { continue }
             waiting[key, default: 0] += 1
         }

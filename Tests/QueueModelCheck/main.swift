@@ -69,6 +69,10 @@ while let argument = arguments.popFirst() {
     }
 }
 
+if ProcessInfo.processInfo.environment["COURIER_MODEL_DUMP"] != nil {
+    print(ModelCheck.dump(seed: options.seed, length: options.length, drainers: options.drainers))
+    exit(0)
+}
 var diverged = false
 for kind in options.kinds {
     if kind == .postgres && TestStore.postgresURL == nil {
@@ -78,6 +82,6 @@ for kind in options.kinds {
     print("\(kind.rawValue): \(options.steps) steps, programs of \(options.length) steps, \(options.drainers) drainers, seed \(options.seed), \(options.jobs) at once")
     let report = await ModelCheck.run(kind, options)
     print("\(kind.rawValue): \(report)")
-    if !report.found.isEmpty { diverged = true }
+    if !report.found.isEmpty || !report.unexplained.isEmpty { diverged = true }
 }
 exit(diverged ? 1 : 0)

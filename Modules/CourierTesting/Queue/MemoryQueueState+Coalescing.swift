@@ -18,7 +18,7 @@ extension MemoryQueueState {
         record.lastError = supersededReason
         record.coalescingKey = nil
         record.deadReason = nil
-        rows[lastID] = Row(entry: record, due: row.due)
+        rows[lastID] = Row(entry: record, due: row.due, attempted: row.attempted)
         byKey[record.idempotencyKey] = lastID
         let wait = max(0, (new.notBefore?.timeIntervalSince(now.wall) ?? 0))
         var entry = row.entry

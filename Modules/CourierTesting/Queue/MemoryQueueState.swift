@@ -336,7 +336,7 @@ struct MemoryQueueState {
             guard let row = rows[id] else { throw .noSuchEntry(id) }
             if row.entry.state == .inflight { throw .entryInFlight(id) }
         }
-        for id in ids where rows[id]?.entry.state != .delivered { restart(id, now: now) }
+        for id in ids where rows[id].map({ BulkOperation.retries($0.entry.state) }) == true { restart(id, now: now) }
         return ids
     }
 

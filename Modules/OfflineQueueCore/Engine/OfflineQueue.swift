@@ -283,7 +283,9 @@ public final class OfflineQueue: Sendable {
     /// How many entries are in each state, the oldest pending and the next due time.
     public func counts() async throws(QueueError) -> QueueCounts { try await operations.counts() }
 
-    /// Makes these entries due now with a fresh attempt budget (delivered ones are left alone).
+    /// Makes these entries due now with a fresh attempt budget: pending, dead and conflict
+    /// entries. Delivered ones are done, blocked ones wait for their parents and superseded ones
+    /// are never sent: those are left as they are.
     ///
     /// - Throws: ``QueueError/noSuchEntry(_:)`` or ``QueueError/entryInFlight(_:)``; then
     ///   nothing changed.

@@ -20,6 +20,14 @@ package enum BulkOperation: Sendable, Hashable {
         }
     }
 
+    /// Whether a retry by id (``QueueOperatorStorage/retry(ids:now:)``) changes an entry in
+    /// `state`: the states a retry of a selection takes by default (pending, dead, conflict).
+    /// A delivered entry is done, a blocked one waits for its parents, a superseded one is
+    /// never sent: each is left as it is. (One in flight is refused.)
+    package static func retries(_ state: EntryState) -> Bool {
+        BulkOperation.retry.states(of: EntrySelection()).contains(state)
+    }
+
     /// Which matched entries change, oldest first, and which are skipped: a retry leaves every
     /// entry in flight alone, a purge only those whose drainer lives.
     package func plan(_ matches: [BulkMatch]) -> (changed: [BulkMatch], skipped: [EntryID]) {

@@ -47,7 +47,8 @@ package protocol QueueOperatorStorage: Sendable {
     // MARK: Changing
 
     /// Makes these entries due now with a fresh attempt budget (`nil`: every dead entry).
-    /// Delivered entries are left alone. Returns the ids changed.
+    /// Delivered, blocked and superseded entries are left alone (``BulkOperation/retries(_:)``).
+    /// Returns the ids given (`nil`: the dead entries changed).
     ///
     /// - Throws: ``QueueError/noSuchEntry(_:)`` or ``QueueError/entryInFlight(_:)``; then
     ///   nothing changed.

@@ -1,0 +1,83 @@
+import CourierTesting
+import Foundation
+import HTTPCore
+import OfflineQueue
+import QueueTestSupport
+import Testing
+import TestSupport
+
+/// What the model check (Tests/QueueModel) found, each as the example that shows it, on every
+/// store: the stores disagreed with each other or with the contract until these were fixed
+/// (Docs/ModelCheck.md lists each with the shrunk program that found it).
+@Suite("Store conformance: what the model check found")
+struct ModelFoundTests {
+    private static let delivered = Transition.deliver(status: 200)
+    private static let rejected = Transition.deadLetter(.init(.rejected, status: 422, error: "HTTP 422"))
+
+    @Test("an id given twice to a purge is one entry, purged once", arguments: StoreKind.allCases)
+    func purgeTwice(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let ids = try await contract.insert([Spec(), Spec(), Spec()])
+            #expect(try await contract.storage.purge(.ids([ids[0], ids[0], ids[1]]), now: contract.now) == 2)
+            #expect(try await contract.storage.counts(now: contract.now).total == 1)
+        }
+    }
+
+    @Test("an older entry an operator retried while a newer one of its group is in flight waits for that one's settlement", arguments: StoreKind.allCases)
+    func oneInFlightPerGroup(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let ids = try await contract.insert([Spec(group: "g"), Spec(group: "g")])
+            #expect(try await contract.claim().claimed.map(\.id) == [ids[0]])
+            #expect(try await contract.claim(settling: [Settlement(id: ids[0], transition: Self.rejected)]).claimed.map(\.id) == [ids[1]])
+            #expect(try await contract.storage.retry(ids: [ids[0]], now: contract.now) == [ids[0]])
+            #expect(try await contract.claim().claimed.isEmpty, "the group's newer entry is in flight")
+            #expect(try await contract.claim(settling: [Settlement(id: ids[1], transition: Self.delivered)]).claimed.map(\.id) == [ids[0]])
+        }
+    }
+
+    @Test("the lapsed lease of a drainer that hangs goes back at the reclaim chore, its attempt kept", arguments: StoreKind.allCases)
+    func lapsedLease(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let hung = try await contract.drainer()
+            let id = try await contract.insert([Spec()])[0]
+            #expect(try await contract.claim(hung, lease: .seconds(5)).claimed.map(\.id) == [id])
+            contract.clock.advance(by: .seconds(10))
+            #expect(try await contract.claim(reclaim: false).claimed.isEmpty, "without the chore, a lapsed lease stays")
+            _ = try await contract.storage.pause(group: nil, now: contract.now)
+            _ = try await contract.claim(reclaim: true)
+            let entry = try #require(try await contract.storage.entry(id, now: contract.now))
+            #expect(entry.state == .pending && entry.lastAttemptAt != nil, "the attempt it started stays recorded")
+            _ = try await contract.storage.resume(group: nil)
+            #expect(try await contract.claim().claimed.map(\.id) == [id])
+            #expect(try await contract.settle([Settlement(id: id, transition: Self.delivered)], by: hung) == [id], "the hung drainer's settlement is lost")
+            await hung.close()
+        }
+    }
+
+    @Test("a replacement waiting behind an edit in flight links its own parents under its own policy", arguments: StoreKind.allCases)
+    func replacementLinkPolicy(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            func edit(_ key: String, after: [EntryID] = [], policy: ParentDeathPolicy = .die) -> NewEntry {
+                var entry = Spec(key: key, after: after, whenParentDies: policy).entry
+                entry.coalescingKey = "note"
+                return entry
+            }
+            let sending = try await contract.storage.insert([edit("v1")], now: contract.now)[0].id
+            #expect(try await contract.claim(limit: 1).claimed.map(\.id) == [sending])
+            let waiting = try await contract.storage.insert([edit("v2")], now: contract.now)[0].id
+            let parent = try await contract.insert([Spec(key: "parent")])[0]
+            // v3 takes v2's place, and waits for `parent` too, under `wait`.
+            #expect(try await contract.storage.insert([edit("v3", after: [parent], policy: .wait)], now: contract.now)[0].id == waiting)
+            // v1 is settled and `parent` dies: v3 waits for `parent`'s retry, as its policy says.
+            let claimed = try await contract.claim(settling: [Settlement(id: sending, transition: Self.delivered)]).claimed.map(\.id)
+            #expect(claimed == [parent])
+            _ = try await contract.settle([Settlement(id: parent, transition: Self.rejected)])
+            #expect(try await contract.storage.entry(waiting, now: contract.now)?.state == .blocked)
+            #expect(try await contract.storage.dependencies(of: waiting).parents == [sending, parent])
+        }
+    }
+}
