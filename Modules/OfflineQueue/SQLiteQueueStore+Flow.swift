@@ -121,7 +121,9 @@ extension SQLiteQueueStore {
         guard schemaVersion >= Schema.firstFlowVersion else { return [] }
         return try await read { db in
             let inflight = try Self.inflightByOrigin(db)
-            return try Self.flowRows(db, now: now).sorted { $0.origin < $1.origin }.map { row in
+            // A row whose pause has passed, with nothing else, holds nothing: not shown (the next
+            // claim deletes it).
+            return try Self.flowRows(db, now: now).filter { !$0.isIdle(at: now.uptime) }.sorted { $0.origin < $1.origin }.map { row in
                 let paused = row.isPaused(at: now.uptime)
                 return OriginFlowStatus(
                     origin: row.origin, pausedUntil: paused ? row.pausedUntil.map { now.wallTime(atUptime: $0) } : nil,

@@ -83,6 +83,9 @@ extension PostgresQueueStore {
                 let paused = pausedUntil.map { $0 > fleet } ?? false
                 let limit = rate != nil || cap != nil
                     ? try? OriginLimit(origin, requestsPerSecond: rate, burst: Int(burst ?? 1), concurrency: cap.map(Int.init)) : nil
+                // A row whose pause has passed, with nothing else, holds nothing: not shown (the
+                // next claim deletes it), as on every store.
+                guard paused || shrunk != nil || limit != nil else { continue }
                 flows.append(OriginFlowStatus(
                     origin: origin, pausedUntil: paused ? pausedUntil.map { now.wall.addingTimeInterval($0 - fleet) } : nil,
                     pauseStatus: paused ? status.map(Int.init) : nil, concurrency: shrunk.map(Int.init), limit: limit, inflight: Int(inflight)

@@ -802,7 +802,7 @@ struct QueueModel {
 
     func originFlows(now: Clock) -> [FlowView] {
         let inflight = inflightByOrigin()
-        return flowRows(now: now).sorted { $0.origin < $1.origin }.map { row in
+        return flowRows(now: now).filter { !$0.isIdle(at: now.t) }.sorted { $0.origin < $1.origin }.map { row in
             let paused = row.isPaused(at: now.t)
             return FlowView(
                 origin: row.origin, pausedFor: paused ? row.pausedUntil.map { $0 - now.t } : nil, pauseStatus: paused ? row.pauseStatus : nil,

@@ -72,7 +72,7 @@ extension MemoryQueueState {
 
     func originFlows(now: QueueTime) -> [OriginFlowStatus] {
         let inflight = inflightByOrigin()
-        return flows.values.sorted { $0.origin < $1.origin }.map { row in
+        return flows.values.filter { !$0.isIdle(at: now.uptime) }.sorted { $0.origin < $1.origin }.map { row in
             OriginFlowStatus(
                 origin: row.origin,
                 pausedUntil: row.isPaused(at: now.uptime) ? row.pausedUntil.map { now.wallTime(atUptime: $0) } : nil,

@@ -88,10 +88,7 @@ package struct OriginFlowBook {
     private mutating func allow(_ row: OriginFlow) {
         let origin = row.origin[...]
         var allowed = Int.max
-        if row.isPaused(at: now) {
-            allowed = 0
-            soonest = min(soonest ?? .infinity, row.pausedUntil ?? now)
-        }
+        if row.isPaused(at: now) { allowed = 0 }
         if row.rate != nil { allowed = min(allowed, row.wholeTokens(at: now)) }
         let cap = min(row.cap ?? .max, row.window ?? .max)
         if cap != .max { allowed = min(allowed, max(0, cap - inflight[origin, default: 0])) }
@@ -128,6 +125,9 @@ package struct OriginFlowBook {
         guard let left = allowance[origin] else { return true }
         guard left > 0 else {
             held = true
+            // Only the origins an entry was passed over for count towards when the claim frees:
+            // another origin's pause frees nothing this claim wanted.
+            if let row = flows[origin], row.isPaused(at: now) { soonest = min(soonest ?? .infinity, row.pausedUntil ?? now) }
             if let row = flows[origin], let rate = row.rate, !row.isPaused(at: now) {
                 // The next token, if tokens are what is short.
                 let missing = 1 - (row.tokens(at: now) - Double(taken[origin, default: 0]))
