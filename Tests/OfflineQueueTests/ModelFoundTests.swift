@@ -80,4 +80,57 @@ struct ModelFoundTests {
             #expect(try await contract.storage.dependencies(of: waiting).parents == [sending, parent])
         }
     }
+
+    @Test("a retry by id leaves a superseded entry (never to be sent) and a blocked one as they are", arguments: StoreKind.allCases)
+    func retrySuperseded(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            var first = Spec(key: "v1").entry
+            first.coalescingKey = "note"
+            var second = Spec(key: "v2").entry
+            second.coalescingKey = "note"
+            let id = try await contract.storage.insert([first], now: contract.now)[0].id
+            let superseded = try #require(try await contract.storage.insert([second], now: contract.now)[0].superseded)
+            let parent = try await contract.insert([Spec(key: "parent")])[0]
+            let child = try await contract.insert([Spec(key: "child", after: [parent])])[0]
+            #expect(try await contract.storage.retry(ids: [superseded, child, id], now: contract.now) == [superseded, child, id])
+            #expect(try await contract.storage.entry(superseded, now: contract.now)?.state == .superseded)
+            #expect(try await contract.storage.entry(child, now: contract.now)?.state == .blocked)
+            #expect(Set(try await contract.claim().claimed.map(\.id)) == [id, parent], "the superseded request is not sent")
+        }
+    }
+
+    @Test("the network's return wakes the entries waiting for it, not one in flight", arguments: StoreKind.allCases)
+    func networkWaitersInFlight(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let ids = try await contract.insert([Spec(), Spec()])
+            #expect(try await contract.claim().claimed.count == 2)
+            let gone = Transition.retry(.init(after: .seconds(30), consumesAttempt: false, waitingForNetwork: true, error: "offline"))
+            _ = try await contract.settle(ids.map { Settlement(id: $0, transition: gone) })
+            contract.clock.advance(by: .seconds(31))
+            #expect(try await contract.claim(limit: 1).claimed.map(\.id) == [ids[0]], "due again after the recheck")
+            #expect(try await contract.storage.wakeNetworkWaiters(now: contract.now) == 1, "the one in flight is not woken")
+            #expect(try await contract.storage.entry(ids[1], now: contract.now)?.waitingForNetwork == false)
+        }
+    }
+
+    @Test("a claim's heldFor counts only the origins it passed entries over for; a passed pause is not shown", arguments: StoreKind.allCases)
+    func heldForItsOwnOrigins(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            let paused = try await contract.insert([Spec(url: "https://paused.test/a")])[0]
+            #expect(try await contract.claim().claimed.map(\.id) == [paused])
+            let busy = Transition.retry(.init(after: .seconds(60), consumesAttempt: false, status: 429, error: "HTTP 429", originPause: .seconds(30)))
+            _ = try await contract.settle([Settlement(id: paused, transition: busy, url: "https://paused.test/a")])
+            try await contract.storage.storeOriginLimits([try OriginLimit("https://capped.test", concurrency: 1)], now: contract.now)
+            let capped = try await contract.insert([Spec(url: "https://capped.test/1"), Spec(url: "https://capped.test/2")])
+            let result = try await contract.claim()
+            #expect(result.claimed.map(\.id) == [capped[0]])
+            #expect(result.heldFor == nil, "held by a concurrency cap alone, not by the other origin's pause: \(String(describing: result.heldFor))")
+            #expect(try await contract.storage.originFlows(now: contract.now).map(\.origin) == ["https://capped.test", "https://paused.test"])
+            contract.clock.advance(by: .seconds(31))
+            #expect(try await contract.storage.originFlows(now: contract.now).map(\.origin) == ["https://capped.test"], "the passed pause holds nothing")
+        }
+    }
 }

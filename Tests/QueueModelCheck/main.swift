@@ -21,9 +21,11 @@ let usage = """
       --drainers K   drainers per program, 1 to 4 (default 3)
       --length L     steps a program has at most (default 60)
       --jobs J       programs at once, each on a store of its own (default 2)
+      --engine       programs through OfflineQueue itself, its drainers draining at once (invariants, not step by step)
     """
 
 var options = ModelCheck.Options(steps: 10_000, jobs: 2)
+var engine = false
 var arguments = CommandLine.arguments.dropFirst()
 @MainActor func value(_ name: String) -> String {
     guard let value = arguments.popFirst() else {
@@ -47,6 +49,7 @@ while let argument = arguments.popFirst() {
     case "--drainers": options.drainers = max(1, min(4, number(argument)))
     case "--length": options.length = max(1, number(argument))
     case "--jobs": options.jobs = max(1, number(argument))
+    case "--engine": engine = true
     case "--store":
         let text = value(argument)
         if text == "all" {
@@ -78,6 +81,13 @@ for kind in options.kinds {
     if kind == .postgres && TestStore.postgresURL == nil {
         FileHandle.standardError.write(Data("queue-model-check: \(TestStoreError.noCluster)\n".utf8))
         exit(69)
+    }
+    if engine {
+        print("\(kind.rawValue), through OfflineQueue: \(options.steps) steps, programs of \(options.length) steps, \(options.drainers) drainers, seed \(options.seed)")
+        let report = await EngineCheck.run(kind, steps: options.steps, seed: options.seed, length: options.length, drainers: options.drainers)
+        print("\(kind.rawValue): \(report)")
+        if !report.found.isEmpty { diverged = true }
+        continue
     }
     print("\(kind.rawValue): \(options.steps) steps, programs of \(options.length) steps, \(options.drainers) drainers, seed \(options.seed), \(options.jobs) at once")
     let report = await ModelCheck.run(kind, options)
