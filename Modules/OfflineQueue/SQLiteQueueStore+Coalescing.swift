@@ -34,6 +34,9 @@ extension SQLiteQueueStore {
         guard let old = try Row.fetchOne(db, sql: "SELECT * FROM entry WHERE id = ?", arguments: [id]) else {
             throw QueueError.noSuchEntry(id)
         }
+        // Each parent read keeps what is read of it, as the parents are before the change (the
+        // entry replaced among them keeps what its old request kept).
+        try checkReferences(db, entry)
         let (inline, file) = entry.body.columns
         let wall = now.wall.timeIntervalSince1970
         let wait = max(0, (entry.notBefore?.timeIntervalSince1970 ?? wall) - wall)
@@ -74,7 +77,6 @@ extension SQLiteQueueStore {
             RETURNING id
             """, arguments: StatementArguments(values)) ?? 0
         // Parents the new request names and the old did not wait for.
-        try checkReferences(db, entry)
         if !entry.after.isEmpty {
             let linked = Set(try EntryID.fetchAll(db, sql: "SELECT parent FROM entry_edge WHERE child = ?", arguments: [id]))
             var fresh = entry

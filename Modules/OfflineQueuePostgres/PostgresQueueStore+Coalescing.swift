@@ -43,6 +43,9 @@ extension PostgresQueueStore {
     func replace(
         _ id: EntryID, with entry: NewEntry, supersededReason: String, fleet: Double, wall: Date, on connection: PostgresConnection
     ) async throws -> EntryID {
+        // Each parent read keeps what is read of it, as the parents are before the change (the
+        // entry replaced among them keeps what its old request kept).
+        try await checkReferences(entry, on: connection)
         // The old request, copied under a new id with a key of its own for the moment (the
         // unique key is the old one's until the update below), superseded.
         let copied = PostgresEntryColumn.names.filter { $0 != "id" }
@@ -80,7 +83,6 @@ extension PostgresQueueStore {
             UPDATE §.entry SET idempotency_key = substr(idempotency_key, 12) WHERE id = $1
             """)).with(superseded), logger: logger)
         // Parents the new request names and the old did not wait for.
-        try await checkReferences(entry, on: connection)
         let linked = try await connection.query(PostgresQuery(unsafeSQL: sql("SELECT parent FROM §.entry_edge WHERE child = $1"))
             .with(id), logger: logger).decodeAll(Int64.self)
         var fresh = entry

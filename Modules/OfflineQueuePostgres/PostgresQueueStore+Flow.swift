@@ -13,7 +13,7 @@ extension PostgresQueueStore {
     /// concurrency (the claim's allowance in `settle_and_claim`, below 1).
     static let heldFlow = """
         position('*' in f.origin) = 0 AND (f.paused_until > $1
-        OR (f.rate IS NOT NULL AND least(f.burst, f.tokens + greatest(0, $1 - f.refilled_at) * f.rate) < 1)
+        OR (f.rate IS NOT NULL AND least(f.burst, f.tokens + (greatest(0, $1 - f.refilled_at) + 1e-06) * f.rate) < 1)
         OR (coalesce(f.cap, f.shrunk_to) IS NOT NULL AND least(coalesce(f.cap, 1000000), coalesce(f.shrunk_to, 1000000))
             <= (SELECT count(*) FROM §.entry AS i WHERE i.state = 'inflight' AND §.origin_of(i.url) = f.origin)))
         """

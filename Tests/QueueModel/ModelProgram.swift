@@ -198,6 +198,9 @@ extension ModelProgram {
         var keys = 0
         var made: [String] = []
         var steps: [Step] = []
+        // One program in four is about flow control: limits by origin from its start, entries to
+        // two origins, drains and time in the small steps a bucket's tokens fall due in.
+        let flowHeavy = Int.random(in: 0..<4, using: &rng) == 0
         func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &rng)] }
         func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
         func someKeys(_ most: Int) -> [String] {
@@ -205,7 +208,8 @@ extension ModelProgram {
             return (0..<Int.random(in: 1...most, using: &rng)).map { _ in pick(made) }
         }
         func outcome() -> Outcome {
-            switch Int.random(in: 0..<100, using: &rng) {
+            if flowHeavy { return chance(0.8) ? .ok(200) : pick([.serverError(500), .busy(429, retryAfter: nil), .busy(503, retryAfter: 1), .networkGone]) }
+            return switch Int.random(in: 0..<100, using: &rng) {
             case 0..<34: .ok(pick([200, 201, 204]))
             case 34..<42: .reject(pick([400, 404, 422]))
             case 42..<50: .conflict(pick([409, 412]), pick([.none, .leave, .drop, .fail, .send]))
@@ -221,6 +225,13 @@ extension ModelProgram {
             keys += 1
             var spec = Spec(key: "e\(keys)")
             if !made.isEmpty && chance(0.05) { spec.key = pick(made) }
+            // A flow program's entries are plain, to two limited origins: their buckets decide
+            // what is claimed.
+            if flowHeavy {
+                spec.origin = pick([0, 2])
+                if spec.key == "e\(keys)" { made.append(spec.key) }
+                return spec
+            }
             if chance(0.45) { spec.group = pick(groups) }
             if chance(0.2) { spec.priority = Int.random(in: -1...2, using: &rng) }
             spec.origin = Int.random(in: 0..<origins.count, using: &rng)
@@ -236,9 +247,20 @@ extension ModelProgram {
             if spec.key == "e\(keys)" { made.append(spec.key) }
             return spec
         }
-        for _ in 0..<length {
+        for index in 0..<length {
             let slot = Int.random(in: 0..<max(1, drainers), using: &rng)
-            let roll = Int.random(in: 0..<1000, using: &rng)
+            var roll = Int.random(in: 0..<1000, using: &rng)
+            if flowHeavy {
+                if index == 0 {
+                    steps.append(.limits([
+                        Limit(origin: origins[0], rate: pick([1, 2, 5, 10]), burst: pick([1, 2]), concurrency: nil),
+                        Limit(origin: origins[2], rate: pick([1, 2, 5, 10]), burst: pick([1, 2, 3]), concurrency: chance(0.5) ? 2 : nil),
+                    ]))
+                    continue
+                }
+                // Enqueues, drains and advances only, the advances small.
+                roll = [roll % 230, 230 + roll % 290, 790 + roll % 160][Int.random(in: 0..<3, using: &rng)]
+            }
             let step: Step
             switch roll {
             case 0..<230:
@@ -246,16 +268,18 @@ extension ModelProgram {
             case 230..<520:
                 step = .drain(Drain(
                     slot: slot, outcomes: (0..<Int.random(in: 0...4, using: &rng)).map { _ in outcome() }, limit: Int.random(in: 0...4, using: &rng),
-                    lease: pick([5, 30, 300]), once: chance(0.15), reclaim: chance(0.5)
+                    lease: flowHeavy ? 300 : pick([5, 30, 300]), once: chance(0.15), reclaim: chance(0.5)
                 ))
             case 520..<560: step = .settle(slot: slot, outcomes: (0..<Int.random(in: 1...3, using: &rng)).map { _ in outcome() })
             case 560..<580: step = .renew(slot: slot, lease: pick([5, 60]))
             case 580..<600: step = .wakeNetwork
             case 600..<620:
+                // Rates whose tokens fall due exactly at the times the advances reach (a token
+                // due at the claim's own time is the case that drifted between the stores).
                 step = .limits((0..<Int.random(in: 0...2, using: &rng)).map { _ in
                     Limit(
-                        origin: pick(origins + ["https://*.b.test"]), rate: chance(0.7) ? pick([0.5, 2, 10]) : nil, burst: pick([1, 2, 3]),
-                        concurrency: chance(0.5) ? pick([1, 2]) : nil
+                        origin: pick(origins + ["https://*.b.test"]), rate: chance(0.8) ? pick([0.5, 1, 2, 5, 10]) : nil, burst: pick([1, 2, 3]),
+                        concurrency: chance(0.4) ? pick([1, 2]) : nil
                     )
                 })
             case 620..<650: step = .retry(chance(0.3) ? nil : someKeys(2))
@@ -274,7 +298,12 @@ extension ModelProgram {
             case 760..<770: step = .resumeOrigin(Int.random(in: 0..<origins.count, using: &rng))
             case 770..<780: step = .release(someKeys(2))
             case 780..<790: step = .retention(keepSeconds: pick([0, 10, 600]))
-            case 790..<950: step = .advance(pick([0.001, 0.2, 1, 3, 10, 40, 400]))
+            // Time passes by amounts a little off the round ones, so that no sum of them lands
+            // exactly on a lease's end or a due time, where the stores' clocks and the model's
+            // may round the same instant to either side (all compare exactly there); a flow
+            // program's small steps stay round, for its tokens fall due exactly at a claim, the
+            // case each store counts with the same tolerance (OriginFlow.timeTolerance).
+            case 790..<950: step = .advance(flowHeavy ? pick([0.1, 0.2, 0.5, 1]) : pick([0.001, 0.1, 0.2, 0.5, 1, 3, 10, 40, 400]) + 0.000_013_7)
             case 950..<965: step = .stepWall(pick([-3600, -30, 30, 7200]))
             case 965..<975 where reboots: step = .reboot(gap: pick([5, 600]))
             case 975..<1000: step = .kill(slot: slot)

@@ -25,11 +25,16 @@ final class ModelRunner {
     let place: TestStore
     private(set) var model: QueueModel
 
-    // The clock: `t` runs on, `wall` may step, each boot restarts the boot clock.
-    private var t: Double = 0
+    // The clock: the boot clock's reading (`uptime`, which each boot restarts), the wall clock
+    // (which a program may step), and the boot. The model reads the same numbers the store
+    // compares: the boot clock's on SQLite and in memory, the fleet's on PostgreSQL (its
+    // anchor plus the boot clock's progress, computed as FleetClock computes it), so the
+    // instant a lease ends or an entry falls due rounds the same way on both sides.
+    private var uptime: Double = ModelRunner.uptimeBase
     private var wall: Double
     private var boot = 0
-    private var bootT: Double = 0
+    /// The fleet's time at this boot's start (PostgreSQL), and the boot clock's reading then.
+    private var anchor: (server: Double, uptime: Double) = (0, ModelRunner.uptimeBase)
     private let bootName = "model-" + UUID().uuidString.prefix(8).lowercased()
     private let time: LockedBox<QueueTime>
     private static let uptimeBase = 1000.0
@@ -62,10 +67,11 @@ final class ModelRunner {
         self.kind = kind
         place = try TestStore(kind, database: kind == .postgres ? try await Self.modelDatabase() : nil)
         model = QueueModel(flavour: QueueModel.Flavour(rawValue: kind.rawValue)!)
-        wall = Date().timeIntervalSince1970.rounded()
-        model.fleetOffset = wall
+        // A reading of the epoch as a clock gives one, with its fraction: fleet times then subtract
+        // with the rounding errors of real ones (a token due exactly at a claim's time reads 0.9999998).
+        wall = Date().timeIntervalSince1970
         time = LockedBox(QueueTime(wall: Date(timeIntervalSince1970: wall), boot: "", uptime: Self.uptimeBase))
-        startBoot()
+        startBoot(fleet: wall)
     }
 
     /// The cluster's database for the model check: commits there do not wait for the disk
@@ -101,23 +107,31 @@ final class ModelRunner {
     // MARK: - Time
 
     private var now: QueueTime {
-        QueueTime(wall: Date(timeIntervalSince1970: wall), boot: "\(bootName)-\(boot)", uptime: Self.uptimeBase + (t - bootT))
+        QueueTime(wall: Date(timeIntervalSince1970: wall), boot: "\(bootName)-\(boot)", uptime: uptime)
+    }
+
+    /// The model's time: the number the store compares at `now`.
+    private var t: Double { modelTime(uptime) }
+
+    private func modelTime(_ uptime: Double) -> Double {
+        kind == .postgres ? anchor.server + (uptime - anchor.uptime) : uptime
     }
 
     private var clock: QueueModel.Clock { QueueModel.Clock(t: t, wall: wall, boot: boot) }
 
     private func tick() { time.withLock { $0 = now } }
 
-    /// A boot begins: on PostgreSQL the fleet's clock is anchored at the model's time, as the
-    /// server's clock read at that boot would be.
-    private func startBoot() {
-        bootT = t
+    /// A boot begins, its boot clock at the base: on PostgreSQL the fleet's clock is anchored at
+    /// `fleet`, as the server's clock read at that boot would be.
+    private func startBoot(fleet: Double) {
+        uptime = Self.uptimeBase
+        anchor = (fleet, uptime)
         tick()
-        if kind == .postgres { PostgresFleetClock.anchor(server: model.fleetOffset + t, at: now) }
+        if kind == .postgres { PostgresFleetClock.anchor(server: fleet, at: now) }
     }
 
-    /// The boot-clock reading of the model's time `t`.
-    private func uptime(_ t: Double) -> Double { Self.uptimeBase + (t - bootT) }
+    /// The boot-clock reading of the model's time `t` (in this boot).
+    private func uptime(_ t: Double) -> Double { kind == .postgres ? t - anchor.server + anchor.uptime : t }
 
     // MARK: - Drainers
 
@@ -258,7 +272,7 @@ final class ModelRunner {
             let expected = model.deleteDelivered(before: cutoff)
             try expect(deleted == expected, step: index, "retention deleted: store \(deleted), model \(expected)")
         case .advance(let seconds):
-            t += seconds
+            uptime += seconds
             wall += seconds
             tick()
         case .stepWall(let seconds):
@@ -267,15 +281,20 @@ final class ModelRunner {
         case .reboot(let gap):
             for slot in sessions.keys.sorted() { await kill(slot) }
             model.reboot()
-            t += Double(gap)
+            let fleet = t + Double(gap)
             wall += Double(gap)
             boot += 1
-            startBoot()
+            startBoot(fleet: fleet)
             // A service starts at boot: its first commit carries the rows over.
             try await drain(ModelProgram.Drain(slot: 0, outcomes: [], limit: 0, lease: 30, once: false, reclaim: false), step: index)
         case .kill(let slot):
             await kill(slot)
         }
+    }
+
+    /// The wait a store makes of `notBefore` at `wall`, computed as it computes it.
+    private static func wait(_ notBefore: Date?, at wall: Double) -> Double {
+        max(0, notBefore?.timeIntervalSince(Date(timeIntervalSince1970: wall)) ?? 0)
     }
 
     private func expect(_ condition: Bool, step: Int, _ what: @autoclosure () -> String) throws {
@@ -349,7 +368,7 @@ final class ModelRunner {
             entry.delivery = spec.maxAttempts.map { EntryDelivery(maxAttempts: $0) }
             entries.append(entry)
             modelled.append(QueueModel.NewEntry(
-                key: spec.key, url: url, group: spec.group, priority: spec.priority, wait: Double(spec.wait), after: after, policy: spec.policy,
+                key: spec.key, url: url, group: spec.group, priority: spec.priority, wait: Self.wait(entry.notBefore, at: wall), after: after, policy: spec.policy,
                 keep: spec.keep, reads: reads, coalescing: spec.coalescing, delivery: entry.delivery
             ))
         }
@@ -475,9 +494,11 @@ final class ModelRunner {
         let carry = !session.started
         session.started = true
         let (modelled, stored) = settlements(&session, drain.outcomes, step: step)
-        let since = drain.once ? t - 5 : nil
+        // The reading the drain hands the store, and the time the store makes of it.
+        let sinceUptime = drain.once ? uptime - 5 : nil
+        let since = sinceUptime.map { kind == .postgres ? t - (uptime - $0) : $0 }
         let result = try await session.store.settleAndClaim(
-            stored, now: now, claimLimit: drain.limit, lease: .seconds(drain.lease), attemptedSince: since.map(uptime),
+            stored, now: now, claimLimit: drain.limit, lease: .seconds(drain.lease), attemptedSince: sinceUptime,
             chores: ClaimChores(carryOver: carry, reclaimOrphans: drain.reclaim, maxDelay: .seconds(3600), flow: Self.flow)
         )
         let expected = model.settleAndClaim(

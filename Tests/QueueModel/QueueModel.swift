@@ -736,13 +736,10 @@ struct QueueModel {
     // MARK: - Reading
 
     /// The stamp a store writes for people and retention: the wall clock, the fleet's on
-    /// PostgreSQL.
+    /// PostgreSQL (which the model's time is there).
     func stamp(_ now: Clock) -> Double {
-        flavour == .postgres ? now.t + fleetOffset : now.wall
+        flavour == .postgres ? now.t : now.wall
     }
-
-    /// The fleet clock's reading at `t == 0` (PostgreSQL), set by the runner.
-    var fleetOffset: Double = 0
 
     struct Counts: Hashable {
         var pending = 0, inflight = 0, delivered = 0, dead = 0, blocked = 0, superseded = 0, conflict = 0
