@@ -339,11 +339,13 @@ extension PostgresQueueStore {
                 }
             }
             // Entries whose origin's flow holds them back are not due (FlowControl), counted apart.
-            if counts.due > 0 {
+            // Which origins hold is the claim's rule, in Swift (`OriginFlowBook`), read from the
+            // rows: not a copy of it in SQL.
+            if counts.due > 0, case let origins = try await self.heldOrigins(fleet: fleet, on: connection), !origins.isEmpty {
                 let held = Int(try await connection.query(try PostgresQuery(unsafeSQL: self.sql("""
                     SELECT count(*) FROM §.entry AS e WHERE e.state = 'pending' AND e.next_attempt_at <= $1 \(notPaused)
-                    AND §.origin_of(e.url) = ANY(ARRAY(SELECT f.origin FROM §.origin_flow AS f WHERE \(Self.heldFlow)))
-                    """)).with(fleet), logger: self.logger).decodeAll(Int64.self).first ?? 0)
+                    AND §.origin_of(e.url) = ANY($2)
+                    """)).with(fleet, origins), logger: self.logger).decodeAll(Int64.self).first ?? 0)
                 counts.heldByFlow = min(held, counts.due)
                 counts.due -= counts.heldByFlow
             }

@@ -9,14 +9,35 @@ extension PostgresQueueStore {
     /// Rows that hold nothing any more (no pause in force at `$1`, nothing shrunk, no limit).
     static let idleFlows = "(paused_until IS NULL OR paused_until <= $1) AND shrunk_to IS NULL AND rate IS NULL AND cap IS NULL"
 
-    /// "The flow row `f` lets its origin take nothing at `$1`": paused, out of tokens, or at its
-    /// concurrency (the claim's allowance in `settle_and_claim`, below 1).
-    static let heldFlow = """
-        position('*' in f.origin) = 0 AND (f.paused_until > $1
-        OR (f.rate IS NOT NULL AND least(f.burst, f.tokens + (greatest(0, $1 - f.refilled_at) + 1e-06) * f.rate) < 1)
-        OR (coalesce(f.cap, f.shrunk_to) IS NOT NULL AND least(coalesce(f.cap, 1000000), coalesce(f.shrunk_to, 1000000))
-            <= (SELECT count(*) FROM §.entry AS i WHERE i.state = 'inflight' AND §.origin_of(i.url) = f.origin)))
-        """
+    /// The origins whose flow lets them take nothing at `fleet` (paused, out of tokens, or at
+    /// their concurrency), by ``OriginFlowBook``'s rule, the claim's, read from the rows.
+    func heldOrigins(fleet: Double, on connection: PostgresConnection) async throws -> [String] {
+        var rows: [OriginFlow] = []
+        for try await (origin, pausedUntil, shrunk, successes, rate, burst, cap, tokens, refilled) in try await connection.query(
+            PostgresQuery(unsafeSQL: sql("""
+                SELECT origin, paused_until, shrunk_to, successes, rate, burst, cap, tokens, refilled_at FROM §.origin_flow
+                """)), logger: logger
+        ).decode((String, Double?, Int32?, Int32, Double?, Int32?, Int32?, Double, Double).self) {
+            var row = OriginFlow(origin: origin)
+            row.pausedUntil = pausedUntil
+            row.window = shrunk.map(Int.init)
+            row.successes = Int(successes)
+            row.rate = rate
+            row.burst = burst.map(Int.init)
+            row.cap = cap.map(Int.init)
+            row.tokens = tokens
+            row.refilledAt = refilled
+            rows.append(row)
+        }
+        guard !rows.isEmpty else { return [] }
+        var inflight: [Substring: Int] = [:]
+        for try await (origin, count) in try await connection.query(PostgresQuery(unsafeSQL: sql("""
+            SELECT §.origin_of(url), count(*) FROM §.entry WHERE state = 'inflight' GROUP BY 1
+            """)), logger: logger).decode((String?, Int64).self) {
+            if let origin { inflight[origin[...]] = Int(count) }
+        }
+        return OriginFlowBook(rows, inflight: inflight, now: fleet).heldOrigins.sorted()
+    }
 
     /// Stores `limits` as the queue's: each origin's and pattern's row, then the rows patterns
     /// gave origins (``OriginLimitTable``: their pattern's limit now, or none), in one
