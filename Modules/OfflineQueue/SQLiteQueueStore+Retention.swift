@@ -45,14 +45,16 @@ extension SQLiteQueueStore {
     }
 
     /// Keeps a delivered entry whose response a child not yet sent takes values from
-    /// (``ResponseReference``): removing it would leave the child nothing to read. Only a file
-    /// with those links (schema 13) has such children.
+    /// (``ResponseReference``): removing it would leave the child nothing to read. The child's
+    /// sources (`1,2 body`) name it; a child that reads another parent only does not keep it.
+    /// Only a file with those links (schema 13) has such children.
     private var keepsParentsSQL: String {
         guard schemaVersion >= Schema.firstResponseSourcesVersion else { return "" }
         return """
 
                             AND NOT EXISTS (SELECT 1 FROM entry_edge AS g JOIN entry AS c ON c.id = g.child
-                                WHERE g.parent = entry.id AND c.state IN ('blocked', 'pending', 'inflight') AND c.response_sources IS NOT NULL)
+                                WHERE g.parent = entry.id AND c.state IN ('blocked', 'pending', 'inflight') AND c.response_sources IS NOT NULL
+                                AND ',' || substr(c.response_sources, 1, instr(c.response_sources || ' ', ' ') - 1) || ',' LIKE '%,' || entry.id || ',%')
             """
     }
 

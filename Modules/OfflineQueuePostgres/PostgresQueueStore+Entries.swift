@@ -385,7 +385,8 @@ extension PostgresQueueStore {
                     DELETE FROM §.entry WHERE id IN (
                         SELECT e.id FROM §.entry AS e WHERE e.state IN ('delivered', 'superseded') AND e.finished_at < $1
                             AND NOT EXISTS (SELECT 1 FROM §.entry_edge AS g JOIN §.entry AS c ON c.id = g.child
-                                WHERE g.parent = e.id AND c.state IN ('blocked', 'pending', 'inflight') AND c.response_sources IS NOT NULL)
+                                WHERE g.parent = e.id AND c.state IN ('blocked', 'pending', 'inflight') AND c.response_sources IS NOT NULL
+                                AND ',' || split_part(c.response_sources, ' ', 1) || ',' LIKE '%,' || e.id || ',%')
                         ORDER BY e.finished_at LIMIT $2)
                     RETURNING body_ref
                     """)).with(cutoff.timeIntervalSince1970, Int64(batch)), logger: self.logger).decodeAll(String?.self)

@@ -133,4 +133,29 @@ struct ModelFoundTests {
             #expect(try await contract.storage.originFlows(now: contract.now).map(\.origin) == ["https://capped.test"], "the passed pause holds nothing")
         }
     }
+
+    @Test("retention keeps a delivered parent a child not yet sent reads, and only that one", arguments: StoreKind.allCases)
+    func retentionKeepsWhatIsRead(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            var kept = Spec(key: "read").entry
+            kept.keepResponse = ResponseKeeping()
+            let read = try await contract.storage.insert([kept], now: contract.now)[0].id
+            let other = try await contract.insert([Spec(key: "other")])[0]
+            var child = Spec(key: "child", after: [other, read]).entry
+            child.references = [ResponseReference(entry: read, part: .status)]
+            let waiting = try await contract.storage.insert([child], now: contract.now)[0].id
+            #expect(Set(try await contract.claim().claimed.map(\.id)) == [read, other])
+            _ = try await contract.settle([
+                Settlement(id: read, transition: Self.delivered, kept: StoredResponse(bytes: KeptResponse(status: 200).encoded, keyID: nil)),
+                Settlement(id: other, transition: Self.delivered),
+            ])
+            #expect(try await contract.storage.entry(waiting, now: contract.now)?.state == .pending)
+            contract.clock.advance(by: .seconds(10))
+            let removed = try await contract.storage.deleteDelivered(finishedBefore: contract.now.wall)
+            #expect(removed.deletedEntries == 1, "the parent the child does not read goes")
+            #expect(try await contract.storage.entry(other, now: contract.now) == nil)
+            #expect(try await contract.storage.entry(read, now: contract.now)?.state == .delivered)
+        }
+    }
 }

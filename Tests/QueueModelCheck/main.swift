@@ -6,6 +6,11 @@ import Logging
 import QueueModel
 import QueueTestSupport
 
+/// A line on standard output at once (not buffered: a long run into a file shows how far it got).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 // The stores' own logs (each schema's migrations, say) at warning and above, on standard error.
 LoggingSystem.bootstrap { label in
     var handler = StreamLogHandler.standardError(label: label)
@@ -64,7 +69,7 @@ while let argument = arguments.popFirst() {
             }
         }
     case "--help", "-h":
-        print(usage)
+        say(usage)
         exit(0)
     default:
         FileHandle.standardError.write(Data("queue-model-check: unknown argument \(argument)\n\(usage)\n".utf8))
@@ -73,7 +78,7 @@ while let argument = arguments.popFirst() {
 }
 
 if ProcessInfo.processInfo.environment["COURIER_MODEL_DUMP"] != nil {
-    print(ModelCheck.dump(seed: options.seed, length: options.length, drainers: options.drainers))
+    say(ModelCheck.dump(seed: options.seed, length: options.length, drainers: options.drainers))
     exit(0)
 }
 var diverged = false
@@ -83,15 +88,15 @@ for kind in options.kinds {
         exit(69)
     }
     if engine {
-        print("\(kind.rawValue), through OfflineQueue: \(options.steps) steps, programs of \(options.length) steps, \(options.drainers) drainers, seed \(options.seed)")
+        say("\(kind.rawValue), through OfflineQueue: \(options.steps) steps, programs of \(options.length) steps, \(options.drainers) drainers, seed \(options.seed)")
         let report = await EngineCheck.run(kind, steps: options.steps, seed: options.seed, length: options.length, drainers: options.drainers)
-        print("\(kind.rawValue): \(report)")
+        say("\(kind.rawValue): \(report)")
         if !report.found.isEmpty { diverged = true }
         continue
     }
-    print("\(kind.rawValue): \(options.steps) steps, programs of \(options.length) steps, \(options.drainers) drainers, seed \(options.seed), \(options.jobs) at once")
+    say("\(kind.rawValue): \(options.steps) steps, programs of \(options.length) steps, \(options.drainers) drainers, seed \(options.seed), \(options.jobs) at once")
     let report = await ModelCheck.run(kind, options)
-    print("\(kind.rawValue): \(report)")
+    say("\(kind.rawValue): \(report)")
     if !report.found.isEmpty || !report.unexplained.isEmpty { diverged = true }
 }
 exit(diverged ? 1 : 0)
