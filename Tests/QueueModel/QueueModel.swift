@@ -722,10 +722,13 @@ struct QueueModel {
     // MARK: - Upkeep
 
     /// Delivered and superseded entries that finished before `cutoff` (a store's stamp), but
-    /// for those an open entry still reads.
+    /// for those an open entry linked to them still reads (one an operator released, its links
+    /// dropped, keeps none).
     mutating func deleteDelivered(before cutoff: Double) -> Int {
         let open: Set<EntryState> = [.blocked, .pending, .inflight]
-        let needed = Set(entries.values.filter { open.contains($0.state) }.flatMap(\.sources))
+        let needed = Set(entries.values.filter { open.contains($0.state) }.flatMap { entry in
+            entry.sources.filter { source in (links[entry.id] ?? []).contains { $0.parent == source } }
+        })
         let ids = entries.values.filter {
             [.delivered, .superseded].contains($0.state) && ($0.finished ?? .infinity) < cutoff && !needed.contains($0.id)
         }.map(\.id)

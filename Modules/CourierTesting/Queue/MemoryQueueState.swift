@@ -420,9 +420,13 @@ struct MemoryQueueState {
     // MARK: - Upkeep
 
     mutating func deleteDelivered(finishedBefore cutoff: Date) -> RetentionSummary {
-        // A parent whose response a child not yet sent takes values from stays.
+        // A parent whose response a child not yet sent, and linked to it, takes values from
+        // stays (one an operator released, its links dropped, keeps none: as the other stores
+        // find them, by the links).
         let open: Set<EntryState> = [.blocked, .pending, .inflight]
-        let needed = Set(rows.values.filter { open.contains($0.entry.state) }.flatMap(\.entry.responseSources))
+        let needed = Set(rows.values.filter { open.contains($0.entry.state) }.flatMap { row in
+            row.entry.responseSources.filter { links[row.entry.id]?.parents.contains($0) == true }
+        })
         let ids = rows.values.filter {
             [.delivered, .superseded].contains($0.entry.state) && ($0.entry.finishedAt ?? .distantFuture) < cutoff
                 && !needed.contains($0.entry.id)

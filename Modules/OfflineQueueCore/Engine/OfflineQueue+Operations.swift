@@ -58,7 +58,8 @@ extension OfflineQueue {
     /// their links are dropped and each is due now, in one transaction. For entries nothing
     /// else will release (``stuckEntries()``), or one an operator wants sent without its
     /// parents. An entry that takes values from a parent's kept response
-    /// (``ResponseReference``) dies unsent at its attempt when that parent kept none.
+    /// (``ResponseReference``) dies unsent at its attempt when that parent kept none, or
+    /// retention has removed it (a released entry no longer keeps its parents from retention).
     ///
     /// - Returns: the ids released; entries not blocked are left as they are.
     /// - Throws: ``QueueError/noSuchEntry(_:)`` for an id the queue does not hold; then nothing

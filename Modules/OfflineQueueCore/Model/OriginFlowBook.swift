@@ -129,9 +129,9 @@ package struct OriginFlowBook {
             // another origin's pause frees nothing this claim wanted.
             if let row = flows[origin], row.isPaused(at: now) { soonest = min(soonest ?? .infinity, row.pausedUntil ?? now) }
             if let row = flows[origin], let rate = row.rate, !row.isPaused(at: now) {
-                // The next token, if tokens are what is short (one due within the tolerance of
-                // the claim's time counts as there, as ``OriginFlow/wholeTokens(at:)`` counts it).
-                let missing = 1 - (row.tokens(at: now + OriginFlow.timeTolerance) - Double(taken[origin, default: 0]))
+                // The next token, if tokens are what is short (PostgreSQL's statement counts it
+                // the same way, from the bucket as this claim leaves it).
+                let missing = 1 - (row.tokens(at: now) - Double(taken[origin, default: 0]))
                 if missing > 0 { soonest = min(soonest ?? .infinity, now + missing / rate) }
             }
             return false
