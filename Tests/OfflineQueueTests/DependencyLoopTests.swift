@@ -100,7 +100,7 @@ struct DependencyLoopTests {
                 try db.execute(sql: "INSERT INTO entry_edge (child, parent, when_parent_dies, parent_delivered) VALUES (?, ?, 'die', 0)", arguments: [child, parent])
                 try db.execute(sql: "UPDATE entry SET state = 'blocked' WHERE id = ?", arguments: [child])
             }
-            try await database.close()
+            try database.close()
         }
     }
 }

@@ -106,7 +106,7 @@ struct ConsoleActionsTests {
                 try db.execute(sql: "INSERT INTO entry_edge (child, parent, when_parent_dies, parent_delivered) VALUES (?, ?, 'die', 0)", arguments: [first, second])
                 try db.execute(sql: "UPDATE entry SET state = 'blocked' WHERE id = ?", arguments: [first])
             }
-            try await database.close()
+            try database.close()
             let overview = try await client.send(.get, "/", json: true).decode(OverviewJSON.self)
             #expect(overview.counts.blocked == 2 && overview.counts.stuck == 2)
             let page = try await client.send(.get, "/")

@@ -217,7 +217,7 @@ struct SyncCommandTests {
             try db.execute(sql: "INSERT INTO entry_edge (child, parent, when_parent_dies, parent_delivered) VALUES (1, 2, 'die', 0)")
             try db.execute(sql: "UPDATE entry SET state = 'blocked' WHERE id = 1")
         }
-        try await database.close()
+        try database.close()
         let stats = try await sync("stats")
         #expect(stats.stdout.contains("stuck      3 blocked entries nothing will release (1, 2, 3)"), "\(stats.stdout)")
         #expect((try await sync("--json", "stats").json() as? [String: Any])?["stuck"] as? [Int] == [1, 2, 3])

@@ -8,7 +8,7 @@ public enum ConsoleAction: String, Sendable, Hashable, CaseIterable, Codable {
     case retry
     /// Deleted with its body.
     case discard
-    /// A blocked entry stops waiting for others: due now (``OfflineQueue/release(_:)``).
+    /// A blocked entry stops waiting for others: due now (`OfflineQueue.release(_:)`).
     case release
     /// Every delivered entry deleted.
     case purgeDelivered = "purge-delivered"
