@@ -57,8 +57,14 @@ extension PostgresQueueStore {
         }
         guard !table.agrees(with: stored) else { return }
         let named = limits.map(\.origin)
+        // An origin named twice takes its last limit, as OriginLimitTable keeps them (a second
+        // upsert would keep the first one's tokens: found by the model check, a bucket of 1
+        // where every other store started the last limit's 3).
+        var last: [String: OriginLimit] = [:]
+        for limit in limits { last[limit.origin] = limit }
+        let distinct = last.values.sorted { $0.origin < $1.origin }
         try await transaction { connection in
-            for limit in limits {
+            for limit in distinct {
                 // A new bucket starts full; one that existed keeps its tokens (at most the new burst).
                 try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                     INSERT INTO §.origin_flow AS f (origin, rate, burst, cap, tokens, refilled_at) VALUES ($1, $2, $3, $4, $3, $5)

@@ -134,6 +134,21 @@ struct ModelFoundTests {
         }
     }
 
+    @Test("an origin named twice in the limits takes the last limit, its bucket full", arguments: StoreKind.allCases)
+    func lastLimitForAnOriginWins(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            try await contract.storage.storeOriginLimits([
+                try OriginLimit("https://a.test", requestsPerSecond: 2, burst: 1, concurrency: 2),
+                try OriginLimit("https://a.test", requestsPerSecond: 10, burst: 3, concurrency: 3),
+            ], now: contract.now)
+            #expect(try await contract.storage.originFlows(now: contract.now).map(\.limit) == [try OriginLimit("https://a.test", requestsPerSecond: 10, burst: 3, concurrency: 3)])
+            _ = try await contract.insert((0..<4).map { Spec(url: "https://a.test/\($0)") })
+            // A full bucket of the last limit's 3, not the first's 1.
+            #expect(try await contract.claim(limit: 4).claimed.count == 3)
+        }
+    }
+
     @Test("retention keeps a delivered parent a child not yet sent reads, and only that one", arguments: StoreKind.allCases)
     func retentionKeepsWhatIsRead(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
