@@ -139,7 +139,9 @@ extension SQLiteQueueStore {
                 try Self.markBoot(db, now.boot)
                 try db.execute(sql: """
                     UPDATE entry SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
-                        finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime
+                        finished_at = NULL, clock_boot = :boot, budget_uptime = :uptime, due_uptime = :uptime,
+                        -- An attempt read on another boot's clock is void here, as a carry-over makes it.
+                        attempt_uptime = CASE WHEN clock_boot = :boot THEN attempt_uptime END
                     WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'dead', 'conflict')
                         AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)
                     """, arguments: ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime, "ids": Self.list(ids)])

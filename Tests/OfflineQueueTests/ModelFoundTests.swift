@@ -134,6 +134,24 @@ struct ModelFoundTests {
         }
     }
 
+    @Test("after a reboot, an entry retried by id or by a selection is taken by a drain that tries each entry once: an attempt read on the old boot's clock is void")
+    func retriedAfterARebootIsTakenOnce() async throws {
+        let contract = try await Contract(.sqlite)
+        try await removing(contract) {
+            let ids = try await contract.insert([Spec(url: "https://a.test/1"), Spec(url: "https://a.test/2")])
+            #expect(try await contract.claim(limit: 2).claimed.count == 2)
+            contract.clock.advance(by: .seconds(100))
+            let dead = Transition.deadLetter(.init(.rejected, status: 400, error: "HTTP 400"))
+            _ = try await contract.settle(ids.map { Settlement(id: $0, transition: dead, url: "https://a.test/x") })
+            contract.clock.reboot(uptime: 5)
+            _ = try await contract.storage.retry(ids: [ids[0]], now: contract.now)
+            _ = try await contract.storage.change(.retry, matching: EntrySelection(states: [.dead]), now: contract.now, dryRun: false)
+            // A drain started now that tries each entry once: both are due, neither attempted on this boot.
+            let claimed = try await contract.claim(limit: 4, since: contract.now.uptime).claimed.map(\.id)
+            #expect(Set(claimed) == Set(ids), "claimed \(claimed)")
+        }
+    }
+
     @Test("an origin named twice in the limits takes the last limit, its bucket full", arguments: StoreKind.allCases)
     func lastLimitForAnOriginWins(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
