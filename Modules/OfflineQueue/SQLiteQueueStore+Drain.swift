@@ -44,11 +44,11 @@ extension SQLiteQueueStore {
     /// when it is this one, there is nothing to carry over and no row is read.
     static func carryOver(_ db: Database, now: QueueTime, maxDelay: Duration) throws {
         // A lease's readings are on the clock of the boot that took it; the attempt it started
-        // stays recorded by its wall time.
-        try db.cachedStatement(sql: """
-            UPDATE entry SET last_attempt_at = lease.attempt_wall FROM lease WHERE lease.entry_id = entry.id AND lease.boot IS NOT ?
-            """).execute(arguments: [now.boot])
-        try db.cachedStatement(sql: "DELETE FROM lease WHERE boot IS NOT ?").execute(arguments: [now.boot])
+        // stays recorded by its wall time. One statement when there is none (every drain's start).
+        let ended = try Row.fetchAll(db.cachedStatement(sql: "DELETE FROM lease WHERE boot IS NOT ? RETURNING entry_id, attempt_wall"), arguments: [now.boot])
+        for lease in ended {
+            try db.cachedStatement(sql: "UPDATE entry SET last_attempt_at = ? WHERE id = ?").execute(arguments: [lease[1], lease[0]])
+        }
         let mark = try Row.fetchOne(db.cachedStatement(sql: "SELECT clock_boot FROM queue_meta"))
         if let mark, mark[0] as String? == now.boot { return }
         try db.cachedStatement(sql: """
@@ -92,12 +92,15 @@ extension SQLiteQueueStore {
     /// The lapsed leases of other drainers (one that lives but hangs; its own are renewed or
     /// lost) go back to pending; the attempt each one started stays recorded, as for the
     /// entries of a drainer that is gone.
+    /// One statement when none has lapsed (each reclaim chore).
     static func returnLapsedLeases(_ db: Database, owner: String, now: QueueTime) throws {
-        try db.cachedStatement(sql: """
-            UPDATE entry SET last_attempt_at = lease.attempt_wall, attempt_uptime = lease.attempt_uptime
-            FROM lease WHERE lease.entry_id = entry.id AND lease.until_uptime < :uptime AND lease.owner <> :owner
-            """).execute(arguments: ["uptime": now.uptime, "owner": owner])
-        try db.cachedStatement(sql: "DELETE FROM lease WHERE until_uptime < ? AND owner <> ?").execute(arguments: [now.uptime, owner])
+        let lapsed = try Row.fetchAll(
+            db.cachedStatement(sql: "DELETE FROM lease WHERE until_uptime < ? AND owner <> ? RETURNING entry_id, attempt_wall, attempt_uptime"),
+            arguments: [now.uptime, owner]
+        )
+        for lease in lapsed {
+            try db.cachedStatement(sql: "UPDATE entry SET last_attempt_at = ?, attempt_uptime = ? WHERE id = ?").execute(arguments: [lease[1], lease[2], lease[0]])
+        }
     }
 
     /// Claims up to `limit` due entries for `owner` for `lease`: the highest priority first,
