@@ -32,6 +32,9 @@ public final class AsyncHTTPClientTransport: Transport {
     /// Whether the client decodes gzip and deflate bodies (then other codings are refused).
     private let decodesBodies: Bool
     private let shutdownState = LockedBox(false)
+    /// The HTTP/1.1 connections to one host, when every request to a host goes over HTTP/1.1
+    /// (``Configuration/httpVersion`` `.http1Only`); `nil` when ALPN may choose HTTP/2.
+    private let http1Connections: (always: Bool, perHost: Int)?
 
     /// A transport with its own `HTTPClient` on the shared NIO event loop group, configured by
     /// `configuration`. Call ``shutdown()`` when done; a transport dropped without it shuts its
@@ -39,6 +42,7 @@ public final class AsyncHTTPClientTransport: Transport {
     public init(configuration: Configuration = Configuration()) {
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration.clientConfiguration)
         self.ownsClient = true
+        self.http1Connections = (configuration.httpVersion == .http1Only, configuration.maximumConnectionsPerHost)
         if case .disabled = configuration.decompression { decodesBodies = false } else { decodesBodies = true }
     }
 
@@ -49,6 +53,7 @@ public final class AsyncHTTPClientTransport: Transport {
     public init(client: HTTPClient) {
         self.client = client
         self.ownsClient = false
+        self.http1Connections = nil
         // Its decompression setting cannot be read back: bodies pass through as they came.
         self.decodesBodies = false
     }
@@ -108,6 +113,15 @@ public final class AsyncHTTPClientTransport: Transport {
         if let body, case .stream = body.source { return false }
         guard case .transport(let failure) = TransportErrorMapping.map(error) else { return false }
         return failure.kind == .connectionLost
+    }
+
+    /// Its HTTP/1.1 connections to one host (``Configuration/maximumConnectionsPerHost``) for a
+    /// cleartext origin, which never speaks HTTP/2 here, and for every origin when
+    /// ``Configuration/httpVersion`` is `.http1Only`; `nil` for an `https` origin whose version
+    /// ALPN decides (over HTTP/2 every request goes at once, as a stream).
+    public func sendsAtOnce(toOrigin origin: String) -> Int? {
+        guard let http1Connections else { return nil }
+        return http1Connections.always || origin.hasPrefix("http://") ? http1Connections.perHost : nil
     }
 
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {

@@ -182,7 +182,10 @@ extension SQLiteQueueStore {
             // Entries whose origin's flow holds them back are not due (FlowControl): counted
             // apart, a walk of the claim order's index per origin held, only while one is.
             if counts.due > 0, self.schemaVersion >= Schema.firstFlowVersion, try Self.hasFlowRows(db) {
-                let book = OriginFlowBook(try Self.flowRows(db, now: now), inflight: try Self.inflightByOrigin(db), now: now.uptime)
+                let book = OriginFlowBook(
+                    try Self.flowRows(db, now: now, health: self.schemaVersion >= Schema.firstHealthVersion), inflight: try Self.inflightByOrigin(db),
+                    now: now.uptime
+                )
                 for origin in book.heldOrigins {
                     counts.heldByFlow += try Int.fetchOne(db, sql: """
                         SELECT count(*) FROM entry INDEXED BY entry_pending WHERE state = 'pending' AND due_uptime <= ? AND clock_boot = ?

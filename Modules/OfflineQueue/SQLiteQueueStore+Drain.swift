@@ -18,21 +18,25 @@ extension SQLiteQueueStore {
         guard !settlements.isEmpty || claimLimit > 0 || chores.carryOver || chores.reclaimOrphans else { return ClaimResult() }
         let path = self.path
         defer { if settlements.contains(where: \.ends) { ringSettled() } }
-        return try await write { db in
+        let result = try await write { db in
             var result = ClaimResult()
-            if !settlements.isEmpty { try Self.recordFlow(db, settlements, owner: owner, now: now, settings: chores.flow) }
+            if !settlements.isEmpty { (result.opened, result.closed) = try Self.recordFlow(db, settlements, owner: owner, now: now, settings: chores.flow) }
             result.lost = try Self.settle(db, settlements, owner: owner, now: now)
             if chores.carryOver { try Self.carryOver(db, now: now, maxDelay: chores.maxDelay) }
             if chores.reclaimOrphans { result.reclaimed = try Self.reclaimOrphans(db, owner: owner, now: now, databasePath: path) }
             if claimLimit > 0 {
                 if chores.reclaimOrphans { try Self.returnLapsedLeases(db, owner: owner, now: now) }
-                result.claimed = try Self.claim(
+                let claimed = try Self.claim(
                     db, limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, databasePath: path,
-                    heldFor: &result.heldFor, pausedOrigins: &result.pausedOrigins
+                    flow: &result
                 )
+                result.claimed = claimed
             }
             return result
         }
+        // A circuit closed: every process's drainers claim, so the backlog flows from all of them.
+        if !result.closed.isEmpty { ringWake() }
+        return result
     }
 
     /// Rows last written in another boot (or by a schema without boot readings) get readings of
@@ -126,35 +130,63 @@ extension SQLiteQueueStore {
     /// 3.9 s at 2,000,000.)
     static func claim(
         _ db: Database, limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, databasePath path: String,
-        heldFor: inout Duration?, pausedOrigins: inout [String]
+        flow result: inout ClaimResult
     ) throws -> [QueueEntry] {
         let onceClause = attemptedSince == nil ? "" : "AND (e.attempt_uptime IS NULL OR e.attempt_uptime < :since)"
-        // The entries as a claim shows them: in flight under `owner` until the lease ends.
-        let statement = try db.cachedStatement(sql: """
-            SELECT \(EntryColumn.claimSelection), e.due_uptime - e.budget_uptime FROM entry AS e INDEXED BY entry_pending
-            WHERE e.state = 'pending' AND (e.due_uptime <= :uptime OR e.budget_uptime > :uptime) \(onceClause) AND \(notPaused("e"))
-            AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = e.id)
-            AND (e.group_key IS NULL OR NOT EXISTS (
-                SELECT 1 FROM entry AS p INDEXED BY entry_group_open
-                WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN \(Schema.groupOpenStates))
-                AND NOT EXISTS (SELECT 1 FROM lease AS l CROSS JOIN entry AS q ON q.id = l.entry_id WHERE q.group_key = e.group_key))
-            ORDER BY e.priority DESC, e.id
-            LIMIT :limit
-            """)
         var book = try hasFlowRows(db) ? OriginFlowBook(flowRows(db, now: now), inflight: inflightByOrigin(db), now: now.uptime) : nil
+        // The entries as a claim shows them, in claim order: in flight under `owner` until the
+        // lease ends. `extra` narrows them (an origin's, for its probe; none of an open
+        // circuit's, for the walk).
+        func statement(_ extra: String) throws -> Statement {
+            try db.cachedStatement(sql: """
+                SELECT \(EntryColumn.claimSelection), e.due_uptime - e.budget_uptime FROM entry AS e INDEXED BY entry_pending
+                WHERE e.state = 'pending' AND (e.due_uptime <= :uptime OR e.budget_uptime > :uptime) \(onceClause) AND \(notPaused("e"))
+                AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = e.id)
+                AND (e.group_key IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM entry AS p INDEXED BY entry_group_open
+                    WHERE p.group_key = e.group_key AND p.id < e.id AND p.state IN \(Schema.groupOpenStates))
+                    AND NOT EXISTS (SELECT 1 FROM lease AS l CROSS JOIN entry AS q ON q.id = l.entry_id WHERE q.group_key = e.group_key))\(extra)
+                ORDER BY e.priority DESC, e.id
+                LIMIT :limit
+                """)
+        }
         let until = now.uptime + lease.seconds, untilWall = now.wall.timeIntervalSince1970 + lease.seconds
         let wall = now.wall.timeIntervalSince1970
         let walk = book == nil ? limit : limit + flowWalk
         var arguments: StatementArguments = ["untilWall": untilWall, "wall": wall, "uptime": now.uptime, "limit": walk]
         if let attemptedSince { _ = arguments.append(contentsOf: ["since": attemptedSince]) }
-        // Each row decoded straight from the statement, not copied into a `Row` first; the
-        // statement walks the claim order, so the entries come in it.
         var claimed: [QueueEntry] = []
         claimed.reserveCapacity(limit)
-        var taken = Set<EntryID>()
+        // Each open circuit's probe first: the first of its origin's due entries (a row whose
+        // readings need rebasing waits for the walk of a later claim). Then the walk, which
+        // never meets an open circuit's entries: a backlog of them would fill it for good.
+        var walking = try statement("")
+        if let open = book?.openOrigins, !open.isEmpty {
+            let ofOrigin = "(e.url = :origin OR substr(e.url, 1, length(:origin) + 1) IN (:origin || '/', :origin || '?', :origin || '#'))"
+            for origin in book!.probingOrigins where claimed.count < limit {
+                var probeArguments = arguments
+                _ = probeArguments.append(contentsOf: ["origin": origin, "limit": 1])
+                let probeStatement = try statement("\nAND e.due_uptime <= :uptime AND e.budget_uptime <= :uptime AND \(ofOrigin)")
+                guard let row = try Row.fetchOne(probeStatement, arguments: probeArguments),
+                      book!.admission(url: row[EntryColumn.url.rawValue]) == .probe else { continue }
+                var entry = try QueueEntry(row: row, path: path)
+                result.probes.insert(entry.id)
+                entry.leaseOwner = owner
+                claimed.append(entry)
+            }
+            walking = try statement("""
+
+                AND NOT EXISTS (SELECT 1 FROM json_each(:open) AS o
+                    WHERE e.url = o.value OR substr(e.url, 1, length(o.value) + 1) IN (o.value || '/', o.value || '?', o.value || '#'))
+                """)
+            _ = arguments.append(contentsOf: ["open": Self.jsonArray(open)])
+        }
+        // Each row decoded straight from the statement, not copied into a `Row` first; the
+        // statement walks the claim order, so the entries come in it.
+        var taken = Set(claimed.map(\.id))
         while true {
             var ahead: [EntryID] = [], seen = 0, waiting = 0
-            let rows = try Row.fetchCursor(statement, arguments: arguments)
+            let rows = try Row.fetchCursor(walking, arguments: arguments)
             while claimed.count < limit, let row = try rows.next() {
                 seen += 1
                 if !taken.isEmpty, taken.contains(row[EntryColumn.id.rawValue]) { continue }
@@ -182,8 +214,9 @@ extension SQLiteQueueStore {
         if let book {
             let (changed, idle) = book.written()
             try writeFlows(db, changed, idle: idle, now: now)
-            heldFor = book.heldFor
-            pausedOrigins = book.pausedOrigins
+            result.heldFor = book.heldFor
+            result.probeIn = book.probeIn
+            result.pausedOrigins = book.pausedOrigins
         }
         guard !claimed.isEmpty else { return [] }
         try db.cachedStatement(sql: """
@@ -206,6 +239,11 @@ extension SQLiteQueueStore {
 
     /// `ids` as a JSON array, for `json_each`.
     static func list(_ ids: some Collection<EntryID>) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
+
+    /// `strings` as a JSON array, for `json_each`.
+    static func jsonArray(_ strings: [String]) -> String {
+        (try? JSONEncoder().encode(strings)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+    }
 
     /// Applies `settlements` of `owner`'s claims in one transaction. A settlement whose lease
     /// `owner` no longer holds (it lapsed and another drainer claimed the entry) changes

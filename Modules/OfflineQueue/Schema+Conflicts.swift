@@ -69,5 +69,21 @@ extension Schema {
                 PRAGMA user_version = 17;
                 """)
         }
+        migrator.registerMigration("v18-origin-health") { db in
+            // Origin health (OriginHealth): each origin's circuit beside its flow, in the same
+            // row: the failures in a row and the last of them, when the next probe may go (on
+            // the boot clock of `boot`, and as a wall time for a reboot), its wait, when it
+            // opened; and a limit's own threshold. No entry row is touched.
+            try db.execute(sql: """
+                ALTER TABLE origin_flow ADD COLUMN open_after INTEGER;
+                ALTER TABLE origin_flow ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE origin_flow ADD COLUMN last_failure TEXT;
+                ALTER TABLE origin_flow ADD COLUMN open_until REAL;
+                ALTER TABLE origin_flow ADD COLUMN open_until_wall REAL;
+                ALTER TABLE origin_flow ADD COLUMN probe_wait REAL;
+                ALTER TABLE origin_flow ADD COLUMN opened_at REAL;
+                PRAGMA user_version = 18;
+                """)
+        }
     }
 }

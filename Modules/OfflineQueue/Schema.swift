@@ -67,6 +67,8 @@ enum Schema {
     /// The first schema with the delivered rows in the order they finished (`entry_finished`),
     /// which retention deletes by.
     static let firstRetentionIndexVersion = version(after: "v17-retention")
+    /// The first schema with origin health (circuits) in `origin_flow`.
+    static let firstHealthVersion = version(after: "v18-origin-health")
 
     /// The states of `entry_group_open`'s rows (schema 14 on): a group's open entries, which its
     /// later entries wait behind.

@@ -78,7 +78,9 @@ extension PostgresQueueStore {
                 result.claimed = claimed.claimed
                 result.reclaimed += claimed.reclaimed
                 result.heldFor = claimed.heldFor
+                result.probeIn = claimed.probeIn
                 result.pausedOrigins = claimed.pausedOrigins
+                result.probes = claimed.probes
                 return result
             }
         }
@@ -116,6 +118,12 @@ extension PostgresQueueStore {
         query.binds.append(columns.pauses)
         query.binds.append(Int32(clamping: flow.growAfter))
         query.binds.append(Int32(clamping: flow.ceiling))
+        query.binds.append(columns.unwell)
+        query.binds.append(columns.probes)
+        query.binds.append(columns.jitters)
+        query.binds.append(Int32(clamping: flow.openAfter))
+        query.binds.append(flow.probeInterval)
+        query.binds.append(flow.maxProbeInterval)
         return query
     }
 
@@ -126,19 +134,34 @@ extension PostgresQueueStore {
         var result = ClaimResult()
         var claimed: [QueueEntry] = []
         claimed.reserveCapacity(claimLimit)
+        var probeOrder: [EntryID] = []
         for try await row in try await connection.query(query, logger: logger) {
             let cells = row.makeRandomAccess()
             switch try cells[PostgresEntryColumn.tag].decode(String.self) {
             case "claimed": claimed.append(try Self.entry(cells, fleet: fleet, at: now, leaseOwner: owner))
             case "lost": result.lost.insert(try cells.decode(.id, as: EntryID.self))
             case "paused": result.pausedOrigins.append(try cells.decode(.url, as: String.self))
+            case "probe":
+                let id = try cells.decode(.id, as: EntryID.self)
+                result.probes.insert(id)
+                probeOrder.append(id)
+            case "opened": result.opened.append(try cells.decode(.url, as: String.self))
+            case "closed": result.closed.append(try cells.decode(.url, as: String.self))
             case "held":
                 // Entries passed over for their origins' flow; how long until one frees by time.
                 result.heldFor = try cells.decode(.nextAttemptAt, as: Double?.self).flatMap { Duration.clamped(seconds: max(0, $0)) }
+                // And how long until the soonest next probe of an open circuit.
+                result.probeIn = try cells.decode(.finishedAt, as: Double?.self).flatMap { Duration.clamped(seconds: max(0, $0)) }
             default: result.reclaimed += Int(try cells.decode(.id, as: Int64.self))
             }
         }
         claimed.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }
+        // In claim order: each open circuit's probe first, by its origin, as the statement took
+        // them (and as OriginFlowBook and the other stores order them).
+        if !probeOrder.isEmpty {
+            let rank = Dictionary(uniqueKeysWithValues: probeOrder.enumerated().map { ($1, $0) })
+            claimed = claimed.filter { rank[$0.id] != nil }.sorted { rank[$0.id]! < rank[$1.id]! } + claimed.filter { rank[$0.id] == nil }
+        }
         result.claimed = claimed
         return result
     }
@@ -194,6 +217,10 @@ struct SettlementColumns {
     var reasons: [String] = []
     /// A `Retry-After` pause of the origin, in seconds (at most `maxPause`); `-1`: none.
     var pauses: [Double] = []
+    /// ``Settlement/unwell`` (`""`: none), ``Settlement/probe`` and ``Settlement/jitter``.
+    var unwell: [String] = []
+    var probes: [Bool] = []
+    var jitters: [Double] = []
 
     init(_ settlements: [Settlement], maxPause: Double = 3600) {
         let count = settlements.count
@@ -208,8 +235,14 @@ struct SettlementColumns {
         excerpts.reserveCapacity(count)
         hasExcerpt.reserveCapacity(count)
         reasons.reserveCapacity(count)
+        unwell.reserveCapacity(count)
+        probes.reserveCapacity(count)
+        jitters.reserveCapacity(count)
         for settlement in settlements {
             ids.append(settlement.id)
+            unwell.append(settlement.unwell ?? "")
+            probes.append(settlement.probe)
+            jitters.append(settlement.jitter)
             if case .retry(let retry) = settlement.transition, let pause = retry.originPause {
                 pauses.append(min(max(0, pause.seconds), maxPause))
             } else {

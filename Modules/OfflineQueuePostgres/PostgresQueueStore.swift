@@ -75,7 +75,7 @@ final class PostgresQueueStore: QueueStorage {
         schema = "\"\(place.schema)\""
         channel = place.schema + ".enqueued"
         lockName = "courier:" + place.schema
-        commitCall = "SELECT * FROM \"\(place.schema)\".settle_and_claim(" + (1...22).map { "$\($0)" }.joined(separator: ", ") + ")"
+        commitCall = "SELECT * FROM \"\(place.schema)\".settle_and_claim(" + (1...28).map { "$\($0)" }.joined(separator: ", ") + ")"
         let starting = LockedBox(Start())
         self.starting = starting
         running = Task {

@@ -179,17 +179,38 @@ extension PostgresSchema {
     /// error of up to 2.4e-7 s, so a token due exactly now could read 0.999998 and be refused),
     /// and a claim never moves a refill back (one whose clock was read before it waited for the
     /// lock would count the time between the two readings twice).
-    static func flowClaim(_ schema: String, candidates: String, returning: String, patterns: Bool = false, refill: Bool = false) -> String {
+    ///
+    /// With `health` (v15 on), an open circuit lets one entry go as its probe once it is due
+    /// and nothing of the origin is in flight (``OriginFlowBook``), tagged `probe`; its origin
+    /// is reported as paused (a drainer gives back what it holds of it), its next probe counts
+    /// towards how long until a held origin frees, and a row that holds a circuit, failures or a
+    /// threshold is not deleted.
+    static func flowClaim(
+        _ schema: String, candidates: String, returning: String, patterns: Bool = false, refill: Bool = false, health: Bool = false
+    ) -> String {
         let spare = refill ? " + \(OriginFlow.timeTolerance)" : ""
+        let inflight = """
+            (SELECT count(*) FROM "\(schema)".entry AS i WHERE i.state = 'inflight' AND "\(schema)".origin_of(i.url) = f.origin)
+            """
+        // An open circuit: nothing until its probe is due and nothing is in flight, then one.
+        let circuit = health ? """
+             WHEN f.open_until IS NOT NULL AND (f.open_until > fleet OR \(inflight) > 0) THEN 0
+            """ : ""
+        let probeCap = health ? "CASE WHEN f.open_until IS NOT NULL THEN 1 ELSE 1000000 END,\n                    " : ""
         // What the row `f` lets its origin take now.
         let allowance = """
-            CASE WHEN f.paused_until > fleet THEN 0 ELSE least(
-                                CASE WHEN f.rate IS NULL THEN 1000000
+            CASE WHEN f.paused_until > fleet THEN 0\(circuit) ELSE least(
+                                \(probeCap)CASE WHEN f.rate IS NULL THEN 1000000
                                     ELSE floor(least(f.burst, f.tokens + (greatest(0, fleet - f.refilled_at)\(spare)) * f.rate)) END,
                                 CASE WHEN f.cap IS NULL AND f.shrunk_to IS NULL THEN 1000000
                                     ELSE greatest(0, least(coalesce(f.cap, 1000000), coalesce(f.shrunk_to, 1000000)) - (SELECT count(*)
                                         FROM "\(schema)".entry AS i WHERE i.state = 'inflight' AND "\(schema)".origin_of(i.url) = f.origin)) END) END
             """
+        // The claim order's filter and order apart: a probe takes the first of its origin's
+        // entries by the same filter, and the walk never meets an open circuit's.
+        let order = candidates.range(of: "ORDER BY")!
+        let filter = String(candidates[..<order.lowerBound]), ordering = String(candidates[order.lowerBound...])
+        let walked = health ? filter + "    AND NOT \"\(schema)\".origin_of(c.url) = ANY(open_origins)\n            " + ordering : candidates
         let derive = patterns ? """
 
                     IF patterned AND NOT allow ? cand.origin AND NOT cand.origin = ANY(unmatched) THEN
@@ -198,8 +219,8 @@ extension PostgresSchema {
                             unmatched := array_append(unmatched, cand.origin);
                         ELSE
                             -- A new bucket starts full; a row another claim has just made is taken as it is.
-                            INSERT INTO "\(schema)".origin_flow (origin, rate, burst, cap, tokens, refilled_at)
-                                VALUES (cand.origin, pat.rate, pat.burst, pat.cap, coalesce(pat.burst, 0), fleet)
+                            INSERT INTO "\(schema)".origin_flow (origin, rate, burst, cap\(health ? ", open_after" : ""), tokens, refilled_at)
+                                VALUES (cand.origin, pat.rate, pat.burst, pat.cap\(health ? ", pat.open_after" : ""), coalesce(pat.burst, 0), fleet)
                                 ON CONFLICT (origin) DO NOTHING;
                             SELECT \(allowance) INTO n FROM "\(schema)".origin_flow AS f WHERE f.origin = cand.origin;
                             allow := jsonb_set(allow, ARRAY[cand.origin], to_jsonb(n));
@@ -219,13 +240,42 @@ extension PostgresSchema {
         """ : "")
                 taken := '{}'::jsonb;
                 picked := '{}';
-                held_origins := '{}';
+                held_origins := '{}';\(health ? """
+
+                probed := '{}';
+                open_origins := ARRAY(SELECT f.origin FROM "\(schema)".origin_flow AS f WHERE f.open_until IS NOT NULL AND position('*' in f.origin) = 0);
+                -- An open circuit's origin is held until its next probe, whether an entry of it is due or not.
+                held_origins := ARRAY(SELECT f.origin FROM "\(schema)".origin_flow AS f WHERE f.open_until > fleet AND position('*' in f.origin) = 0);
+                -- Each open circuit's probe first (once due, nothing of the origin in flight): the first
+                -- of its origin's entries in claim order.
+                FOR probe_origin IN SELECT f.origin FROM "\(schema)".origin_flow AS f
+                    WHERE f.open_until <= fleet AND position('*' in f.origin) = 0 AND \(inflight) = 0 ORDER BY f.origin COLLATE "C"
+                LOOP
+                    EXIT WHEN cardinality(picked) >= claim_limit;
+                    cand_id := NULL;
+                    SELECT c.id INTO cand_id FROM "\(schema)".entry AS c
+        \(filter)            AND "\(schema)".origin_of(c.url) = probe_origin
+                    \(ordering)
+                    LIMIT 1
+                    FOR UPDATE SKIP LOCKED;
+                    CONTINUE WHEN cand_id IS NULL;
+                    IF (allow ->> probe_origin)::numeric < 1 THEN
+                        -- Not among the origins held yet: those are the circuits whose probe is not due.
+                        held_origins := array_append(held_origins, probe_origin);
+                        CONTINUE;
+                    END IF;
+                    allow := jsonb_set(allow, ARRAY[probe_origin], to_jsonb((allow ->> probe_origin)::numeric - 1));
+                    taken := jsonb_set(taken, ARRAY[probe_origin], to_jsonb(coalesce((taken ->> probe_origin)::numeric, 0) + 1));
+                    picked := array_append(picked, cand_id);
+                    probed := array_append(probed, cand_id);
+                END LOOP;
+        """ : "")
                 FOR cand IN
                     SELECT c.id, "\(schema)".origin_of(c.url) AS origin FROM "\(schema)".entry AS c
-        \(candidates)
+        \(walked)
                     LIMIT claim_limit + 4096
                     FOR UPDATE SKIP LOCKED
-                LOOP\(derive)
+                LOOP\(health ? "\n                    EXIT WHEN cardinality(picked) >= claim_limit;" : "")\(derive)
                     IF allow ? cand.origin THEN
                         IF (allow ->> cand.origin)::numeric < 1 THEN
                             IF NOT cand.origin = ANY(held_origins) THEN held_origins := array_append(held_origins, cand.origin); END IF;
@@ -242,20 +292,22 @@ extension PostgresSchema {
                         refilled_at = \(refill ? "greatest(f.refilled_at, fleet)" : "fleet")
                     WHERE f.rate IS NOT NULL AND taken ? f.origin;
                 DELETE FROM "\(schema)".origin_flow
-                    WHERE (paused_until IS NULL OR paused_until <= fleet) AND shrunk_to IS NULL AND rate IS NULL AND cap IS NULL;
-                -- The origins paused now: a drainer gives back what it holds of them.
+                    WHERE (paused_until IS NULL OR paused_until <= fleet) AND shrunk_to IS NULL AND rate IS NULL AND cap IS NULL\(
+                        health ? " AND origin_flow.open_after IS NULL AND failures = 0 AND open_until IS NULL" : "");
+                -- The origins paused now\(health ? " or whose circuit is open" : ""): a drainer gives back what it holds of them.
                 o_id := 0;
-                FOR o_url IN SELECT f.origin FROM "\(schema)".origin_flow AS f WHERE f.paused_until > fleet LOOP
+                FOR o_url IN SELECT f.origin FROM "\(schema)".origin_flow AS f WHERE f.paused_until > fleet\(health ? " OR f.open_until IS NOT NULL" : "") LOOP
                     o_tag := 'paused';
                     RETURN NEXT;
                 END LOOP;
                 IF cardinality(held_origins) > 0 THEN
                     SELECT min(CASE WHEN f.paused_until > fleet THEN f.paused_until - fleet
                         WHEN f.rate IS NOT NULL AND least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate) < 1
-                        THEN (1 - least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate)) / f.rate END)
-                        INTO soonest FROM "\(schema)".origin_flow AS f WHERE f.origin = ANY(held_origins);
+                        THEN (1 - least(f.burst, f.tokens + greatest(0, fleet - f.refilled_at) * f.rate)) / f.rate END)\(
+                            health ? ", min(CASE WHEN f.open_until > fleet THEN f.open_until - fleet END)" : "")
+                        INTO soonest\(health ? ", probe_soonest" : "") FROM "\(schema)".origin_flow AS f WHERE f.origin = ANY(held_origins);
                     o_id := 0;
-                    o_next_attempt_at := soonest;
+                    o_next_attempt_at := soonest;\(health ? "\n                    o_finished_at := probe_soonest;" : "")
                     o_tag := 'held';
                     RETURN NEXT;
                 END IF;
@@ -265,7 +317,13 @@ extension PostgresSchema {
                     WHERE e.id = ANY(picked)
         \(returning)
                 )
-                SELECT claimed.*, 'claimed' FROM claimed;
+                SELECT claimed.*, 'claimed' FROM claimed;\(health ? """
+
+                o_tag := 'probe';
+                FOR o_id IN SELECT unnest(probed) LOOP
+                    RETURN NEXT;
+                END LOOP;
+        """ : "")
         """
     }
 }

@@ -6,11 +6,13 @@ extension PostgresSchema {
     /// Drops `settle_and_claim` (v2's arguments, which every later definition keeps), so that a
     /// migration can make it again with other result columns.
     /// With `flow` (v9 on), the arguments v9 added.
-    static func dropSettleAndClaim(_ schema: String, flow: Bool = false) -> String {
+    /// With `health` (v15 on), the arguments v15 added.
+    static func dropSettleAndClaim(_ schema: String, flow: Bool = false, health: Bool = false) -> String {
         """
         DROP FUNCTION "\(schema)".settle_and_claim(
             bigint[], double precision, bigint[], text[], integer[], double precision[], boolean[], integer[], text[], text[],
-            boolean[], text[], boolean, text, bigint, integer, text, double precision, double precision\(flow ? ", double precision[], integer, integer" : "")
+            boolean[], text[], boolean, text, bigint, integer, text, double precision, double precision\(flow ? ", double precision[], integer, integer" : "")\(
+                health ? ", text[], boolean[], double precision[], integer, double precision, double precision" : "")
         );
         """
     }
@@ -28,10 +30,12 @@ extension PostgresSchema {
     /// (v10 on), limits by origin pattern too; with `refill` (v13 on), the bucket's rules of
     /// ``OriginFlowBook`` (``PostgresSchema/flowClaim(_:candidates:returning:patterns:refill:)``);
     /// with `groupInFlight` (v14 on), no entry of a group is claimed while one of it is in flight
-    /// (an older one an operator retried waits for the newer one's settlement).
+    /// (an older one an operator retried waits for the newer one's settlement); with `health`
+    /// (v15 on), origin health (``PostgresSchema/originHealthMigration(_:)``), with six
+    /// arguments more.
     static func settleAndClaim(
         _ schema: String, outputs: String = "", columns: String = "", dependencies: Bool = false, conflicts: Bool = false, flow: Bool = false,
-        patterns: Bool = false, refill: Bool = false, groupInFlight: Bool = false
+        patterns: Bool = false, refill: Bool = false, groupInFlight: Bool = false, health: Bool = false
     ) -> String {
         let groupOpen = conflicts ? "('pending', 'inflight', 'blocked', 'conflict')" : dependencies ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
         let ended = conflicts ? "done.state IN ('dead', 'superseded')" : "done.state = 'dead'"
@@ -57,6 +61,7 @@ extension PostgresSchema {
         var declarations = dependencies ? "\n    delivered bigint[];\n    died bigint[];\n    children bigint[];" : ""
         if flow { declarations += flowDeclarations }
         if patterns { declarations += patternDeclarations }
+        if health { declarations += healthDeclarations }
         let candidates = """
                         WHERE c.state = 'pending' AND c.next_attempt_at + 0 <= fleet
                         AND (since IS NULL OR c.last_attempt_at IS NULL OR c.last_attempt_at < since)
@@ -82,7 +87,8 @@ extension PostgresSchema {
             s_id bigint[], s_kind text[], s_attempts integer[], s_next double precision[], s_waiting boolean[],
             s_status integer[], s_error text[], s_excerpt text[], s_has_excerpt boolean[], s_reason text[],
             reclaim boolean, lock_name text, current_number bigint,
-            claim_limit integer, claim_owner text, lease_until double precision, since double precision\(flow ? ",\n    s_pause double precision[], grow_after integer, ceiling integer" : "")
+            claim_limit integer, claim_owner text, lease_until double precision, since double precision\(flow ? ",\n    s_pause double precision[], grow_after integer, ceiling integer" : "")\(
+                health ? ",\n    s_unwell text[], s_probe boolean[], s_jitter double precision[], open_after integer, probe_interval double precision, max_probe double precision" : "")
         ) RETURNS TABLE (
             o_id bigint, o_idempotency_key text, o_method text, o_url text, o_headers text, o_body bytea, o_body_ref text,
             o_body_length bigint, o_scopes text, o_name text, o_group_key text, o_priority integer, o_timeout_ms bigint, o_state text,
@@ -98,7 +104,7 @@ extension PostgresSchema {
         DECLARE
             recorded bigint[];\(declarations)
         BEGIN
-            IF cardinality(s_id) > 0 THEN\(flow ? flowRecording(schema, patterns: patterns) : "")
+            IF cardinality(s_id) > 0 THEN\(flow ? (health ? healthRecording(schema) : flowRecording(schema, patterns: patterns)) : "")
                 -- Materialized: the join reads the arrays once, not once per row it updates.
                 WITH s AS MATERIALIZED (
                     SELECT * FROM unnest(s_id, s_kind, s_attempts, s_next, s_waiting, s_status, s_error, s_excerpt, s_has_excerpt, s_reason)
@@ -125,7 +131,7 @@ extension PostgresSchema {
                 o_tag := 'lost';
                 FOR o_id IN SELECT u FROM unnest(s_id) AS u WHERE u <> ALL(coalesce(recorded, '{}')) LOOP
                     RETURN NEXT;
-                END LOOP;
+                END LOOP;\(health ? circuitChanges : "")
             END IF;
             IF reclaim THEN
                 WITH back AS (
@@ -157,7 +163,7 @@ extension PostgresSchema {
                     ))
             \(returning)
                 )
-                SELECT claimed.*, 'claimed' FROM claimed;\(flow ? flowClaim(schema, candidates: candidates, returning: returning, patterns: patterns, refill: refill) : "")
+                SELECT claimed.*, 'claimed' FROM claimed;\(flow ? flowClaim(schema, candidates: candidates, returning: returning, patterns: patterns, refill: refill, health: health) : "")
             END IF;
         END
         $$

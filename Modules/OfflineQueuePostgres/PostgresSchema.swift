@@ -262,6 +262,9 @@ enum PostgresSchema {
         // newer one of its group is in flight waits for that one's settlement (the model check
         // found both sent at once). PostgresSchema+Flow.swift.
         Migration(name: "v14-group-in-flight") { schema in groupInFlightMigration(schema) },
+        // Origin health: a circuit per origin, opened by failures in a row, probed, closed by a
+        // delivery: PostgresSchema+Health.swift.
+        Migration(name: "v15-origin-health") { schema in originHealthMigration(schema) },
     ]
 
     /// The channel those awaiting outcomes listen on: `<schema>.settled`.

@@ -167,6 +167,9 @@ public struct SystemdQueueService: Service {
             // Origins held by flow control: what a server asked for, and what limits the fleet.
             let held = try await queue.originFlows().compactMap { flow -> String? in
                 var parts: [String] = []
+                if let circuit = flow.circuit {
+                    parts.append("circuit open since \(Date.ISO8601FormatStyle().format(circuit.openedAt)) (\(circuit.lastError ?? "unwell"))")
+                }
                 if let until = flow.pausedUntil {
                     parts.append("paused until \(Date.ISO8601FormatStyle().format(until))" + (flow.pauseStatus.map { " (\($0))" } ?? ""))
                 }
@@ -225,7 +228,7 @@ private final class SendActivity: Sendable {
                 case .willRetry(let id, _, _), .waitingForNetwork(let id), .deadLettered(let id, _, _),
                      .released(let id), .leaseLost(let id), .conflicted(let id, _), .dropped(let id, _):
                     state.inFlight.remove(id)
-                case .enqueued:
+                case .enqueued, .circuitOpened, .circuitClosed:
                     break
                 }
             }

@@ -118,7 +118,7 @@ struct BadInputTests {
         try await DatabaseQueue(path: folder.databasePath).writeWithoutTransaction {
             try $0.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA application_id = 0")
         }
-        expectRefused(folder.databasePath, server: server) { $0.hasPrefix("schema version 17 without Courier's application_id") }
+        expectRefused(folder.databasePath, server: server) { $0.hasPrefix("schema version 18 without Courier's application_id") }
         await server.shutdown()
     }
 
@@ -132,17 +132,17 @@ struct BadInputTests {
             _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString)
         }
         try await DatabaseQueue(path: folder.databasePath).write {
-            try $0.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v18-from-the-future')")
+            try $0.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v19-from-the-future')")
         }
         let before = FileManager.default.contents(atPath: folder.databasePath)
         for readOnly in [false, true] {
-            #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 18, supported: 17)) {
+            #expect(throws: QueueError.newerSchema(path: folder.databasePath, found: 19, supported: 18)) {
                 _ = try makeQueue(path: folder.databasePath, server: server) { $0.readOnly = readOnly }
             }
         }
         #expect(FileManager.default.contents(atPath: folder.databasePath) == before, "not a byte changed")
         let record = try await DatabaseQueue(path: folder.databasePath).read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
-        #expect(record.count == 18 && record.contains("v18-from-the-future"))
+        #expect(record.count == 19 && record.contains("v19-from-the-future"))
         let rows = try await DatabaseQueue(path: folder.databasePath).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM entry") }
         #expect(rows == 1, "the newer file's rows are untouched")
         await server.shutdown()

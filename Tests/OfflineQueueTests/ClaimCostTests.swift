@@ -181,11 +181,10 @@ struct ClaimCostTests {
             func claim() throws -> Int {
                 try db.execute(sql: "BEGIN IMMEDIATE")
                 defer { try? db.execute(sql: "ROLLBACK") }
-                var held: Duration?
-                var paused: [String] = []
+                var result = ClaimResult()
                 return try SQLiteQueueStore.claim(
                     db, limit: claimLimit, owner: "claim-cost", now: QueueClock.system.now(), lease: .seconds(60), attemptedSince: nil, databasePath: path,
-                    heldFor: &held, pausedOrigins: &paused
+                    flow: &result
                 ).count
             }
             func statuses(_ counter: Int32, reset: Bool) -> Int64 {

@@ -352,6 +352,62 @@ struct DrainMachineTests {
         #expect(flush.claimLimit > 0 && after.map(\.id) == [7])
     }
 
+    static func serverError(_ id: EntryID, url: String) -> Settlement {
+        Settlement(id: id, transition: .retry(.init(after: .seconds(1), consumesAttempt: true, status: 500, error: "HTTP 500")), url: url)
+    }
+
+    @Test("a cap of sends per origin: the others wait in hand, where a pause gives them back unsent (not in the transport's pool); other origins are not held behind them")
+    func sendsPerOrigin() throws {
+        let a = "http://a.test/x", b = "http://b.test/y"
+        var machine = DrainMachine(settings: DrainMachine.Settings(
+            limit: 8, maxDelay: .seconds(300), sendsPerOrigin: { origin in origin == "http://a.test" ? 2 : nil }
+        ), online: true)
+        _ = try #require(Self.expectCommit(&machine, at: .zero))
+        machine.committed(ClaimResult(claimed: (1...6).map { Self.entry($0, url: a) } + [Self.entry(7, url: b)]), at: .zero)
+        guard case .start(let first) = machine.next(at: .zero) else { Issue.record("expected a start"); return }
+        #expect(first.map(\.id) == [1, 2, 7], "two to a.test, its cap; b.test's entry beside them")
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(5))
+        guard case .start(let second) = machine.next(at: Self.ms(5)) else { Issue.record("expected a start"); return }
+        #expect(second.map(\.id) == [3], "one finished, one more starts")
+        // A 429 with Retry-After: the four waiting in hand go back unsent; nothing more starts.
+        let pause = Transition.retry(.init(after: .seconds(30), consumesAttempt: false, status: 429, error: "HTTP 429", originPause: .seconds(30)))
+        machine.finished(Settlement(id: 2, transition: pause, url: a), networkGone: false, at: Self.ms(6))
+        let commit = try #require(Self.expectCommit(&machine, at: Self.ms(100)))
+        #expect(Set(commit.settlements.filter { $0.transition == .release }.map(\.id)) == [4, 5, 6])
+    }
+
+    @Test("a circuit a claim reports open: what is in hand for its origin goes back unsent, but its probe goes; a drainer that meets openAfter unwell answers itself gives back at once and records them without waiting")
+    func circuitGivesBack() throws {
+        let a = "https://a.test/x", b = "https://b.test/y"
+        var machine = Self.started(limit: 1, claimed: [Self.entry(1, url: b)])
+        machine.finished(Self.delivered(1), networkGone: false, at: Self.ms(5))
+        _ = try #require(Self.expectCommit(&machine, at: Self.ms(5)))
+        var result = ClaimResult(claimed: [Self.entry(2, url: a), Self.entry(3, url: a), Self.entry(4, url: b)])
+        result.opened = ["https://a.test"]
+        result.probes = [3]
+        machine.committed(result, at: Self.ms(6))
+        #expect(machine.probes == [3])
+        guard case .start(let next) = machine.next(at: Self.ms(6)) else { Issue.record("expected a start"); return }
+        #expect(next.map(\.id) == [3], "the probe goes; 2 went back")
+
+        // openAfter (here 2) unwell answers met by this drainer: the rest in hand go back, and
+        // the answers are recorded at once (no batch, no flush delay).
+        var flow = FlowSettings()
+        flow.openAfter = 2
+        var own = DrainMachine(settings: DrainMachine.Settings(limit: 2, batch: 64, maxDelay: .seconds(300), flow: flow), online: true)
+        _ = try #require(Self.expectCommit(&own, at: .zero))
+        own.committed(ClaimResult(claimed: (10...15).map { Self.entry($0, url: a) } + [Self.entry(16, url: b)]), at: .zero)
+        guard case .start(let started) = own.next(at: .zero) else { Issue.record("expected a start"); return }
+        #expect(started.map(\.id) == [10, 11])
+        own.finished(Self.serverError(10, url: a), networkGone: false, at: Self.ms(1))
+        guard case .start(let one) = own.next(at: Self.ms(1)) else { Issue.record("expected a start"); return }
+        #expect(one.map(\.id) == [16], "after an unwell answer, one send at a time to that origin (11 is under way): b.test's goes")
+        own.finished(Self.serverError(11, url: a), networkGone: false, at: Self.ms(2))
+        let commit = try #require(Self.expectCommit(&own, at: Self.ms(2)))
+        #expect(commit.settlements.map(\.id).sorted() == [10, 11, 12, 13, 14, 15])
+        #expect(commit.settlements.filter { $0.transition == .release }.map(\.id).sorted() == [12, 13, 14, 15])
+    }
+
     @Test("a claim held back by a limit's next token waits for it and claims again, not ending the drain; a long hold ends it")
     func heldByALimit() throws {
         var machine = Self.machine(limit: 2)

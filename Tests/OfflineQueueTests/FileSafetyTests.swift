@@ -60,7 +60,7 @@ struct FileSafetyTests {
         _ = try makeQueue(path: folder.databasePath, server: server)
         let header = try await header(folder.databasePath)
         #expect(header.application == Self.applicationID)
-        #expect(header.version == 17)
+        #expect(header.version == 18)
         await server.shutdown()
     }
 
@@ -84,7 +84,7 @@ struct FileSafetyTests {
         #expect(older.application == 0 && older.version == 2)
         let queue = try makeQueue(path: folder.databasePath, server: server)
         let stamped = try await header(folder.databasePath)
-        #expect(stamped.application == Self.applicationID && stamped.version == 17)
+        #expect(stamped.application == Self.applicationID && stamped.version == 18)
         #expect(try await queue.counts().pending == 1)
         await server.shutdown()
     }
@@ -113,7 +113,7 @@ struct FileSafetyTests {
         #expect(try await reader.entry(id)?.state == .inflight, "a read-only queue reads schema 5 as it is")
         #expect(try await reader.counts().inflight == 1)
         let queue = try makeQueue(path: folder.databasePath, server: server)
-        #expect(try await header(folder.databasePath).version == 17)
+        #expect(try await header(folder.databasePath).version == 18)
         let moved = try #require(try await queue.entry(id))
         #expect(moved.state == .inflight && moved.leaseOwner == owner)
         let counts = try await queue.counts()
@@ -182,7 +182,7 @@ struct FileSafetyTests {
         let entry = try #require(try await migrated.entry(id))
         #expect(entry.deadReason == .rejected)
         #expect(entry.lastError == "HTTP 410")
-        #expect(try await header(folder.databasePath).version == 17)
+        #expect(try await header(folder.databasePath).version == 18)
         await server.shutdown()
     }
 

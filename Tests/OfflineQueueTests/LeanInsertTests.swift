@@ -78,7 +78,7 @@ struct LeanInsertTests {
         #expect(try await queue.entries(EntryFilter(limit: 10)).map(\.id) == kept)
         #expect(try await queue.enqueue(method: "POST", url: url).id == 41)
         #expect(try await queue.drain().delivered == 4)
-        #expect(try await scalar(folder.databasePath, "PRAGMA user_version") == 17)
+        #expect(try await scalar(folder.databasePath, "PRAGMA user_version") == 18)
         #expect(try await scalar(folder.databasePath, "SELECT count(*) FROM sqlite_sequence WHERE name = 'entry'") == 0, "no AUTOINCREMENT left")
         await server.shutdown()
     }

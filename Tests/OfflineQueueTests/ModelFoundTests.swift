@@ -191,4 +191,23 @@ struct ModelFoundTests {
             #expect(try await contract.storage.entry(read, now: contract.now)?.state == .delivered)
         }
     }
+
+    @Test("a claim puts an open circuit's probe first, before the entries the walk takes, whatever their ids", arguments: StoreKind.allCases)
+    func probeFirst(_ kind: StoreKind) async throws {
+        let contract = try await Contract(kind)
+        try await removing(contract) {
+            try await contract.storage.storeOriginLimits([try OriginLimit("https://a.test", openAfter: 1)], now: contract.now)
+            // b.test's entry waits a second, so only a.test's is claimed at first.
+            let later = contract.now.wall.addingTimeInterval(1)
+            let other = try await contract.insert([Spec(notBefore: later, url: "https://b.test/1")])[0]
+            let unwell = try await contract.insert([Spec(url: "https://a.test/2")])[0]
+            #expect(try await contract.claim(limit: 1).claimed.map(\.id) == [unwell])
+            let failed = Settlement(id: unwell, transition: .retry(.init(after: .seconds(1), status: 502, error: "HTTP 502")), url: "https://a.test/2")
+            #expect(try await contract.claim(settling: [failed], limit: 0).opened == ["https://a.test"])
+            contract.clock.advance(by: .seconds(2))
+            let claim = try await contract.claim(limit: 4)
+            #expect(claim.probes == [unwell])
+            #expect(claim.claimed.map(\.id) == [unwell, other], "the probe first")
+        }
+    }
 }

@@ -25,8 +25,10 @@ func expectRefused(
 /// SQL that takes a file of this version back to schema 13, as Courier wrote it before
 /// entries had delivery policies of their own and conflicts held their groups: schema 15's
 /// table and schema 14's column gone, the group index as schema 11 made it (and schema 16's
-/// activity table, schema 17's retention index).
+/// activity table, schema 17's retention index, schema 18's circuits, whose columns go with
+/// `origin_flow`).
 let backToSchema13 = """
+    DELETE FROM grdb_migrations WHERE identifier = 'v18-origin-health';
     DROP INDEX entry_finished;
     DELETE FROM grdb_migrations WHERE identifier = 'v17-retention';
     DROP TABLE activity_minute;

@@ -136,7 +136,7 @@ struct TraceContextTests {
         #expect(try await reader.entries().count == 3, "a reader reads schema 9 as it is")
         let queue = try makeQueue(path: folder.databasePath, server: server)
         let version = try await DatabaseQueue(path: folder.databasePath).read { try Int.fetchOne($0, sql: "PRAGMA user_version") }
-        #expect(version == 17)
+        #expect(version == 18)
         #expect(try await queue.entries().allSatisfy { $0.traceContext == nil })
         #expect(try await queue.drain().delivered == 3)
         #expect(server.requests.allSatisfy { $0.values(of: "traceparent").isEmpty })
@@ -154,15 +154,21 @@ struct TraceContextTests {
                 for _ in 0..<3 { _ = try await queue.enqueue(method: "POST", url: server.url("/echo").absoluteString) }
                 await queue.close()
             }
-            // v14, v13, v12, v11, v10, v9, v8, v7, v6, v5 and v4 undone: their tables, functions, triggers, columns and
+            // v15, v14, v13, v12, v11, v10, v9, v8, v7, v6, v5 and v4 undone: their tables, functions, triggers, columns and
             // records gone (each makes `settle_and_claim` anew; v9's has three arguments more,
-            // so one with v2's arguments stands in for v4 to drop; v10 keeps v9's).
+            // so one with v2's arguments stands in for v4 to drop; v10 keeps v9's; v15's has six
+            // more, so v9's stands in for it).
             let v2Arguments = """
                 bigint[], double precision, bigint[], text[], integer[], double precision[], boolean[], integer[], text[], text[],
                 boolean[], text[], boolean, text, bigint, integer, text, double precision, double precision
                 """
             _ = try await withPostgres(store.path) { connection in
                 for statement in [
+                    "DROP FUNCTION \"\(schema)\".settle_and_claim(\(v2Arguments), double precision[], integer, integer, text[], boolean[], double precision[], integer, double precision, double precision)",
+                    "CREATE FUNCTION \"\(schema)\".settle_and_claim(\(v2Arguments), double precision[], integer, integer) RETURNS void LANGUAGE sql AS ''",
+                    "DROP FUNCTION \"\(schema)\".circuit_fail(text, text, boolean, double precision, double precision, integer, double precision, double precision)",
+                    "ALTER TABLE \"\(schema)\".origin_flow DROP COLUMN open_after, DROP COLUMN failures, DROP COLUMN last_failure, DROP COLUMN open_until, DROP COLUMN probe_wait, DROP COLUMN opened_at",
+                    "DELETE FROM \"\(schema)\".migration WHERE name = 'v15-origin-health'",
                     "DELETE FROM \"\(schema)\".migration WHERE name = 'v14-group-in-flight'",
                     "DELETE FROM \"\(schema)\".migration WHERE name = 'v13-flow-refill'",
                     "DROP INDEX \"\(schema)\".entry_finished", "DELETE FROM \"\(schema)\".migration WHERE name = 'v12-retention'",

@@ -83,6 +83,7 @@ struct ModelProgram: Hashable, Sendable, CustomStringConvertible {
         var rate: Double?
         var burst: Int
         var concurrency: Int?
+        var openAfter: Int? = nil
     }
 
     struct Selection: Hashable, Sendable {
@@ -112,7 +113,7 @@ extension ModelProgram.Step: CustomStringConvertible {
         case .settle(let slot, let outcomes): "settle slot \(slot): [\(outcomes.map(\.description).joined(separator: ", "))]"
         case .renew(let slot, let lease): "renew slot \(slot)'s leases for \(lease) s"
         case .wakeNetwork: "network back: wake its waiters"
-        case .limits(let limits): "limits [" + limits.map { "\($0.origin)=\($0.rate.map { "\($0)/s,burst=" } ?? "")\($0.rate == nil ? "" : "\($0.burst)")\($0.concurrency.map { ",concurrency=\($0)" } ?? "")" }.joined(separator: "; ") + "]"
+        case .limits(let limits): "limits [" + limits.map { "\($0.origin)=\($0.rate.map { "\($0)/s,burst=" } ?? "")\($0.rate == nil ? "" : "\($0.burst)")\($0.concurrency.map { ",concurrency=\($0)" } ?? "")\($0.openAfter.map { ",open-after=\($0)" } ?? "")" }.joined(separator: "; ") + "]"
         case .retry(let keys): "retry " + (keys.map { $0.joined(separator: " ") } ?? "every dead entry")
         case .purge(let keys): "purge " + keys.joined(separator: " ")
         case .purgeStates(let states): "purge states " + states.map(\.rawValue).joined(separator: ",")
@@ -203,11 +204,21 @@ extension ModelProgram {
         let flowHeavy = Int.random(in: 0..<4, using: &rng) == 0
         func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &rng)] }
         func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
+        // One program in four of the others is about origin health: plain entries to two
+        // origins whose servers are down for most of the program's first part (so circuits open,
+        // probes go and fail) and mostly up after it (so probes are delivered and circuits close),
+        // with time in steps the probes fall due in.
+        let healthHeavy = !flowHeavy && chance(0.25)
+        var down = true
         func someKeys(_ most: Int) -> [String] {
             guard !made.isEmpty else { return [] }
             return (0..<Int.random(in: 1...most, using: &rng)).map { _ in pick(made) }
         }
         func outcome() -> Outcome {
+            if healthHeavy {
+                guard chance(down ? 0.85 : 0.2) else { return .ok(pick([200, 201])) }
+                return pick([.serverError(500), .serverError(502), .failed(retryable: true), .busy(503, retryAfter: nil), .reject(404)])
+            }
             if flowHeavy { return chance(0.8) ? .ok(200) : pick([.serverError(500), .busy(429, retryAfter: nil), .busy(503, retryAfter: 1), .networkGone]) }
             return switch Int.random(in: 0..<100, using: &rng) {
             case 0..<34: .ok(pick([200, 201, 204]))
@@ -227,8 +238,9 @@ extension ModelProgram {
             if !made.isEmpty && chance(0.05) { spec.key = pick(made) }
             // A flow program's entries are plain, to two limited origins: their buckets decide
             // what is claimed.
-            if flowHeavy {
-                spec.origin = pick([0, 2])
+            if flowHeavy || healthHeavy {
+                spec.origin = flowHeavy ? pick([0, 2]) : pick([0, 1])
+                if healthHeavy && chance(0.2) { spec.group = pick(groups) }
                 if spec.key == "e\(keys)" { made.append(spec.key) }
                 return spec
             }
@@ -250,6 +262,7 @@ extension ModelProgram {
         for index in 0..<length {
             let slot = Int.random(in: 0..<max(1, drainers), using: &rng)
             var roll = Int.random(in: 0..<1000, using: &rng)
+            down = index < length * 3 / 5
             if flowHeavy {
                 if index == 0 {
                     steps.append(.limits([
@@ -260,6 +273,13 @@ extension ModelProgram {
                 }
                 // Enqueues, drains and advances only, the advances small.
                 roll = [roll % 230, 230 + roll % 290, 790 + roll % 160][Int.random(in: 0..<3, using: &rng)]
+            }
+            // The unwell origin's circuit opens after fewer failures than the queue's 5 (so the
+            // programs reach the open circuit and its probes often), and half the time its rate
+            // is limited too: a probe due while its bucket is empty waits for a token.
+            if healthHeavy && index == 0 {
+                steps.append(.limits([Limit(origin: origins[0], rate: chance(0.5) ? pick([0.25, 0.5, 1]) : nil, burst: 1, concurrency: nil, openAfter: pick([1, 1, 2, 3]))]))
+                continue
             }
             let step: Step
             switch roll {
@@ -279,7 +299,7 @@ extension ModelProgram {
                 step = .limits((0..<Int.random(in: 0...2, using: &rng)).map { _ in
                     Limit(
                         origin: pick(origins + ["https://*.b.test"]), rate: chance(0.8) ? pick([0.5, 1, 2, 5, 10]) : nil, burst: pick([1, 2, 3]),
-                        concurrency: chance(0.4) ? pick([1, 2]) : nil
+                        concurrency: chance(0.4) ? pick([1, 2]) : nil, openAfter: chance(0.25) ? pick([0, 1, 3]) : nil
                     )
                 })
             case 620..<650: step = .retry(chance(0.3) ? nil : someKeys(2))
@@ -303,7 +323,12 @@ extension ModelProgram {
             // may round the same instant to either side (all compare exactly there); a flow
             // program's small steps stay round, for its tokens fall due exactly at a claim, the
             // case each store counts with the same tolerance (OriginFlow.timeTolerance).
-            case 790..<950: step = .advance(flowHeavy ? pick([0.1, 0.2, 0.5, 1]) : pick([0.001, 0.1, 0.2, 0.5, 1, 3, 10, 40, 400]) + 0.000_013_7)
+            case 790..<950:
+                step = .advance(
+                    flowHeavy ? pick([0.1, 0.2, 0.5, 1])
+                        : healthHeavy ? pick([0.3, 0.5, 1, 2, 5, 9]) + 0.000_013_7
+                        : pick([0.001, 0.1, 0.2, 0.5, 1, 3, 10, 40, 400]) + 0.000_013_7
+                )
             case 950..<965: step = .stepWall(pick([-3600, -30, 30, 7200]))
             case 965..<975 where reboots: step = .reboot(gap: pick([5, 600]))
             case 975..<1000: step = .kill(slot: slot)

@@ -45,6 +45,8 @@ final class ModelRunner {
         var started = false
         /// What this drainer believes it holds: what it claimed and has not settled yet.
         var believed: [Int] = []
+        /// Of those, what it claimed as an origin's probe.
+        var probes: Set<Int> = []
         var store: any QueueStorage { queue.store }
     }
 
@@ -61,7 +63,7 @@ final class ModelRunner {
         backoff: Backoff(base: .seconds(1), multiplier: 2, cap: .seconds(60)), maxAttempts: 4, maxAge: .seconds(3600),
         maxRetryAfter: .seconds(600), networkRecheck: .seconds(30), leaseDuration: .seconds(30)
     )
-    static let flow = FlowSettings(maxPause: 600, growAfter: 2, ceiling: 4)
+    static let flow = FlowSettings(maxPause: 600, growAfter: 2, ceiling: 4, openAfter: 3, probeInterval: 1, maxProbeInterval: 8)
 
     init(kind: StoreKind) async throws {
         self.kind = kind
@@ -233,7 +235,7 @@ final class ModelRunner {
             let expected = model.wakeNetworkWaiters(now: clock)
             try expect(woken == expected, step: index, "network waiters woken: store \(woken), model \(expected)")
         case .limits(let specs):
-            let limits = specs.compactMap { try? OriginLimit($0.origin, requestsPerSecond: $0.rate, burst: $0.burst, concurrency: $0.concurrency) }
+            let limits = specs.compactMap { try? OriginLimit($0.origin, requestsPerSecond: $0.rate, burst: $0.burst, concurrency: $0.concurrency, openAfter: $0.openAfter) }
             try await anyStore().storeOriginLimits(limits, now: now)
             model.storeOriginLimits(limits, now: clock)
         case .retry(let keys):
@@ -407,7 +409,7 @@ final class ModelRunner {
 
     /// What the engine's drain makes of `outcome` for `entry`: the lifecycle's transition, and
     /// a conflict resolver's decision.
-    private func settlement(_ id: Int, _ outcome: ModelProgram.Outcome, jitter: Double) -> (QueueModel.Settlement, Settlement) {
+    private func settlement(_ id: Int, _ outcome: ModelProgram.Outcome, jitter: Double, probe: Bool) -> (QueueModel.Settlement, Settlement) {
         guard let entry = model.entries[id] else {
             let transition = Transition.deliver(status: 200)
             return (QueueModel.Settlement(id: id, transition: transition, keeps: false, url: ""), Settlement(id: storeID(id), transition: transition))
@@ -416,6 +418,7 @@ final class ModelRunner {
         let age = Duration.clamped(seconds: max(0, t - entry.budget)) ?? .zero
         var replacement: QueueModel.NewEntry?
         let transition: Transition
+        var unwell: String?
         if let expired = EntryLifecycle.admit(age: age, policy: policy) {
             transition = expired
         } else {
@@ -443,9 +446,18 @@ final class ModelRunner {
                     )
                 }
             }
+            // A reset says the server is unwell (the engine reads it off the transport's failure).
+            if case .failed(true) = outcome { unwell = "connection reset" }
+            // As the engine settles a probe that found the server still unwell.
+            if probe, let failed = EntryLifecycle.probeFailed(attempt, unwell: unwell) { decided = failed }
             transition = decided
         }
         var stored = Settlement(id: storeID(id), transition: transition, url: entry.url)
+        stored.unwell = unwell
+        stored.probe = probe
+        // As the engine draws it: only for an answer that fails the origin.
+        if case .unwell? = stored.flowSignal { stored.jitter = jitter }
+        if case .overload(503)? = stored.flowSignal { stored.jitter = jitter }
         let keeps = entry.keep && { if case .deliver = transition { true } else { false } }()
         if keeps { stored.kept = StoredResponse(bytes: KeptResponse(status: 200).encoded, keyID: nil) }
         if let replacement {
@@ -457,7 +469,11 @@ final class ModelRunner {
             new.delivery = replacement.delivery
             stored.replacement = Settlement.Replacement(entry: new, reason: "replaced by the conflict resolver")
         }
-        return (QueueModel.Settlement(id: id, transition: transition, keeps: keeps, replacement: replacement, url: entry.url), stored)
+        return (
+            QueueModel.Settlement(id: id, transition: transition, keeps: keeps, replacement: replacement, url: entry.url, unwell: stored.unwell, probe: probe,
+                jitter: stored.jitter),
+            stored
+        )
     }
 
     private func settlements(_ session: inout Session, _ outcomes: [ModelProgram.Outcome], step: Int) -> ([QueueModel.Settlement], [Settlement]) {
@@ -466,12 +482,14 @@ final class ModelRunner {
         var stored: [Settlement] = []
         for (index, (id, outcome)) in zip(held, outcomes).enumerated() {
             let jitter = Double((step &* 7919 &+ index &* 104_729) % 1000) / 1000
-            let (a, b) = settlement(id, outcome, jitter: jitter)
+            let (a, b) = settlement(id, outcome, jitter: jitter, probe: session.probes.contains(id))
             modelled.append(a)
             stored.append(b)
         }
         let settled = Set(modelled.map(\.id))
         session.believed.removeAll { settled.contains($0) }
+        let probing = session.probes.intersection(settled)
+        session.probes.subtract(settled)
         for settlement in modelled {
             let name = switch settlement.transition {
             case .deliver: "delivered"
@@ -485,6 +503,7 @@ final class ModelRunner {
             case .drop: "dropped after a conflict"
             }
             reached["settlement: " + name, default: 0] += 1
+            if probing.contains(settlement.id) { reached["probe settled: " + name, default: 0] += 1 }
         }
         return (modelled, stored)
     }
@@ -510,14 +529,24 @@ final class ModelRunner {
         reached["settlements lost", default: 0] += result.lost.count
         reached["taken back from a drainer that is gone", default: 0] += result.reclaimed
         session.believed += claimed.filter { !session.believed.contains($0) }
+        session.probes.formUnion(result.probes.map(modelID))
         sessions[drain.slot] = session
         try expect(Set(result.lost.map(modelID)) == expected.lost, step: step, "lost: store \(result.lost.map(modelID).sorted()), model \(expected.lost.sorted())")
         try expect(claimed == expected.claimed, step: step, "claimed: store \(claimed), model \(expected.claimed)")
         try expect(result.reclaimed == expected.reclaimed, step: step, "reclaimed: store \(result.reclaimed), model \(expected.reclaimed)")
         try expect(Self.close(result.heldFor?.seconds, expected.heldFor), step: step,
                    "held for: store \(result.heldFor.map { "\($0.seconds)" } ?? "nil"), model \(expected.heldFor.map { "\($0)" } ?? "nil")")
+        try expect(Self.close(result.probeIn?.seconds, expected.probeIn), step: step,
+                   "next probe in: store \(result.probeIn.map { "\($0.seconds)" } ?? "nil"), model \(expected.probeIn.map { "\($0)" } ?? "nil")")
         try expect(Set(result.pausedOrigins) == expected.pausedOrigins, step: step,
                    "paused origins: store \(result.pausedOrigins.sorted()), model \(expected.pausedOrigins.sorted())")
+        try expect(Set(result.probes.map(modelID)) == expected.probes, step: step,
+                   "probes: store \(result.probes.map(modelID).sorted()), model \(expected.probes.sorted())")
+        try expect(Set(result.opened) == expected.opened && Set(result.closed) == expected.closed, step: step,
+                   "circuits opened and closed: store \(result.opened) \(result.closed), model \(expected.opened.sorted()) \(expected.closed.sorted())")
+        reached["circuits opened", default: 0] += result.opened.count
+        reached["circuits closed by a probe", default: 0] += result.closed.count
+        reached["probes", default: 0] += result.probes.count
         for entry in result.claimed {
             let id = modelID(entry.id)
             guard let modelled = model.entries[id] else { continue }
@@ -658,15 +687,16 @@ final class ModelRunner {
         let flows = try await store.originFlows(now: now).map { flow in
             QueueModel.FlowView(
                 origin: flow.origin, pausedFor: flow.pausedUntil.map { $0.timeIntervalSince1970 - wall }, pauseStatus: flow.pauseStatus,
-                concurrency: flow.concurrency, limit: flow.limit, inflight: flow.inflight
+                concurrency: flow.concurrency, limit: flow.limit, inflight: flow.inflight,
+                probeIn: flow.circuit.map { $0.nextProbeAt.timeIntervalSince1970 - wall }, failures: flow.circuit?.failures,
+                lastError: flow.circuit?.lastError
             )
         }
         let modelFlows = model.originFlows(now: clock)
         let flowsMatch = flows.count == modelFlows.count && zip(flows, modelFlows).allSatisfy { a, b in
             var a = a, b = b
-            let close = Self.close(a.pausedFor, b.pausedFor)
-            a.pausedFor = nil
-            b.pausedFor = nil
+            let close = Self.close(a.pausedFor, b.pausedFor) && Self.close(a.probeIn, b.probeIn)
+            (a.pausedFor, b.pausedFor, a.probeIn, b.probeIn) = (nil, nil, nil, nil)
             return a == b && close
         }
         try expect(flowsMatch, step: step, "origin flows: store \(flows), model \(modelFlows)")

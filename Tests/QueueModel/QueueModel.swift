@@ -316,6 +316,12 @@ struct QueueModel {
         /// The conflict resolver's new request, for a `.retry` that replaces the entry.
         var replacement: NewEntry?
         var url: String
+        /// A failure below HTTP that says the server is unwell, and whether the entry went as
+        /// its origin's probe.
+        var unwell: String?
+        var probe = false
+        /// Where the next probe falls in its range (``OfflineQueueCore/Settlement/jitter``).
+        var jitter = 0.5
     }
 
     struct ClaimResult: Hashable {
@@ -323,7 +329,11 @@ struct QueueModel {
         var claimed: [Int] = []
         var reclaimed = 0
         var heldFor: Double?
+        var probeIn: Double?
         var pausedOrigins: Set<String> = []
+        var probes: Set<Int> = []
+        var opened: Set<String> = []
+        var closed: Set<String> = []
     }
 
     /// One drain commit: flow, settlements, carry-over, orphans, lapsed leases, then the claim.
@@ -332,7 +342,7 @@ struct QueueModel {
         maxDelay: Double, reclaim: Bool, flow: FlowSettings
     ) -> ClaimResult {
         var result = ClaimResult()
-        if !settlements.isEmpty { recordFlow(settlements, session: session, now: now, settings: flow) }
+        if !settlements.isEmpty { (result.opened, result.closed) = recordFlow(settlements, session: session, now: now, settings: flow) }
         result.lost = settle(settlements, session: session, now: now)
         if carryOver { self.carryOver(now: now, maxDelay: maxDelay) }
         if reclaim { result.reclaimed = reclaimOrphans(session: session) }
@@ -454,6 +464,8 @@ struct QueueModel {
             guard flavour == .sqlite, flowBoot[origin] != now.boot else { return row }
             var carried = row
             carried.pausedUntil = row.pausedUntilWall.map { now.t + max(0, $0 - now.wall) }
+            // An open circuit's next probe, as a pause: what was left of it by the wall clock.
+            carried.openUntil = row.openUntilWall.map { now.t + max(0, $0 - now.wall) }
             carried.refilledAt = now.t
             return carried
         }
@@ -464,22 +476,43 @@ struct QueueModel {
         flowBoot[row.origin] = now.boot
     }
 
-    private mutating func recordFlow(_ settlements: [Settlement], session: Int, now: Clock, settings: FlowSettings) {
+    /// Returns the origins whose circuits the settlements opened and closed; a closed one's
+    /// pending entries are due at once.
+    @discardableResult
+    private mutating func recordFlow(_ settlements: [Settlement], session: Int, now: Clock, settings: FlowSettings) -> (Set<String>, Set<String>) {
         var rows = Dictionary(flowRows(now: now).map { ($0.origin, $0) }, uniquingKeysWith: { first, _ in first })
         var inflight: [Substring: Int]?
         var changed: Set<String> = []
+        var opened: Set<String> = []
+        var closed: Set<String> = []
         for settlement in settlements where holds(session, settlement.id) {
-            guard let signal = OfflineQueueCore.Settlement(id: EntryID(settlement.id), transition: settlement.transition).flowSignal,
-                  let origin = FlowOrigin.key(ofURL: settlement.url) else { continue }
+            var signalling = OfflineQueueCore.Settlement(id: EntryID(settlement.id), transition: settlement.transition)
+            signalling.unwell = settlement.unwell
+            signalling.probe = settlement.probe
+            guard let signal = signalling.flowSignal, let origin = FlowOrigin.key(ofURL: settlement.url) else { continue }
             let key = String(origin)
             if case .success = signal, rows[key] == nil { continue }
             if case .overload = signal, inflight == nil { inflight = inflightByOrigin() }
             var row = rows[key] ?? OriginFlow(origin: key, patterns: OriginLimitTable(rows: Array(rows.values)), now: now.t)
-            row.record(signal, now: now.t, wall: now.wall, inflight: inflight?[origin] ?? 1, settings: settings)
+            switch row.record(signal, now: now.t, wall: now.wall, inflight: inflight?[origin] ?? 1, settings: settings, jitter: settlement.jitter) {
+            case .opened?: opened.insert(key)
+            case .closed?: closed.insert(key)
+            case nil: break
+            }
             rows[key] = row
             changed.insert(key)
         }
         for key in changed { if let row = rows[key] { write(row, now: now) } }
+        for origin in closed { makeDue(origin: origin, now: now) }
+        return (opened, closed)
+    }
+
+    /// Every pending entry of `origin` due now: its circuit closed.
+    private mutating func makeDue(origin: String, now: Clock) {
+        for (id, entry) in entries where entry.state == .pending && entry.due > now.t && FlowOrigin.key(ofURL: entry.url) == origin[...] {
+            entries[id]?.due = now.t
+            entries[id]?.dueWall = now.wall
+        }
     }
 
     /// The lapsed leases of other drainers (one that lives but hangs) go back to pending.
@@ -513,7 +546,18 @@ struct QueueModel {
             chosen = Array(candidates.prefix(limit))
         } else {
             var book = OriginFlowBook(flowRows(now: now), inflight: inflightByOrigin(), now: now.t)
+            // Each open circuit's probe first (the first of its origin's entries in claim
+            // order), then the others; an open circuit's entries are never walked.
+            let open = Set(book.openOrigins)
+            for origin in book.probingOrigins where chosen.count < limit {
+                guard let candidate = candidates.first(where: { FlowOrigin.key(ofURL: $0.url) == origin[...] }) else { continue }
+                if book.admission(url: candidate.url) == .probe {
+                    chosen.append(candidate)
+                    result.probes.insert(candidate.id)
+                }
+            }
             for candidate in candidates where chosen.count < limit {
+                if let origin = FlowOrigin.key(ofURL: candidate.url), open.contains(String(origin)) { continue }
                 if book.admit(url: candidate.url) { chosen.append(candidate) }
             }
             let (changed, idle) = book.written()
@@ -523,6 +567,7 @@ struct QueueModel {
                 flowBoot[origin] = nil
             }
             result.heldFor = book.heldFor?.seconds
+            result.probeIn = book.probeIn?.seconds
             result.pausedOrigins = Set(book.pausedOrigins)
         }
         for candidate in chosen {
@@ -687,19 +732,18 @@ struct QueueModel {
     mutating func resume(group: String?) -> Bool { pauses.remove(group) != nil }
 
     mutating func resume(origin: String, now: Clock) -> Bool {
-        guard var row = flowRows(now: now).first(where: { $0.origin == origin }), row.isPaused(at: now.t) || row.window != nil else {
+        guard var row = flowRows(now: now).first(where: { $0.origin == origin }), row.isPaused(at: now.t) || row.window != nil || row.isOpen else {
             return false
         }
-        row.pausedUntil = nil
-        row.pauseStatus = nil
-        row.window = nil
-        row.successes = 0
+        let wasOpen = row.isOpen
+        row.resume()
         if row.isIdle(at: now.t) {
             flows[origin] = nil
             flowBoot[origin] = nil
         } else {
             write(row, now: now)
         }
+        if wasOpen { makeDue(origin: origin, now: now) }
         return true
     }
 
@@ -798,6 +842,10 @@ struct QueueModel {
         var concurrency: Int?
         var limit: OriginLimit?
         var inflight: Int
+        /// The open circuit: seconds to its next probe, its failures, the last of them.
+        var probeIn: Double?
+        var failures: Int?
+        var lastError: String?
     }
 
     func originFlows(now: Clock) -> [FlowView] {
@@ -806,7 +854,8 @@ struct QueueModel {
             let paused = row.isPaused(at: now.t)
             return FlowView(
                 origin: row.origin, pausedFor: paused ? row.pausedUntil.map { $0 - now.t } : nil, pauseStatus: paused ? row.pauseStatus : nil,
-                concurrency: row.window, limit: row.limit, inflight: inflight[row.origin[...], default: 0]
+                concurrency: row.window, limit: row.limit, inflight: inflight[row.origin[...], default: 0],
+                probeIn: row.openUntil.map { $0 - now.t }, failures: row.isOpen ? row.failures : nil, lastError: row.isOpen ? row.lastFailure : nil
             )
         }
     }

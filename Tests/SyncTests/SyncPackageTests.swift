@@ -105,7 +105,10 @@ struct SyncPackageTests {
         let database = state.appendingPathComponent("queue.db").path
         for n in 1...3 { try await Self.run(tool, ["enqueue", "POST", "http://127.0.0.1:9/n/\(n)"], environment: ["SYNC_DB": database]) }
         try await DatabaseQueue(path: database).write { db in
-            try db.execute(sql: "DROP INDEX entry_finished; DELETE FROM grdb_migrations WHERE identifier = 'v17-retention'; DROP TABLE activity_minute; DELETE FROM grdb_migrations WHERE identifier = 'v16-activity'; PRAGMA user_version = 15")
+            for column in ["open_after", "failures", "last_failure", "open_until", "open_until_wall", "probe_wait", "opened_at"] {
+                try db.execute(sql: "ALTER TABLE origin_flow DROP COLUMN \(column)")
+            }
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v18-origin-health'; DROP INDEX entry_finished; DELETE FROM grdb_migrations WHERE identifier = 'v17-retention'; DROP TABLE activity_minute; DELETE FROM grdb_migrations WHERE identifier = 'v16-activity'; PRAGMA user_version = 15")
         }
         try await Self.dpkg(target, "--install", debs[1])
         let upgraded = try await Self.run("/usr/bin/dpkg-query", ["--admindir=\(target.path)/var/lib/dpkg", "-W", "-f", "${Version}", "courier-sync"])
@@ -116,7 +119,7 @@ struct SyncPackageTests {
         let stats = try await Self.run(tool, ["--json", "stats"], environment: ["SYNC_DB": database])
         let counts = try #require(try JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any])
         #expect(counts["pending"] as? Int == 3, "\(stats)")
-        #expect(try await DatabaseQueue(path: database).read { try Int.fetchOne($0, sql: "PRAGMA user_version") } == 17)
+        #expect(try await DatabaseQueue(path: database).read { try Int.fetchOne($0, sql: "PRAGMA user_version") } == 18)
 
         // remove keeps the queue and the settings; purge deletes both.
         try await Self.dpkg(target, "--remove", "courier-sync")

@@ -27,12 +27,12 @@ package final class LoopbackListener: Sendable {
 
     /// Binds `host` (a loopback address) at a free port. Nothing is accepted before
     /// ``serve(_:)``.
-    package static func bind(host: String) async throws -> LoopbackListener {
+    package static func bind(host: String, port: Int = 0) async throws -> LoopbackListener {
         let unhanded = Unhanded()
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .bind(host: host, port: 0) { channel in
+            .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
                     let connection = try Connection(wrappingChannelSynchronously: channel)

@@ -85,15 +85,13 @@ final class MemoryQueueSession: QueueStorage {
         defer { if settlements.contains(where: \.ends) { store.settled.notify() } }
         return store.state.withLock { state in
             var result = ClaimResult()
-            state.recordFlow(settlements, owner: owner, now: now, settings: chores.flow)
+            (result.opened, result.closed) = state.recordFlow(settlements, owner: owner, now: now, settings: chores.flow)
             result.lost = state.settle(settlements, owner: owner, now: now)
             if chores.reclaimOrphans { result.reclaimed = state.reclaimOrphans(owner: owner) }
             if claimLimit > 0 {
                 if chores.reclaimOrphans { state.returnLapsedLeases(owner: owner, now: now) }
-                result.claimed = state.claim(
-                    limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, heldFor: &result.heldFor,
-                    pausedOrigins: &result.pausedOrigins
-                )
+                let claimed = state.claim(limit: claimLimit, owner: owner, now: now, lease: lease, attemptedSince: attemptedSince, result: &result)
+                result.claimed = claimed
             }
             return result
         }

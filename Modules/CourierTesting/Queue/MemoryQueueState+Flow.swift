@@ -16,16 +16,35 @@ extension MemoryQueueState {
     /// What the settlements' answers say of their origins, before they are recorded (so an
     /// overload counts the entry that met it among those in flight). Only those of claims
     /// `owner` holds count.
-    mutating func recordFlow(_ settlements: [Settlement], owner: String, now: QueueTime, settings: FlowSettings) {
+    /// Returns the origins whose circuit the settlements opened and closed; the entries of one
+    /// closed are due at once.
+    @discardableResult
+    mutating func recordFlow(_ settlements: [Settlement], owner: String, now: QueueTime, settings: FlowSettings) -> (opened: [String], closed: [String]) {
         var inflight: [Substring: Int]?
+        var opened: [String] = []
+        var closed: [String] = []
         for settlement in settlements where rows[settlement.id]?.entry.leaseOwner == owner {
             guard let signal = settlement.flowSignal, let url = settlement.url, let origin = FlowOrigin.key(ofURL: url) else { continue }
             if case .success = signal, flows[String(origin)] == nil { continue }
             if case .overload = signal, inflight == nil { inflight = inflightByOrigin() }
             var row = flows[String(origin)]
                 ?? OriginFlow(origin: String(origin), patterns: OriginLimitTable(rows: Array(flows.values)), now: now.uptime)
-            row.record(signal, now: now.uptime, wall: now.wall.timeIntervalSince1970, inflight: inflight?[origin] ?? 1, settings: settings)
+            switch row.record(signal, now: now.uptime, wall: now.wall.timeIntervalSince1970, inflight: inflight?[origin] ?? 1, settings: settings, jitter: settlement.jitter) {
+            case .opened?: opened.append(row.origin)
+            case .closed?: closed.append(row.origin)
+            case nil: break
+            }
             flows[row.origin] = row
+        }
+        for origin in closed { makeDue(origin: origin, now: now) }
+        return (opened, closed)
+    }
+
+    /// Every pending entry of `origin` due now: its circuit closed.
+    mutating func makeDue(origin: String, now: QueueTime) {
+        for (id, row) in rows where row.entry.state == .pending && row.due > now.uptime && FlowOrigin.key(ofURL: row.entry.url) == origin[...] {
+            rows[id]?.due = now.uptime
+            rows[id]?.entry.nextAttemptAt = now.wall
         }
     }
 
@@ -38,16 +57,28 @@ extension MemoryQueueState {
     /// The first `limit` of `candidates` (in claim order) that their origins' flows admit, the
     /// flows written back as the claim leaves them.
     mutating func admitted(
-        _ candidates: [Row], limit: Int, now: QueueTime, heldFor: inout Duration?, pausedOrigins: inout [String]
+        _ candidates: [Row], limit: Int, now: QueueTime, result: inout ClaimResult
     ) -> [Row] {
         guard var book = flowBook(now: now) else { return Array(candidates.prefix(limit)) }
         var chosen: [Row] = []
+        let open = Set(book.openOrigins)
+        // Each open circuit's probe first: the first of its origin's entries in claim order.
+        for origin in book.probingOrigins where chosen.count < limit {
+            guard let candidate = candidates.first(where: { FlowOrigin.key(ofURL: $0.entry.url) == origin[...] }) else { continue }
+            if book.admission(url: candidate.entry.url) == .probe {
+                chosen.append(candidate)
+                result.probes.insert(candidate.entry.id)
+            }
+        }
+        // Then the others, an open circuit's entries never walked.
         for candidate in candidates where chosen.count < limit {
+            if !open.isEmpty, let origin = FlowOrigin.key(ofURL: candidate.entry.url), open.contains(String(origin)) { continue }
             if book.admit(url: candidate.entry.url) { chosen.append(candidate) }
         }
         write(book)
-        heldFor = book.heldFor
-        pausedOrigins = book.pausedOrigins
+        result.heldFor = book.heldFor
+        result.probeIn = book.probeIn
+        result.pausedOrigins = book.pausedOrigins
         return chosen
     }
 
@@ -73,22 +104,16 @@ extension MemoryQueueState {
     func originFlows(now: QueueTime) -> [OriginFlowStatus] {
         let inflight = inflightByOrigin()
         return flows.values.filter { !$0.isIdle(at: now.uptime) }.sorted { $0.origin < $1.origin }.map { row in
-            OriginFlowStatus(
-                origin: row.origin,
-                pausedUntil: row.isPaused(at: now.uptime) ? row.pausedUntil.map { now.wallTime(atUptime: $0) } : nil,
-                pauseStatus: row.isPaused(at: now.uptime) ? row.pauseStatus : nil,
-                concurrency: row.window, limit: row.limit, inflight: inflight[row.origin[...], default: 0]
-            )
+            row.status(at: now.uptime, inflight: inflight[row.origin[...], default: 0]) { now.wallTime(atUptime: $0) }
         }
     }
 
     mutating func resume(origin: String, now: QueueTime) -> Bool {
-        guard var row = flows[origin], row.isPaused(at: now.uptime) || row.window != nil else { return false }
-        row.pausedUntil = nil
-        row.pauseStatus = nil
-        row.window = nil
-        row.successes = 0
+        guard var row = flows[origin], row.isPaused(at: now.uptime) || row.window != nil || row.isOpen else { return false }
+        let wasOpen = row.isOpen
+        row.resume()
         flows[origin] = row.isIdle(at: now.uptime) ? nil : row
+        if wasOpen { makeDue(origin: origin, now: now) }
         return true
     }
 }

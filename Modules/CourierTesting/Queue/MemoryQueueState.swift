@@ -239,8 +239,7 @@ struct MemoryQueueState {
     /// oldest, only the first open entry of each group, none a pause holds, none attempted at or
     /// after `attemptedSince`.
     mutating func claim(
-        limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, heldFor: inout Duration?,
-        pausedOrigins: inout [String]
+        limit: Int, owner: String, now: QueueTime, lease: Duration, attemptedSince: Double?, result: inout ClaimResult
     ) -> [QueueEntry] {
         guard limit > 0 else { return [] }
         let queuePaused = pauses.keys.contains(nil)
@@ -262,7 +261,7 @@ struct MemoryQueueState {
             return true
         }
         .sorted { $0.entry.priority != $1.entry.priority ? $0.entry.priority > $1.entry.priority : $0.entry.id < $1.entry.id }
-        let chosen = admitted(candidates, limit: limit, now: now, heldFor: &heldFor, pausedOrigins: &pausedOrigins)
+        let chosen = admitted(candidates, limit: limit, now: now, result: &result)
         return chosen.map { candidate in
             var row = candidate
             row.entry.state = .inflight

@@ -36,9 +36,18 @@ public protocol Transport: Sendable {
     /// when that saves work; it still returns every byte, and still streams a body longer than
     /// `maxBytes`, which the caller then refuses. By default it is ``send(_:body:timeout:)``.
     func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?, collectingUpTo maxBytes: Int) async throws -> TransportResponse
+
+    /// How many requests to `origin` (`scheme://host[:port]`) this transport puts on the wire at
+    /// once, when it knows (its HTTP/1.1 connections to one host); those beyond wait inside it
+    /// for a connection. A caller that can still change its mind about a request (the offline
+    /// queue's drain, which gives back what an origin's pause or open circuit holds) keeps such
+    /// requests itself instead. `nil` (the default): no known limit, as over HTTP/2.
+    func sendsAtOnce(toOrigin origin: String) -> Int?
 }
 
 extension Transport {
+    public func sendsAtOnce(toOrigin origin: String) -> Int? { nil }
+
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?, collectingUpTo maxBytes: Int) async throws -> TransportResponse {
         try await send(request, body: body, timeout: timeout)
     }

@@ -55,6 +55,11 @@ struct DrainMachine {
         /// The longest a drain waits for a held origin (a limit's next token) before it ends
         /// instead: longer holds (a `Retry-After` pause) are the service's to wait for.
         var longestHold: Duration = .seconds(1)
+        /// Sends under way to one origin at most, by origin (``QueueConfiguration/sendsPerOrigin``,
+        /// or the transport's `sendsAtOnce(toOrigin:)`), asked once per origin a drain meets: the
+        /// others wait in hand, where a pause or an open circuit gives them back unsent, not in
+        /// the transport's pool. `nil`: no cap, and none asked.
+        var sendsPerOrigin: (@Sendable (Substring) -> Int?)?
 
         var claimBatch: Int { max(1, batch ?? limit) }
     }
@@ -142,6 +147,22 @@ struct DrainMachine {
     private var leaseTimes: [Duration: Int] = [:]
     private var chores: ClaimChores
     private var lastReclaim: Duration = .zero
+    /// Of the entries held, those claimed as their origin's probe (``ClaimResult/probes``).
+    private(set) var probes: Set<EntryID> = []
+    /// Answers in a row from each origin that said its server is unwell, as this drain met
+    /// them since its last delivery there (none kept for an origin that answers). At the
+    /// circuit's threshold the drain does not wait for its commit to hear the circuit opened:
+    /// what it holds of the origin goes back unsent, and the failures are recorded at once.
+    private var unwellStreak: [Substring: Int] = [:]
+    /// Record what waits at once, without waiting for a batch or the flush delay.
+    private var flushNow = false
+    /// The origin of each send under way, and the sends under way by origin: for
+    /// ``Settings/sendsPerOrigin``, and for an origin whose last answer said its server is
+    /// unwell, which gets one send at a time until a delivery.
+    private var sendingTo: [EntryID: Substring] = [:]
+    private var sendsByOrigin: [Substring: Int] = [:]
+    /// ``Settings/sendsPerOrigin``'s answer for each origin met (`Int.max`: none).
+    private var originCaps: [Substring: Int] = [:]
     /// When the last claim passed over entries of origins held by a limit that frees soon:
     /// the next claim waits for this point, and the drain does not end before it.
     private var heldUntil: Duration?
@@ -202,11 +223,28 @@ struct DrainMachine {
     mutating func finished(_ settlement: Settlement, networkGone gone: Bool, at now: Duration) {
         running -= 1
         setLease(of: settlement.id, to: nil)
+        if !probes.isEmpty { probes.remove(settlement.id) }
+        if let origin = sendingTo.removeValue(forKey: settlement.id) {
+            if let sends = sendsByOrigin[origin], sends > 1 { sendsByOrigin[origin] = sends - 1 } else { sendsByOrigin[origin] = nil }
+        }
         unsettled.append(settlement)
         if oldestUnsettled == nil { oldestUnsettled = now }
-        // The origin's server said when to come back: what is in hand for it goes back unsent.
-        if case .pause? = settlement.flowSignal, let origin = settlement.url.flatMap(FlowOrigin.key(ofURL:)) {
-            giveBack(origins: [origin], at: now)
+        switch settlement.flowSignal {
+        case .pause?:
+            // The origin's server said when to come back: what is in hand for it goes back unsent.
+            if let origin = settlement.url.flatMap(FlowOrigin.key(ofURL:)) { giveBack(origins: [origin], at: now) }
+        case .unwell?, .overload(503)?:
+            guard let origin = settlement.url.flatMap(FlowOrigin.key(ofURL:)) else { break }
+            let streak = unwellStreak[origin, default: 0] + 1
+            unwellStreak[origin] = streak
+            if settings.flow.openAfter > 0 && streak >= settings.flow.openAfter {
+                giveBack(origins: [origin], at: now)
+                flushNow = true
+            }
+        case .success?:
+            if !unwellStreak.isEmpty, let origin = settlement.url.flatMap(FlowOrigin.key(ofURL:)) { unwellStreak[origin] = nil }
+        case .overload?, nil:
+            break
         }
         if gone {
             summary.offline = true
@@ -236,11 +274,17 @@ struct DrainMachine {
         chores.reclaimOrphans = false
         ready.append(contentsOf: result.claimed)
         for entry in result.claimed { setLease(of: entry.id, to: now) }
-        // Another drainer's answer paused these origins: what is in hand for them goes back.
-        if !result.pausedOrigins.isEmpty { giveBack(origins: Set(result.pausedOrigins.map { $0[...] }), at: now) }
+        probes.formUnion(result.probes)
+        // An answer paused these origins, or opened their circuit: what is in hand for them
+        // goes back unsent.
+        if !result.pausedOrigins.isEmpty || !result.opened.isEmpty {
+            giveBack(origins: Set((result.pausedOrigins + result.opened).map { $0[...] }), at: now)
+        }
         // A drain stopped or failed meanwhile stays so; a drained one stays drained.
         let exhausted = result.claimed.count < commit.claimLimit
-        summary.heldFor = exhausted ? result.heldFor : nil
+        // The service waits for the sooner of a held origin and an open circuit's next probe; the
+        // drain itself waits only for the first, when it is short.
+        summary.heldFor = exhausted ? [result.heldFor, result.probeIn].compactMap { $0 }.min() : nil
         // Entries held by a limit that frees soon: claimed when it does, the drain going on.
         if exhausted, let held = result.heldFor, held <= settings.longestHold {
             heldUntil = now + held
@@ -259,7 +303,10 @@ struct DrainMachine {
     /// Gives back, unsent, the claimed entries in hand whose origin is one of `origins`.
     private mutating func giveBack(origins: Set<Substring>, at now: Duration) {
         guard !ready.isEmpty else { return }
-        let given = ready.removeAll { entry in FlowOrigin.key(ofURL: entry.url).map(origins.contains) ?? false }
+        let given = ready.removeAll { entry in
+            // An origin's probe goes: it is the one request its open circuit lets through.
+            !probes.contains(entry.id) && (FlowOrigin.key(ofURL: entry.url).map(origins.contains) ?? false)
+        }
         for entry in given {
             unsettled.append(Settlement(id: entry.id, transition: .release))
             setLease(of: entry.id, to: nil)
@@ -336,13 +383,36 @@ struct DrainMachine {
             for entry in ready.removeAll(where: { _ in true }) {
                 unsettled.append(Settlement(id: entry.id, transition: .release))
                 setLease(of: entry.id, to: nil)
+                probes.remove(entry.id)
             }
             if oldestUnsettled == nil { oldestUnsettled = now }
         }
         if !stopping, running < settings.limit, !ready.isEmpty {
-            let batch = ready.takeFirst(settings.limit - running)
-            running += batch.count
-            return .start(batch)
+            // Every send is counted by its origin, capped or not: after an unwell answer the
+            // origin gets one at a time, counting those already under way. Moved out, so the walk
+            // may change them while `ready` changes (and no copy is made).
+            var sends = sendsByOrigin, origins = sendingTo, caps = originCaps
+            (sendsByOrigin, sendingTo, originCaps) = ([:], [:], [:])
+            let streaks = unwellStreak, perOrigin = settings.sendsPerOrigin
+            let batch = ready.take(settings.limit - running) { entry in
+                guard let origin = FlowOrigin.key(ofURL: entry.url) else { return true }
+                var cap = caps[origin] ?? {
+                    let cap = perOrigin?(origin) ?? .max
+                    caps[origin] = cap
+                    return cap
+                }()
+                // After an answer that said the server is unwell: one at a time, until one is delivered.
+                if !streaks.isEmpty, streaks[origin, default: 0] > 0 { cap = 1 }
+                guard sends[origin, default: 0] < cap else { return false }
+                sends[origin, default: 0] += 1
+                origins[entry.id] = origin
+                return true
+            }
+            (sendsByOrigin, sendingTo, originCaps) = (sends, origins, caps)
+            if !batch.isEmpty {
+                running += batch.count
+                return .start(batch)
+            }
         }
         let recordable = recording != .nothing
         if isIdle && committing == nil && (unsettled.isEmpty || !recordable) && (stopping || isDrained) { return .finish }
@@ -358,7 +428,7 @@ struct DrainMachine {
         // commit, unless a batch is full or the drain stops.
         let waitingForToken = heldUntil.map { now < $0 } ?? false
         let flushDue = committing == nil && recordable && !unsettled.isEmpty && (
-            unsettled.count >= settings.claimBatch || stopping || (!waitingForToken && (isIdle
+            unsettled.count >= settings.claimBatch || stopping || flushNow || (!waitingForToken && (isIdle
                 || oldestUnsettled.map { now - $0 >= settings.flushDelay } ?? false))
         )
         if claimLimit > 0 || flushDue {
@@ -373,6 +443,7 @@ struct DrainMachine {
             committing = commit
             unsettled.removeAll(keepingCapacity: true)
             oldestUnsettled = nil
+            flushNow = false
             return .commit(commit)
         }
 

@@ -94,19 +94,23 @@ extension OfflineQueue {
     /// The pauses in force and how many pending entries they hold back.
     public func pauses() async throws(QueueError) -> PauseStatus { try await operations.pauses() }
 
-    /// The origins whose flow is held (``FlowControl``): paused by a `Retry-After` until when
-    /// and by which status, their concurrency shrunk by overloads, their stored limit, and their
-    /// entries in flight. Empty for a queue that holds none.
+    /// The origins whose flow is held (``FlowControl``): their circuit when open and their
+    /// failures in a row (``OriginHealth``), paused by a `Retry-After` until when and by which
+    /// status, their concurrency shrunk by overloads, their stored limit, and their entries in
+    /// flight. Empty for a queue that holds none.
     public func originFlows() async throws(QueueError) -> [OriginFlowStatus] { try await operations.originFlows() }
 
-    /// Lifts `origin`'s `Retry-After` pause and its shrunk concurrency (a stored limit stays),
-    /// and wakes the drainers, as ``resume(group:)`` does.
+    /// Lifts `origin`'s `Retry-After` pause and its shrunk concurrency, and closes its circuit
+    /// (its pending entries are then due at once; a stored limit stays), and wakes the drainers,
+    /// as ``resume(group:)`` does.
     ///
-    /// - Returns: whether either was in force.
+    /// - Returns: whether any was in force.
     @discardableResult
     public func resume(origin: String) async throws(QueueError) -> Bool {
         var text = origin
         while text.hasSuffix("/") { text.removeLast() }
-        return try await operations.resume(origin: text)
+        let lifted = try await operations.resume(origin: text)
+        if lifted { circuits.closed([text]) }
+        return lifted
     }
 }

@@ -72,6 +72,9 @@ public final class OfflineQueue: Sendable {
     let activity = QueueActivity()
     /// What this process counted for the activity per minute and has not yet stored.
     let activityBook: ActivityBook
+    /// The origins' circuits as this process knows them (``OriginHealth``): for
+    /// ``circuitGate(scope:)`` and ``send(_:options:)``.
+    let circuits: OriginCircuits
     /// Names this drainer in leases (`host:pid:token:boot` on SQLite, `host:pid:pgN` on
     /// PostgreSQL).
     var owner: String { drainer.store.owner }
@@ -83,6 +86,9 @@ public final class OfflineQueue: Sendable {
         self.monitor = monitor
         var clientConfiguration = client.configuration
         clientConfiguration.retryPolicy = .none
+        // The queue's own sends include its probes: a circuit gate the app gave its client
+        // (``OriginCircuitGate``) is for the app's calls, not for them.
+        clientConfiguration.plugins.removeAll { $0 is OriginCircuitGate }
         let replays = APIClient(configuration: clientConfiguration, transport: client.transport)
         self.client = replays
         self.callerClient = client
@@ -98,9 +104,12 @@ public final class OfflineQueue: Sendable {
             store: storage, clock: configuration.clock, wake: enqueued, activity: activity, metrics: metrics, activityBook: activityBook
         )
         self.upkeep = QueueUpkeep(store: storage, clock: configuration.clock, deliveredRetention: configuration.deliveredRetention)
+        let operations = self.operations
+        let circuits = OriginCircuits(clock: configuration.clock) { () async throws(QueueError) in try await operations.originFlows() }
+        self.circuits = circuits
         self.drainer = QueueDrainer(
             configuration: configuration, monitor: monitor, client: replays, store: storage,
-            broadcast: broadcast, metrics: metrics, activity: activity, activityBook: activityBook
+            broadcast: broadcast, metrics: metrics, activity: activity, activityBook: activityBook, circuits: circuits
         )
         storage.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
     }
@@ -136,18 +145,39 @@ public final class OfflineQueue: Sendable {
     ///   when a template may not go to the endpoint's origin, or its variable or credential is
     ///   missing (nothing is sent and nothing stored); ``SendError/queue(_:)`` when the network
     ///   was gone and storing failed.
+    ///
+    /// With ``OriginHealth/storesWhileOpen``, a request to an origin whose circuit is open (the
+    /// queue knows its server is unwell) is stored without being tried, as when the network is
+    /// gone; so is one a ``circuitGate(scope:)`` in the client refused.
     public func send(_ endpoint: some Endpoint, options: EnqueueOptions = EnqueueOptions()) async throws(SendError) -> SendOutcome {
         if let monitor, !monitor.status.isOnline {
             return .queued(try await storing(endpoint, options: options))
         }
         let live = try resolvingTemplates(endpoint)
+        if configuration.flow.health.storesWhileOpen, try await originIsOpen(live) {
+            return .queued(try await storing(endpoint, options: options))
+        }
         do {
             return .sent(try await callerClient.data(live))
         } catch where isNetworkGone(error) {
             return .queued(try await storing(endpoint, options: options))
+        } catch .underlying(let refused) where refused is CircuitOpen && configuration.flow.health.storesWhileOpen {
+            return .queued(try await storing(endpoint, options: options))
         } catch {
             throw .network(error)
         }
+    }
+
+    /// Whether the queue knows the origin of `endpoint` is unwell (its circuit is open).
+    private func originIsOpen(_ endpoint: some Endpoint) async throws(SendError) -> Bool {
+        let url: String?
+        do {
+            url = try callerClient.request(for: endpoint).url?.absoluteString
+        } catch {
+            throw .network(error)
+        }
+        guard let url, let origin = FlowOrigin.key(ofURL: url) else { return false }
+        return await circuits.open(String(origin)) != nil
     }
 
     /// ``enqueue(_:options:)`` for ``send(_:options:)``.

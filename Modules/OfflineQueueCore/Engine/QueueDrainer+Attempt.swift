@@ -9,9 +9,12 @@ extension QueueDrainer {
     /// machine its transition (``AttemptReport``).
     ///
     /// `ahead`: the entry opened before its send started (``EntrySealing/openAhead(_:)``).
-    /// `conflicts`: the queue's resolver, when it has one.
+    /// `conflicts`: the queue's resolver, when it has one. `probe`: the entry goes as its
+    /// origin's probe (``OriginHealth``): if the server is still unwell, the attempt does not
+    /// count, and the entry waits for the next probe with no backoff of its own.
     func attemptAndSettle(
-        _ entry: QueueEntry, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil, conflicts: ConflictHandling? = nil
+        _ entry: QueueEntry, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil, conflicts: ConflictHandling? = nil,
+        probe: Bool = false
     ) async -> AttemptReport {
         // The queue's policy, with the entry's own settings in place.
         let policy = entry.policy(under: configuration.policy)
@@ -24,9 +27,11 @@ extension QueueDrainer {
         // Only an entry that keeps its response carries a box for it: the others' frames stay as they were.
         let keeping = entry.keepResponse == nil ? nil : KeptResponseBox()
         let met = conflicts == nil ? nil : ConflictBox()
+        var unwell: String?
         do throws(QueueError) {
             outcome = try await attempt(
-                entry, age: age, policy: policy, sealing: sealing, ahead: ahead, sentTrace: &trace, keeping: keeping, conflicts: met
+                entry, age: age, policy: policy, sealing: sealing, ahead: ahead, sentTrace: &trace, keeping: keeping, conflicts: met,
+                unwell: &unwell
             )
         } catch {
             // A sealed entry that does not open stays as it was: given back unsent, nothing
@@ -56,13 +61,35 @@ extension QueueDrainer {
             if case .conflict(let conflict) = transition {
                 (transition, replacement) = await settle(conflict, of: entry, met: met?.met, handling: conflicts)
             }
+            // A probe that found the server still unwell costs its entry nothing: the circuit
+            // stays open, and the entry is due with the next probe.
+            if probe, let failed = EntryLifecycle.probeFailed(outcome, unwell: unwell) { transition = failed }
         }
         logAttempt(of: entry, transition: transition, trace: trace)
         let gone = if case .networkGone = outcome { true } else { false }
         var settlement = Settlement(id: entry.id, transition: transition, replacement: replacement, url: entry.url)
+        settlement.unwell = unwell
+        settlement.probe = probe
+        // Only an answer that fails the origin draws the jitter of its next probe.
+        if case .unwell? = settlement.flowSignal { settlement.jitter = Double.random(in: 0..<1) }
+        if case .overload(503)? = settlement.flowSignal { settlement.jitter = Double.random(in: 0..<1) }
         // Kept in the transaction that records the delivery, sealed as the entry is.
         if case .deliver = transition, let kept = keeping?.response { settlement.kept = sealing.keep(kept, of: entry) }
         return AttemptReport(settlement: settlement, networkGone: gone, failure: nil)
+    }
+
+    /// Whether a failure below HTTP says the server is unwell rather than the request
+    /// (``OriginHealth``), and in words: a timeout, a refused connection, a reset, a TLS
+    /// handshake that failed for a reason other than the certificate. `nil` for any other.
+    static func unwell(_ error: NetworkError) -> String? {
+        guard case .transport(let failure) = error else { return nil }
+        switch failure.kind {
+        case .timedOut: return "timed out"
+        case .cannotConnect: return "connection refused"
+        case .connectionLost: return "connection reset"
+        case .tls where !failure.message.localizedCaseInsensitiveContains("certificate"): return "TLS handshake failed"
+        default: return nil
+        }
     }
 
     /// Where an attempt of an entry that keeps its response puts it: a box only such an entry
@@ -87,10 +114,11 @@ extension QueueDrainer {
     /// went out with, for the attempt's log line (set only when that line is logged). `keeping`:
     /// where the response goes, for an entry that keeps it (``QueueEntry/keepResponse``).
     /// `conflicts`: where an answer `policy` calls a conflict goes, with the request, for the
-    /// queue's resolver.
+    /// queue's resolver. `unwell`: set, in words, when the send failed below HTTP in a way that
+    /// says the server is unwell (``unwell(_:)``).
     func attempt(
         _ entry: QueueEntry, age: Duration, policy: DeliveryPolicy, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil,
-        sentTrace: inout SentTrace?, keeping: KeptResponseBox? = nil, conflicts: ConflictBox? = nil
+        sentTrace: inout SentTrace?, keeping: KeptResponseBox? = nil, conflicts: ConflictBox? = nil, unwell: inout String?
     ) async throws(QueueError) -> AttemptOutcome {
         if Task.isCancelled { return .interrupted }
         // An entry too old at its claim is not sent; `settlements` turns it into an expiry.
@@ -144,6 +172,7 @@ extension QueueDrainer {
             return .failed(message: "cancelled, though the drain was not", retryable: true)
         } catch {
             let outcome = classify(error, secrets: replay.secrets)
+            if case .failed = outcome { unwell = Self.unwell(error) }
             if let conflicts, case .rejected(let status, let retryAfter, _) = outcome, let response = error.response,
                !StatusRules.waits(status: status, retryAfter: retryAfter), policy.statuses.meaning(of: status) == .conflict {
                 conflicts.met = Self.conflicted(request, body: requestBody, of: entry, response: response)

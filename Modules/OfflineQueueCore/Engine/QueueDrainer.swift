@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import HTTPCore
 import HTTPTypes
 import Reachability
@@ -21,13 +22,16 @@ final class QueueDrainer: Sendable {
     let activity: QueueActivity
     /// Counts the commits' deliveries and failures for the activity per minute.
     let activityBook: ActivityBook
+    /// The origins' circuits as this process knows them: what its commits open and close.
+    let circuits: OriginCircuits
     /// Stored URLs parsed for replays, once each.
     let replayTargets = ParsedURLs { text throws(QueueError) in try ReplayTarget(text) }
 
     init(
         configuration: QueueConfiguration, monitor: (any NetworkMonitor)?, client: APIClient, store: any QueueDrainStorage,
-        broadcast: EventBroadcast, metrics: QueueMetrics, activity: QueueActivity, activityBook: ActivityBook
+        broadcast: EventBroadcast, metrics: QueueMetrics, activity: QueueActivity, activityBook: ActivityBook, circuits: OriginCircuits
     ) {
+        self.circuits = circuits
         self.configuration = configuration
         self.monitor = monitor
         self.client = client
@@ -65,7 +69,8 @@ final class QueueDrainer: Sendable {
         var machine = DrainMachine(settings: DrainMachine.Settings(
             limit: limit, batch: 2 * limit, reserve: limit,
             renewal: policy.renewsLeases ? policy.leaseDuration / 2 : nil, maxDelay: policy.longestDelay,
-            flow: configuration.flow.settings(concurrency: limit)
+            flow: configuration.flow.settings(concurrency: limit),
+            sendsPerOrigin: Self.sendsPerOrigin(configuration.sendsPerOrigin, transport: client.transport)
         ), online: online)
         await withTaskGroup(of: DrainEvent.self) { group in
             group.addTask { await control.stopRequested(); return .stop }
@@ -83,7 +88,10 @@ final class QueueDrainer: Sendable {
                         if broadcast.hasSubscribers { broadcast.publish(.attemptStarted(id: entry.id, attempt: entry.attempts + 1)) }
                         // Sealed entries open here, one after another (see `openAhead`).
                         let ahead = sealing.openAhead(entry)
-                        group.addTask { DrainEvent.finished(await self.attemptAndSettle(entry, sealing: sealing, ahead: ahead, conflicts: conflicts)) }
+                        let probe = machine.probes.contains(entry.id)
+                        group.addTask {
+                            DrainEvent.finished(await self.attemptAndSettle(entry, sealing: sealing, ahead: ahead, conflicts: conflicts, probe: probe))
+                        }
                     }
                 case .commit(let commit):
                     // A child task: sends keep starting and finishing while the store works.
@@ -118,6 +126,7 @@ final class QueueDrainer: Sendable {
                         announce(settlements, lost: result.lost)
                         if !sending.isEmpty { record(settlements, lost: result.lost, sending: &sending) }
                         activityBook.count(settlements, lost: result.lost)
+                        if !result.opened.isEmpty || !result.closed.isEmpty { circuitsChanged(result, settlements: settlements) }
                         // At most every ActivityBook.flushInterval: one small write, in a child
                         // task beside the sends (a failure keeps the counts for the next).
                         if activityBook.takeTurn() {
@@ -147,6 +156,41 @@ final class QueueDrainer: Sendable {
         if activityBook.takeTurn() { try? await activityBook.flush() }
         if let failure = machine.failure { throw failure }
         return machine.summary
+    }
+
+    /// The cap of sends under way to one origin: the configuration's, else the transport's.
+    private static func sendsPerOrigin(_ configured: Int?, transport: any Transport) -> @Sendable (Substring) -> Int? {
+        if let configured { return { _ in configured } }
+        return { origin in transport.sendsAtOnce(toOrigin: String(origin)) }
+    }
+
+    /// One log line, one event and one count for each circuit a commit opened or closed
+    /// (``OriginHealth``): the commit that recorded the answer says so, once for the fleet.
+    private func circuitsChanged(_ result: ClaimResult, settlements: [Settlement]) {
+        let logger = configuration.tracing.logger
+        for origin in result.opened {
+            // The answer that opened it: the last of the commit's failures for the origin.
+            let last = settlements.last { settlement in
+                settlement.url.flatMap(FlowOrigin.key(ofURL:)) == origin[...] && settlement.flowSignal.map { signal in
+                    if case .success = signal { return false } else { return true }
+                } ?? false
+            }
+            var error = "unwell"
+            if case .unwell(let words, _)? = last?.flowSignal { error = words }
+            if case .overload(let status)? = last?.flowSignal { error = "HTTP \(status)" }
+            logger.warning("origin unwell, circuit opened: its entries wait for a probe", metadata: [
+                "origin": "\(origin)", "error": "\(error)", "probe_in": "\(configuration.flow.health.probeInterval)",
+            ])
+            metrics.circuitOpened(origin: origin)
+            circuits.opened([origin], at: configuration.clock.now().wall, error: error)
+            if broadcast.hasSubscribers { broadcast.publish(.circuitOpened(origin: origin, error: error)) }
+        }
+        for origin in result.closed {
+            logger.notice("origin answered a probe, circuit closed: its entries are due", metadata: ["origin": "\(origin)"])
+            metrics.circuitClosed(origin: origin)
+            circuits.closed([origin])
+            if broadcast.hasSubscribers { broadcast.publish(.circuitClosed(origin: origin)) }
+        }
     }
 
     /// Counts what a commit recorded, for entries of `sending`, which it forgets.

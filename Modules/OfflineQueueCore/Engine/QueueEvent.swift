@@ -32,6 +32,13 @@ public enum QueueEvent: Sendable, Hashable {
     /// The drainer's lease lapsed before it finished, and another drainer has the entry now:
     /// this attempt's result was not recorded.
     case leaseLost(id: EntryID)
+    /// The origin's server answered as an unwell one too often in a row: its circuit opened,
+    /// and its entries wait for a probe (``OriginHealth``). `error`: the last answer, in words.
+    /// Published once, by the drainer whose commit opened it.
+    case circuitOpened(origin: String, error: String)
+    /// A probe of the origin was delivered (or an operator closed the circuit): its entries are
+    /// due again.
+    case circuitClosed(origin: String)
 }
 
 /// Fans events out to every live subscriber. Publishing without subscribers costs a lock.

@@ -223,9 +223,22 @@ final class QueueMetrics: Sendable {
         }.increment()
     }
 
+    /// `<prefix>_circuit_changes_total{origin, change}`: a circuit opened or closed
+    /// (``OriginHealth``), counted by the drainer whose commit did it (so once for the fleet).
+    func circuitOpened(origin: String) { circuitChanged(origin: origin, change: "opened") }
+    func circuitClosed(origin: String) { circuitChanged(origin: origin, change: "closed") }
+
+    private func circuitChanged(origin: String, change: String) {
+        guard isRecording else { return }
+        // Rare (an outage's start and end): a handle made each time costs nothing that matters.
+        Counter(label: options.prefix + "_circuit_changes_total", dimensions: [("origin", origin), ("change", change)], factory: factory).increment()
+    }
+
     /// The origins' gauges (`courier_queue_origin_paused_seconds{origin}`: what is left of a
     /// `Retry-After` pause; `_origin_concurrency{origin}`: the concurrency 429s and 503s shrank
-    /// it to, 0 when not shrunk), from flows read at `now`. An origin no longer held reads 0.
+    /// it to, 0 when not shrunk; `_origin_circuit_open{origin}`: 1 while its circuit is open;
+    /// `_origin_failures{origin}`: the answers in a row that said its server is unwell), from
+    /// flows read at `now`. An origin no longer held reads 0.
     func update(_ flows: [OriginFlowStatus], now: Date) {
         guard isRecording else { return }
         let current = Set(flows.map(\.origin))
@@ -236,10 +249,14 @@ final class QueueMetrics: Sendable {
         for flow in flows {
             originGauge("origin_paused_seconds", flow.origin).record(flow.pausedUntil.map { max(0, $0.timeIntervalSince(now)) } ?? 0)
             originGauge("origin_concurrency", flow.origin).record(flow.concurrency ?? 0)
+            originGauge("origin_circuit_open", flow.origin).record(flow.circuit == nil ? 0 : 1)
+            originGauge("origin_failures", flow.origin).record(flow.failures)
         }
         for origin in gone {
             originGauge("origin_paused_seconds", origin).record(0)
             originGauge("origin_concurrency", origin).record(0)
+            originGauge("origin_circuit_open", origin).record(0)
+            originGauge("origin_failures", origin).record(0)
         }
     }
 

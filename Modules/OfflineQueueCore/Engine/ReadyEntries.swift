@@ -6,9 +6,10 @@
 struct ReadyEntries {
     private var slots: [QueueEntry?] = []
     private var head = 0
+    /// The entries in hand (slots from `head` on, less the holes `take(_:admitting:)` left).
+    private(set) var count = 0
 
-    var isEmpty: Bool { head == slots.count }
-    var count: Int { slots.count - head }
+    var isEmpty: Bool { count == 0 }
 
     /// Adds a claim's entries after those in hand.
     mutating func append(contentsOf entries: [QueueEntry]) {
@@ -18,18 +19,32 @@ struct ReadyEntries {
         }
         slots.reserveCapacity(slots.count + entries.count)
         for entry in entries { slots.append(entry) }
+        count += entries.count
     }
 
     /// The first `limit` entries (fewer when fewer are in hand), taken.
     mutating func takeFirst(_ limit: Int) -> [QueueEntry] {
-        let end = head + max(0, min(limit, count))
+        take(limit) { _ in true }
+    }
+
+    /// Up to `limit` entries `admit` lets go, in order (it is asked of each in turn until
+    /// `limit` are taken), taken; the others stay, in order.
+    mutating func take(_ limit: Int, admitting admit: (QueueEntry) -> Bool) -> [QueueEntry] {
         var taken: [QueueEntry] = []
-        taken.reserveCapacity(end - head)
-        for index in head..<end {
-            if let entry = slots[index] { taken.append(entry) }
-            slots[index] = nil
+        let wanted = max(0, min(limit, count))
+        guard wanted > 0 else { return taken }
+        taken.reserveCapacity(wanted)
+        var index = head
+        while index < slots.count && taken.count < wanted {
+            if let entry = slots[index], admit(entry) {
+                taken.append(entry)
+                slots[index] = nil
+            }
+            index += 1
         }
-        head = end
+        count -= taken.count
+        // The emptied front is dropped; a hole further on is skipped by every later walk.
+        while head < slots.count, slots[head] == nil { head += 1 }
         if head == slots.count {
             slots.removeAll(keepingCapacity: true)
             head = 0
@@ -46,6 +61,7 @@ struct ReadyEntries {
         }
         slots = kept
         head = 0
+        count = kept.count
         return taken
     }
 }

@@ -255,3 +255,20 @@ public enum EntryLifecycle {
         "older than the maximum age of \(maxAge.components.seconds) s"
     }
 }
+
+extension EntryLifecycle {
+    /// The transition of a probe whose `outcome` says the server is still unwell (an answer
+    /// ``OriginHealth/isUnwell(status:)`` names, or a failure below HTTP that `unwell` names):
+    /// a retry that does not count, due at once (the open circuit holds it until the next
+    /// probe); `nil` for any other outcome, which settles as ever.
+    package static func probeFailed(_ outcome: AttemptOutcome, unwell: String?) -> Transition? {
+        switch outcome {
+        case .rejected(let status, _, let excerpt) where OriginHealth.isUnwell(status: status):
+            return .retry(Transition.Retry(after: .zero, consumesAttempt: false, status: status, error: "HTTP \(status)", excerpt: excerpt))
+        case .failed(let message, _) where unwell != nil:
+            return .retry(Transition.Retry(after: .zero, consumesAttempt: false, error: message))
+        default:
+            return nil
+        }
+    }
+}

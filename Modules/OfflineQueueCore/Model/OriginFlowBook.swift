@@ -68,10 +68,16 @@ package struct OriginFlowBook {
     private var derived: Set<Substring> = []
     private var unmatched: Set<Substring> = []
     private let now: Double
-    /// The soonest a held origin frees by time alone (a pause's end, the next token).
+    /// The soonest a held origin frees by time alone (a pause's end, the next token), and the
+    /// soonest an open circuit's next probe is due.
     private(set) var soonest: Double?
+    private(set) var soonestProbe: Double?
     /// Whether an entry was passed over because of its origin.
     private(set) var held = false
+    /// Origins whose circuit is open and whose probe this claim may send (one each).
+    private var probing: Set<Substring> = []
+    /// The origins whose circuit is open, in the order of their text.
+    package private(set) var openOrigins: [String] = []
 
     /// - Parameter inflight: entries in flight by origin, in every drainer.
     package init(_ rows: [OriginFlow], inflight: [Substring: Int], now: Double) {
@@ -83,12 +89,32 @@ package struct OriginFlowBook {
         for row in rows where !row.origin.contains("*") { flows[row.origin[...]] = row }
         self.flows = flows
         for row in flows.values { allow(row) }
+        openOrigins = flows.values.filter(\.isOpen).map(\.origin).sorted()
+        // An open circuit's entries are never walked (a backlog of them would hold the claim's
+        // walk for good): its origin is held by time until its next probe, whether or not an
+        // entry of it is due.
+        for origin in openOrigins where flows[origin[...]]!.openUntil! > now { passOver(origin[...]) }
     }
+
+    /// The origins whose probe this claim may send, in the order of their text: a claim takes
+    /// the first of each one's due entries (in claim order) before it walks the others', and
+    /// walks none of an open circuit's (``openOrigins``).
+    package var probingOrigins: [String] { probing.map(String.init).sorted() }
 
     private mutating func allow(_ row: OriginFlow) {
         let origin = row.origin[...]
         var allowed = Int.max
         if row.isPaused(at: now) { allowed = 0 }
+        // An open circuit lets one probe go for the whole queue, once it is due and nothing of
+        // the origin is in flight (a probe, or what was sent before it opened).
+        if let due = row.openUntil {
+            if due <= now && inflight[origin, default: 0] == 0 {
+                allowed = min(allowed, 1)
+                probing.insert(origin)
+            } else {
+                allowed = 0
+            }
+        }
         if row.rate != nil { allowed = min(allowed, row.wholeTokens(at: now)) }
         let cap = min(row.cap ?? .max, row.window ?? .max)
         if cap != .max { allowed = min(allowed, max(0, cap - inflight[origin, default: 0])) }
@@ -101,13 +127,35 @@ package struct OriginFlowBook {
         flows.values.filter { allowance[$0.origin[...], default: .max] < 1 }.map(\.origin)
     }
 
-    /// The origins paused at the claim's time.
+    /// The origins paused, or whose circuit is open, at the claim's time: a drainer gives back
+    /// what it holds of them unsent.
     package var pausedOrigins: [String] {
-        flows.values.filter { $0.isPaused(at: now) }.map(\.origin)
+        flows.values.filter { $0.isPaused(at: now) || $0.isOpen }.map(\.origin)
+    }
+
+    /// What a claim may do with an entry.
+    package enum Admission: Sendable, Hashable {
+        /// Passed over: its origin is paused, at a limit, or its circuit is open.
+        case held
+        /// Claimed.
+        case admitted
+        /// Claimed as its origin's probe: the one request its open circuit lets go.
+        case probe
     }
 
     /// Whether an entry to `url` may be claimed; counts it when it may.
     package mutating func admit(url: String) -> Bool {
+        admission(url: url) != .held
+    }
+
+    /// What a claim may do with an entry to `url`; counts it when it may be claimed.
+    package mutating func admission(url: String) -> Admission {
+        guard admitOne(url: url) else { return .held }
+        guard let origin = FlowOrigin.key(ofURL: url), probing.remove(origin) != nil else { return .admitted }
+        return .probe
+    }
+
+    private mutating func admitOne(url: String) -> Bool {
         guard let origin = FlowOrigin.key(ofURL: url) else { return true }
         if allowance[origin] == nil {
             // An origin with no row of its own: a pattern's limit, if one matches, gives it one.
@@ -124,21 +172,30 @@ package struct OriginFlowBook {
         }
         guard let left = allowance[origin] else { return true }
         guard left > 0 else {
-            held = true
-            // Only the origins an entry was passed over for count towards when the claim frees:
-            // another origin's pause frees nothing this claim wanted.
-            if let row = flows[origin], row.isPaused(at: now) { soonest = min(soonest ?? .infinity, row.pausedUntil ?? now) }
-            if let row = flows[origin], let rate = row.rate, !row.isPaused(at: now) {
-                // The next token, if tokens are what is short (PostgreSQL's statement counts it
-                // the same way, from the bucket as this claim leaves it).
-                let missing = 1 - (row.tokens(at: now) - Double(taken[origin, default: 0]))
-                if missing > 0 { soonest = min(soonest ?? .infinity, now + missing / rate) }
-            }
+            passOver(origin)
             return false
         }
         allowance[origin] = left - 1
         taken[origin, default: 0] += 1
         return true
+    }
+
+    /// An entry of `origin` was passed over (or an open circuit holds it): the claim was held,
+    /// and frees by time at the soonest of the origin's pause's end, its next probe and its
+    /// next token.
+    private mutating func passOver(_ origin: Substring) {
+        held = true
+        // Only the origins an entry was passed over for count towards when the claim frees:
+        // another origin's pause frees nothing this claim wanted.
+        if let row = flows[origin], row.isPaused(at: now) { soonest = min(soonest ?? .infinity, row.pausedUntil ?? now) }
+        // A circuit's next probe, when it is still to come (one in flight frees it by its answer).
+        if let due = flows[origin]?.openUntil, due > now { soonestProbe = min(soonestProbe ?? .infinity, due) }
+        if let row = flows[origin], let rate = row.rate, !row.isPaused(at: now) {
+            // The next token, if tokens are what is short (PostgreSQL's statement counts it
+            // the same way, from the bucket as this claim leaves it).
+            let missing = 1 - (row.tokens(at: now) - Double(taken[origin, default: 0]))
+            if missing > 0 { soonest = min(soonest ?? .infinity, now + missing / rate) }
+        }
     }
 
     /// The rows after the claim: buckets debited for what it took (and refilled to `now`), the
@@ -169,6 +226,12 @@ package struct OriginFlowBook {
     package var heldFor: Duration? {
         guard held, let soonest else { return nil }
         return Duration.clamped(seconds: max(0, soonest - now)) ?? .zero
+    }
+
+    /// How long until the soonest next probe of an open circuit, when one is to come.
+    package var probeIn: Duration? {
+        guard held, let soonestProbe else { return nil }
+        return Duration.clamped(seconds: max(0, soonestProbe - now)) ?? .zero
     }
 }
 

@@ -23,6 +23,14 @@ public struct QueueConfiguration: Sendable {
     public var policy: DeliveryPolicy
     /// How many entries are sent at once by one drainer (each group still one at a time).
     public var concurrency: Int
+    /// How many of them go to one origin at once, at most. `nil` (unless set): what the
+    /// client's transport puts on the wire to one host at once when it knows
+    /// (`HTTPCore.Transport.sendsAtOnce(toOrigin:)`: AsyncHTTPClient's HTTP/1.1 connections),
+    /// else no cap beyond ``concurrency``. The rest wait in the drain's hand instead of the
+    /// transport's pool, where a `Retry-After` pause or an open circuit (``OriginHealth``) gives
+    /// them back unsent: a request waiting for a connection in the pool goes once one is free,
+    /// whatever the origin said meanwhile.
+    public var sendsPerOrigin: Int?
     /// The header every attempt carries with the entry's idempotency key.
     public var idempotencyHeader: HTTPField.Name
     /// Header fields holding secrets: HTTPCore's one credential set

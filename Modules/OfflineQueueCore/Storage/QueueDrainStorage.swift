@@ -34,7 +34,10 @@ package protocol QueueDrainStorage: QueueBodyReading {
     /// Records `settlements`, runs `chores`, and claims up to `claimLimit` due entries for
     /// ``owner`` under `lease`, in one transaction: the highest priority first, then the
     /// oldest, only the first open entry of each group, none a pause holds, never one claimed
-    /// by another drainer, none whose origin is paused or at its limit (``FlowControl``).
+    /// by another drainer, none whose origin is paused or at its limit, or whose circuit is open
+    /// but for its probe (``FlowControl``, ``OriginHealth``). A settlement that closes an
+    /// origin's circuit makes every pending entry of the origin due at once, in the same
+    /// transaction.
     /// `attemptedSince` (a boot-clock reading) skips entries attempted since then. A commit
     /// that reclaims (``ClaimChores/reclaimOrphans``) and claims returns the lapsed leases of
     /// other drainers to pending first. Settlements' answers change their origins' flow
@@ -118,6 +121,17 @@ package struct Settlement: Sendable {
     /// The entry's stored URL, whose origin an answer may pause or slow (``flowSignal``);
     /// `nil` when the drain did not send it.
     package var url: String?
+    /// The attempt failed below HTTP in a way that says the server is unwell (a reset, a refused
+    /// connection, a timeout, a TLS handshake that failed but for the certificate), in words:
+    /// it counts towards the origin's circuit (``OriginHealth``). `nil` for every other.
+    package var unwell: String?
+    /// The entry went as its origin's probe (``ClaimResult/probes``): its answer closes the
+    /// circuit, or puts the next probe further off.
+    package var probe = false
+    /// Where in its range an answer that fails the origin puts the next probe (in `0..<1`;
+    /// ``OriginFlow/record(_:now:wall:inflight:settings:jitter:)``): drawn by the drain for such
+    /// answers only, 0.5 (no jitter) for every other.
+    package var jitter = 0.5
 
     package init(id: EntryID, transition: Transition, kept: StoredResponse? = nil, replacement: Replacement? = nil, url: String? = nil) {
         self.url = url
@@ -185,9 +199,20 @@ package struct ClaimResult: Sendable {
     /// how long until the soonest of those origins frees by time alone (a pause's end, a
     /// limit's next token); `nil` when nothing was held, or only by a concurrency cap.
     package var heldFor: Duration?
-    /// The origins a `Retry-After` pauses now (reported by a claim while any origin's flow is
-    /// held): the drain gives back what it holds of them unsent.
+    /// The origins a `Retry-After` pauses now, or whose circuit is open (reported by a claim
+    /// while any origin's flow is held): the drain gives back what it holds of them unsent.
     package var pausedOrigins: [String] = []
+    /// How long until the soonest next probe of an open circuit (``OriginHealth``), when one
+    /// is to come: apart from ``heldFor``, which a drain waits for when it is short, because a
+    /// probe is the service's to wait for.
+    package var probeIn: Duration?
+    /// Of ``claimed``, the entries that go as their origin's probe: one for an open circuit
+    /// whose probe is due, for the whole queue.
+    package var probes: Set<EntryID> = []
+    /// The origins whose circuit this commit's settlements opened, and closed (a probe
+    /// delivered): once each, for the one log line and event that says so.
+    package var opened: [String] = []
+    package var closed: [String] = []
 
     package init(lost: Set<EntryID> = [], claimed: [QueueEntry] = [], reclaimed: Int = 0, heldFor: Duration? = nil) {
         self.heldFor = heldFor

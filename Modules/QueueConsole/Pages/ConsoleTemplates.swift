@@ -75,9 +75,9 @@ enum ConsoleTemplates {
     {{#names}}<tr><td>{{#hasQuery}}<a href="{{prefix}}/entries?{{query}}">{{label}}</a>{{/hasQuery}}{{^hasQuery}}{{label}}{{/hasQuery}}</td><td>{{pending}}</td><td>{{inflight}}</td><td>{{delivered}}</td><td>{{dead}}</td></tr>
     {{/names}}</tbody></table>{{/hasNames}}
     {{#hasOrigins}}<h2>Origins held</h2>
-    <table class="tally"><thead><tr><th>Origin</th><th>Paused until</th><th>Concurrency</th><th>Limit</th><th>In flight</th>{{#canAct}}<th></th>{{/canAct}}</tr></thead><tbody>
-    {{#origins}}<tr><td>{{origin}}</td><td>{{#paused}}<span class="paused">paused</span> until {{pausedUntil}} (after a {{pauseStatus}}){{/paused}}</td><td>{{#shrunk}}shrunk to {{concurrency}}{{/shrunk}}</td><td>{{limit}}</td><td>{{inflight}}</td>
-    {{#canAct}}<td>{{#canResume}}<form method="post" action="{{prefix}}/resume{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><input type="hidden" name="origin" value="{{origin}}"><button>Resume</button></form>{{/canResume}}</td>{{/canAct}}</tr>
+    <table class="tally"><thead><tr><th>Origin</th><th>Circuit</th><th>Paused until</th><th>Concurrency</th><th>Limit</th><th>In flight</th>{{#canAct}}<th></th>{{/canAct}}</tr></thead><tbody>
+    {{#origins}}<tr><td>{{origin}}</td><td>{{#open}}<span class="paused">open</span> since {{openSince}} after {{failures}} failures (last: {{lastError}}), next probe {{nextProbe}}{{/open}}{{^open}}{{#hasFailures}}{{failures}} failures in a row{{/hasFailures}}{{/open}}</td><td>{{#paused}}<span class="paused">paused</span> until {{pausedUntil}} (after a {{pauseStatus}}){{/paused}}</td><td>{{#shrunk}}shrunk to {{concurrency}}{{/shrunk}}</td><td>{{limit}}</td><td>{{inflight}}</td>
+    {{#canAct}}<td>{{#canResume}}<form method="post" action="{{prefix}}/resume{{#hasRefresh}}?refresh={{refresh}}{{/hasRefresh}}"><input type="hidden" name="origin" value="{{origin}}"><button>{{#open}}Close the circuit{{/open}}{{^open}}Resume{{/open}}</button></form>{{/canResume}}</td>{{/canAct}}</tr>
     {{/origins}}</tbody></table>{{/hasOrigins}}
     {{#hasPausedGroups}}<h2>Paused groups</h2><ul>
     {{#pausedGroups}}<li><a href="{{prefix}}/entries?{{query}}">{{name}}</a>

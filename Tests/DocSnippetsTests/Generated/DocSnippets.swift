@@ -26,6 +26,7 @@ let docSnippets: [(source: String, name: String, program: @MainActor @Sendable (
     ("Docs/OfflineQueue.md", "docSnippet_OfflineQueue_8", docSnippet_OfflineQueue_8),
     ("Docs/OfflineQueue.md", "docSnippet_OfflineQueue_9", docSnippet_OfflineQueue_9),
     ("Docs/OfflineQueue.md", "docSnippet_OfflineQueue_10", docSnippet_OfflineQueue_10),
+    ("Docs/OfflineQueue.md", "docSnippet_OfflineQueue_11", docSnippet_OfflineQueue_11),
     ("Docs/OpenAPI.md", "docSnippet_OpenAPI_1", docSnippet_OpenAPI_1),
     ("Docs/Reachability.md", "docSnippet_Reachability_1", docSnippet_Reachability_1),
     ("Docs/Transports.md", "docSnippet_Transports_1", docSnippet_Transports_1),

@@ -11,23 +11,26 @@ func docSnippet_OfflineQueue_10() async throws {
     let client = APIClient(baseURL: URL(string: "https://api.example.com")!, transport: AsyncHTTPClientTransport())
     let queue = try OfflineQueue(configuration: QueueConfiguration(path: "/var/lib/myapp/queue.db"), client: client)
 
-    let events = queue.events(bufferingPolicy: .bufferingNewest(10_000))   // default: .unbounded
-    let watcher = Task {
-        for await event in events {
-            switch event {
-            case .enqueued(let ticket): print("#\(ticket.id) stored")
-            case .attemptStarted(let id, let attempt): print("#\(id) attempt \(attempt)")
-            case .delivered(let id, let status): print("#\(id) delivered (\(status))")
-            case .willRetry(let id, let at, let error): print("#\(id) retries at \(at): \(error)")
-            case .waitingForNetwork(let id): print("#\(id) waits for the network")
-            case .deadLettered(let id, let reason, let error): print("#\(id) dead (\(reason)): \(error)")
-            case .released(let id), .leaseLost(let id): print("#\(id) given back")
-            case .conflicted(let id, let status): print("#\(id) conflicts (\(status)): for an operator")
-            case .dropped(let id, let status): print("#\(id) dropped after a conflict (\(status))")
-            }
-        }
-    }
-    let summary = try await queue.drain()
-    print(summary.delivered, "delivered")
-    watcher.cancel()
+    // A selection: every condition set must hold.
+    let failedOrders = EntrySelection(states: [.dead], group: "orders", status: 500...599, olderThan: .seconds(3600))
+
+    // A dry run changes nothing, and says what would change.
+    let preview = try await queue.retry(matching: failedOrders, dryRun: true)
+    for entry in preview.entries { print("would retry #\(entry.id) \(entry.url)") }
+
+    // The same change, in one transaction.
+    let retried = try await queue.retry(matching: failedOrders)
+    print("\(retried.ids.count) due now, \(retried.skipped.count) in flight left alone")
+
+    // Everything still waiting for a retired host, in any state.
+    let purged = try await queue.purge(matching: EntrySelection(urlPrefix: "https://old.example.com/"))
+    print("purged", purged.ids)
+
+    // Pauses: kept in the file, honoured by every drainer of every process at its next claim.
+    try await queue.pause(group: "orders")        // one group
+    try await queue.pause()                       // the whole queue
+    let status = try await queue.pauses()
+    print(status.queuePaused, status.pausedGroups, "\(status.pendingHeld) pending entries held")
+    try await queue.resume()                      // the whole queue's pause; "orders" stays paused
+    try await queue.resume(group: "orders")
 }

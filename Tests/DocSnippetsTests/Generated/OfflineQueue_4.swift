@@ -11,20 +11,15 @@ func docSnippet_OfflineQueue_4() async throws {
     let client = APIClient(baseURL: URL(string: "https://api.example.com")!, transport: AsyncHTTPClientTransport())
     let queue = try OfflineQueue(configuration: QueueConfiguration(path: "/var/lib/myapp/queue.db"), client: client)
 
-    let note = try await queue.enqueue([QueuedRequest(
+    let note = try await queue.enqueue(
         method: "POST", url: "https://api.example.com/notes", headers: [("Content-Type", "application/json")],
-        body: .data(Data(#"{"title":"Groceries"}"#.utf8)), name: "POST /notes",
-        options: EnqueueOptions(keepResponse: ResponseKeeping(headers: ["location"], bodyLimit: 4096))
-    )])[0]
-    // In this process or any other: returns once a drainer delivered it (or it died, or went).
-    switch try await queue.outcome(of: note.id, timeout: .seconds(600)) {
-    case .delivered(let status, let response?)?:
-        print(status ?? 0, response.header("location") ?? "", String(decoding: response.body, as: UTF8.self))
-    case .dead(let reason, let error)?:
-        print("gave up:", reason?.rawValue ?? "", error ?? "")
-    case .delivered(_, nil)?, .purged?, .superseded?:
-        print("delivered, removed or replaced: nothing kept")
-    case nil:
-        print("still open after ten minutes")
-    }
+        body: .data(Data(#"{"title":"Groceries"}"#.utf8)), name: "POST /notes"
+    )
+    // Sent only once the note is delivered; if the create dies, this dies with it (the default).
+    let tag = try await queue.enqueue(
+        method: "POST", url: "https://api.example.com/tags", headers: [("Content-Type", "application/json")],
+        body: .data(Data(#"{"tag":"home"}"#.utf8)), name: "POST /tags",
+        options: EnqueueOptions(after: [note.id], whenParentDies: .die)
+    )
+    print(try await queue.dependencies(of: note.id).children == [tag.id])   // true
 }

@@ -11,18 +11,20 @@ func docSnippet_OfflineQueue_5() async throws {
     let client = APIClient(baseURL: URL(string: "https://api.example.com")!, transport: AsyncHTTPClientTransport())
     let queue = try OfflineQueue(configuration: QueueConfiguration(path: "/var/lib/myapp/queue.db"), client: client)
 
-    // The create keeps its response: {"id": 7, ...} with an ETag.
     let note = try await queue.enqueue([QueuedRequest(
         method: "POST", url: "https://api.example.com/notes", headers: [("Content-Type", "application/json")],
         body: .data(Data(#"{"title":"Groceries"}"#.utf8)), name: "POST /notes",
-        options: EnqueueOptions(keepResponse: ResponseKeeping())
+        options: EnqueueOptions(keepResponse: ResponseKeeping(headers: ["location"], bodyLimit: 4096))
     )])[0]
-    // Sent as PUT /notes/7/tags, If-Match: "v1", {"note": 7, "tag": "home"}.
-    let tag = try await queue.enqueue([QueuedRequest(
-        method: "PUT", url: "https://api.example.com/notes/${response:\(note.id):/id}/tags",
-        headers: [("Content-Type", "application/json"), ("If-Match", "${response:\(note.id):header:etag}")],
-        body: .data(Data(#"{"note": "${response:\#(note.id):/id}", "tag": "home"}"#.utf8)), name: "PUT /notes/{id}/tags",
-        options: EnqueueOptions(after: [note.id])
-    )])[0]
-    print(try await queue.entry(tag.id)?.responseSources == [note.id])   // true
+    // In this process or any other: returns once a drainer delivered it (or it died, or went).
+    switch try await queue.outcome(of: note.id, timeout: .seconds(600)) {
+    case .delivered(let status, let response?)?:
+        print(status ?? 0, response.header("location") ?? "", String(decoding: response.body, as: UTF8.self))
+    case .dead(let reason, let error)?:
+        print("gave up:", reason?.rawValue ?? "", error ?? "")
+    case .delivered(_, nil)?, .purged?, .superseded?:
+        print("delivered, removed or replaced: nothing kept")
+    case nil:
+        print("still open after ten minutes")
+    }
 }

@@ -11,15 +11,18 @@ func docSnippet_OfflineQueue_6() async throws {
     let client = APIClient(baseURL: URL(string: "https://api.example.com")!, transport: AsyncHTTPClientTransport())
     let queue = try OfflineQueue(configuration: QueueConfiguration(path: "/var/lib/myapp/queue.db"), client: client)
 
-    // Each keystroke's save, while offline: one PUT goes out, the last.
-    var id: EntryID?
-    for text in ["G", "Gr", "Groc", "Groceries"] {
-        let ticket = try await queue.enqueue([QueuedRequest(
-            method: "PUT", url: "https://api.example.com/notes/7", headers: [("Content-Type", "application/json")],
-            body: .data(Data(#"{"title":"\#(text)"}"#.utf8)), name: "PUT /notes/{id}",
-            options: EnqueueOptions(group: "note-7", coalescingKey: "note-7")
-        )])[0]
-        id = id ?? ticket.id
-        print(ticket.id == id, ticket.superseded.map { "kept the old one as \($0)" } ?? "")
-    }
+    // The create keeps its response: {"id": 7, ...} with an ETag.
+    let note = try await queue.enqueue([QueuedRequest(
+        method: "POST", url: "https://api.example.com/notes", headers: [("Content-Type", "application/json")],
+        body: .data(Data(#"{"title":"Groceries"}"#.utf8)), name: "POST /notes",
+        options: EnqueueOptions(keepResponse: ResponseKeeping())
+    )])[0]
+    // Sent as PUT /notes/7/tags, If-Match: "v1", {"note": 7, "tag": "home"}.
+    let tag = try await queue.enqueue([QueuedRequest(
+        method: "PUT", url: "https://api.example.com/notes/${response:\(note.id):/id}/tags",
+        headers: [("Content-Type", "application/json"), ("If-Match", "${response:\(note.id):header:etag}")],
+        body: .data(Data(#"{"note": "${response:\#(note.id):/id}", "tag": "home"}"#.utf8)), name: "PUT /notes/{id}/tags",
+        options: EnqueueOptions(after: [note.id])
+    )])[0]
+    print(try await queue.entry(tag.id)?.responseSources == [note.id])   // true
 }

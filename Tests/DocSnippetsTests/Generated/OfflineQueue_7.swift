@@ -4,27 +4,22 @@
 import AsyncHTTPClientTransport
 import Foundation
 import HTTPCore
-import HTTPTypes
 import OfflineQueue
 
 @MainActor
 func docSnippet_OfflineQueue_7() async throws {
-    let api = URL(string: "https://api.example.com")!
-    let client = APIClient(baseURL: api, transport: AsyncHTTPClientTransport())
-    var configuration = QueueConfiguration(path: "/var/lib/myapp/queue.db")
-    // On a stale If-Match: read the note's current ETag and send the edit again under it.
-    configuration.conflictResolver = { conflict in
-        guard conflict.response.status.code == 412, let path = URL(string: conflict.request.url)?.path else { return .leave }
-        guard let current = try? await client.send(Request<Void>.get(path)), let etag = current.headers[.eTag] else { return .leave }
-        var request = conflict.request
-        request.headers.removeAll { $0.name.lowercased() == "if-match" }
-        request.headers.append((name: "If-Match", value: etag))
-        return .send(request)
+    let client = APIClient(baseURL: URL(string: "https://api.example.com")!, transport: AsyncHTTPClientTransport())
+    let queue = try OfflineQueue(configuration: QueueConfiguration(path: "/var/lib/myapp/queue.db"), client: client)
+
+    // Each keystroke's save, while offline: one PUT goes out, the last.
+    var id: EntryID?
+    for text in ["G", "Gr", "Groc", "Groceries"] {
+        let ticket = try await queue.enqueue([QueuedRequest(
+            method: "PUT", url: "https://api.example.com/notes/7", headers: [("Content-Type", "application/json")],
+            body: .data(Data(#"{"title":"\#(text)"}"#.utf8)), name: "PUT /notes/{id}",
+            options: EnqueueOptions(group: "note-7", coalescingKey: "note-7")
+        )])[0]
+        id = id ?? ticket.id
+        print(ticket.id == id, ticket.superseded.map { "kept the old one as \($0)" } ?? "")
     }
-    let queue = try OfflineQueue(configuration: configuration, client: client)
-    let ticket = try await queue.enqueue(
-        method: "PUT", url: "https://api.example.com/notes/7", headers: [("If-Match", #""v1""#)],
-        body: .data(Data(#"{"title":"Groceries"}"#.utf8)), options: EnqueueOptions(group: "note-7")
-    )
-    print(ticket.id)
 }

@@ -4,57 +4,27 @@
 import AsyncHTTPClientTransport
 import Foundation
 import HTTPCore
+import HTTPTypes
 import OfflineQueue
 
 @MainActor
 func docSnippet_OfflineQueue_8() async throws {
-    let client = APIClient(baseURL: URL(string: "https://api.example.com")!, transport: AsyncHTTPClientTransport())
-    let queue = try OfflineQueue(configuration: QueueConfiguration(path: "/var/lib/myapp/queue.db"), client: client)
-
-    // counts(): how many entries in each state, the oldest pending, when work is next due.
-    let counts = try await queue.counts()
-    print("\(counts.pending) pending, \(counts.inflight) in flight, \(counts.dead) dead, \(counts.delivered) delivered")
-    if let oldest = counts.oldestPendingCreatedAt { print("oldest pending entry enqueued at", oldest) }
-    if let next = counts.nextAttemptAt { print("next attempt at", next) }
-
-    // entries(_:): oldest first, filtered by state and group, `limit` (100) at a time, paged by id.
-    var page = try await queue.entries(EntryFilter(states: [.dead], limit: 50))
-    while let last = page.last {
-        for entry in page {
-            print("#\(entry.id) \(entry.method) \(entry.url)", entry.deadReason.map { "\($0)" } ?? "", entry.lastStatus ?? 0, entry.lastError ?? "")
-        }
-        page = try await queue.entries(EntryFilter(states: [.dead], limit: 50, after: last.id))
+    let api = URL(string: "https://api.example.com")!
+    let client = APIClient(baseURL: api, transport: AsyncHTTPClientTransport())
+    var configuration = QueueConfiguration(path: "/var/lib/myapp/queue.db")
+    // On a stale If-Match: read the note's current ETag and send the edit again under it.
+    configuration.conflictResolver = { conflict in
+        guard conflict.response.status.code == 412, let path = URL(string: conflict.request.url)?.path else { return .leave }
+        guard let current = try? await client.send(Request<Void>.get(path)), let etag = current.headers[.eTag] else { return .leave }
+        var request = conflict.request
+        request.headers.removeAll { $0.name.lowercased() == "if-match" }
+        request.headers.append((name: "If-Match", value: etag))
+        return .send(request)
     }
-    let orders = try await queue.entries(EntryFilter(states: [.pending, .inflight], group: "orders"))
-    print("\(orders.count) orders open")
-
-    // entry(_:) and entry(idempotencyKey:): one entry, or nil.
-    if let entry = try await queue.entry(42) {
-        print(entry.state, entry.attempts, entry.nextAttemptAt, entry.responseExcerpt ?? "")
-    }
-    if let order = try await queue.entry(idempotencyKey: "order-17") {
-        print("order-17 is", order.state)
-    }
-
-    // retry(_:) and retryDead(): due now, with a fresh budget (attempts 0, age counted from now).
-    try await queue.retry([42, 43])                 // dead or pending entries; delivered ones are left as they are
-    let revived = try await queue.retryDead()       // every dead entry; returns their ids
-    print("retrying \(revived.count) dead entries")
-
-    // purge(_:): deletes entries and their body files; returns how many rows went.
-    let weekAgo = Date().addingTimeInterval(-7 * 24 * 3600)
-    let purged = try await queue.purge(.states([.delivered, .dead], finishedBefore: weekAgo))
-    try await queue.purge(.ids([44, 45]))
-    print("purged \(purged) old entries")
-
-    // Unknown ids and entries a live drainer is sending are refused, and then nothing changed.
-    do throws(QueueError) {
-        try await queue.retry([99])
-    } catch QueueError.Kind.noSuchEntry {
-        print("no entry #99")
-    } catch let error where error.kind == .entryInFlight {
-        print("#\(error.entryID ?? 0) is being sent right now")
-    } catch {
-        print(error)
-    }
+    let queue = try OfflineQueue(configuration: configuration, client: client)
+    let ticket = try await queue.enqueue(
+        method: "PUT", url: "https://api.example.com/notes/7", headers: [("If-Match", #""v1""#)],
+        body: .data(Data(#"{"title":"Groceries"}"#.utf8)), options: EnqueueOptions(group: "note-7")
+    )
+    print(ticket.id)
 }

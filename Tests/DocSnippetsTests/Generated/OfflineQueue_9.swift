@@ -11,26 +11,50 @@ func docSnippet_OfflineQueue_9() async throws {
     let client = APIClient(baseURL: URL(string: "https://api.example.com")!, transport: AsyncHTTPClientTransport())
     let queue = try OfflineQueue(configuration: QueueConfiguration(path: "/var/lib/myapp/queue.db"), client: client)
 
-    // A selection: every condition set must hold.
-    let failedOrders = EntrySelection(states: [.dead], group: "orders", status: 500...599, olderThan: .seconds(3600))
+    // counts(): how many entries in each state, the oldest pending, when work is next due.
+    let counts = try await queue.counts()
+    print("\(counts.pending) pending, \(counts.inflight) in flight, \(counts.dead) dead, \(counts.delivered) delivered")
+    if let oldest = counts.oldestPendingCreatedAt { print("oldest pending entry enqueued at", oldest) }
+    if let next = counts.nextAttemptAt { print("next attempt at", next) }
 
-    // A dry run changes nothing, and says what would change.
-    let preview = try await queue.retry(matching: failedOrders, dryRun: true)
-    for entry in preview.entries { print("would retry #\(entry.id) \(entry.url)") }
+    // entries(_:): oldest first, filtered by state and group, `limit` (100) at a time, paged by id.
+    var page = try await queue.entries(EntryFilter(states: [.dead], limit: 50))
+    while let last = page.last {
+        for entry in page {
+            print("#\(entry.id) \(entry.method) \(entry.url)", entry.deadReason.map { "\($0)" } ?? "", entry.lastStatus ?? 0, entry.lastError ?? "")
+        }
+        page = try await queue.entries(EntryFilter(states: [.dead], limit: 50, after: last.id))
+    }
+    let orders = try await queue.entries(EntryFilter(states: [.pending, .inflight], group: "orders"))
+    print("\(orders.count) orders open")
 
-    // The same change, in one transaction.
-    let retried = try await queue.retry(matching: failedOrders)
-    print("\(retried.ids.count) due now, \(retried.skipped.count) in flight left alone")
+    // entry(_:) and entry(idempotencyKey:): one entry, or nil.
+    if let entry = try await queue.entry(42) {
+        print(entry.state, entry.attempts, entry.nextAttemptAt, entry.responseExcerpt ?? "")
+    }
+    if let order = try await queue.entry(idempotencyKey: "order-17") {
+        print("order-17 is", order.state)
+    }
 
-    // Everything still waiting for a retired host, in any state.
-    let purged = try await queue.purge(matching: EntrySelection(urlPrefix: "https://old.example.com/"))
-    print("purged", purged.ids)
+    // retry(_:) and retryDead(): due now, with a fresh budget (attempts 0, age counted from now).
+    try await queue.retry([42, 43])                 // dead or pending entries; delivered ones are left as they are
+    let revived = try await queue.retryDead()       // every dead entry; returns their ids
+    print("retrying \(revived.count) dead entries")
 
-    // Pauses: kept in the file, honoured by every drainer of every process at its next claim.
-    try await queue.pause(group: "orders")        // one group
-    try await queue.pause()                       // the whole queue
-    let status = try await queue.pauses()
-    print(status.queuePaused, status.pausedGroups, "\(status.pendingHeld) pending entries held")
-    try await queue.resume()                      // the whole queue's pause; "orders" stays paused
-    try await queue.resume(group: "orders")
+    // purge(_:): deletes entries and their body files; returns how many rows went.
+    let weekAgo = Date().addingTimeInterval(-7 * 24 * 3600)
+    let purged = try await queue.purge(.states([.delivered, .dead], finishedBefore: weekAgo))
+    try await queue.purge(.ids([44, 45]))
+    print("purged \(purged) old entries")
+
+    // Unknown ids and entries a live drainer is sending are refused, and then nothing changed.
+    do throws(QueueError) {
+        try await queue.retry([99])
+    } catch QueueError.Kind.noSuchEntry {
+        print("no entry #99")
+    } catch let error where error.kind == .entryInFlight {
+        print("#\(error.entryID ?? 0) is being sent right now")
+    } catch {
+        print(error)
+    }
 }

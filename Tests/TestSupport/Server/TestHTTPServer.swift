@@ -38,9 +38,10 @@ public final class TestHTTPServer: Sendable {
         self.listener = listener
     }
 
-    /// Starts a server on `host` (a loopback address) at a free port.
-    public static func start(host: String = "127.0.0.1") async throws -> TestHTTPServer {
-        let server = TestHTTPServer(listener: try await LoopbackListener.bind(host: host))
+    /// Starts a server on `host` (a loopback address) at `port`, a free one unless given (a
+    /// port a server just left, for a server that comes back).
+    public static func start(host: String = "127.0.0.1", port: Int = 0) async throws -> TestHTTPServer {
+        let server = TestHTTPServer(listener: try await LoopbackListener.bind(host: host, port: port))
         server.listener.serve { connection, id in
             connection.channel.closeFuture.whenComplete { _ in
                 server.state.withLockedValue { _ = $0.closedConnections.insert(id) }

@@ -188,6 +188,13 @@ struct Stats: AsyncParsableCommand {
                                 "pause_status": flow.pauseStatus.map { $0 as Any } ?? NSNull(),
                                 "concurrency": flow.concurrency.map { $0 as Any } ?? NSNull(),
                                 "limit": flow.limit.map { $0.text as Any } ?? NSNull(), "inflight": flow.inflight,
+                                "failures": flow.failures,
+                                "circuit": flow.circuit.map { circuit -> Any in
+                                    [
+                                        "open_since": Output.timestamp(circuit.openedAt), "next_probe_at": Output.timestamp(circuit.nextProbeAt),
+                                        "failures": circuit.failures, "last_error": circuit.lastError.map { $0 as Any } ?? NSNull(),
+                                    ] as [String: Any]
+                                } ?? NSNull(),
                             ]
                         },
                         "paused": pauses.queuePaused,
@@ -216,6 +223,15 @@ struct Stats: AsyncParsableCommand {
                 }
                 for flow in origins {
                     var parts: [String] = []
+                    if let circuit = flow.circuit {
+                        parts.append(
+                            "circuit OPEN since \(Output.iso(circuit.openedAt)) after \(circuit.failures) failures in a row"
+                                + (circuit.lastError.map { " (last: \($0))" } ?? "")
+                                + ", next probe \(Output.relative(circuit.nextProbeAt)) (sync resume --origin closes it)"
+                        )
+                    } else if flow.failures > 0 {
+                        parts.append("\(flow.failures) failures in a row")
+                    }
                     if let until = flow.pausedUntil {
                         parts.append("paused until \(Output.iso(until)) (\(Output.relative(until)))" + (flow.pauseStatus.map { " after a \($0)" } ?? ""))
                     }

@@ -1,18 +1,20 @@
 import ArgumentParser
 import Foundation
+import HTTPCore
 import OfflineQueue
 
-/// `--origin-limit`, `--origin-limit-file`, `--max-pause` and `--reconnect-spread`, shared by `drain` and `run`: how
-/// the queue treats the servers it delivers to (``FlowControl``).
+/// `--origin-limit`, `--origin-limit-file`, `--max-pause`, `--reconnect-spread`, `--open-after`, `--probe-interval` and
+/// `--max-probe-interval`, shared by `drain` and `run`: how the queue treats the servers it delivers to (``FlowControl``,
+/// ``OriginHealth``).
 struct FlowOptions: ParsableArguments {
     @Option(name: .customLong("origin-limit"), help: ArgumentHelp(
-        "A limit by origin, held by every drainer of the queue: ORIGIN=RATE/s[,burst=N][,concurrency=N] or ORIGIN=concurrency=N. Repeat it for more origins; the limits given replace those stored.",
+        "A limit by origin, held by every drainer of the queue: ORIGIN=RATE/s[,burst=N][,concurrency=N][,open-after=N], ORIGIN=concurrency=N or ORIGIN=open-after=N (an origin's own threshold for its circuit). Repeat it for more origins; the limits given replace those stored.",
         valueName: "limit"
     ))
     var originLimits: [String] = []
 
     @Option(name: .customLong("origin-limit-file"), help: ArgumentHelp(
-        "A file of limits by origin, one ORIGIN=RATE/s[,burst=N][,concurrency=N] a line (# starts a comment), as --origin-limit takes them; an --origin-limit for the same origin wins.",
+        "A file of limits by origin, one ORIGIN=RATE/s[,burst=N][,concurrency=N][,open-after=N] a line (# starts a comment), as --origin-limit takes them; an --origin-limit for the same origin wins.",
         valueName: "path"
     ))
     var originLimitFile: String?
@@ -26,8 +28,27 @@ struct FlowOptions: ParsableArguments {
     ))
     var reconnectSpread: Double?
 
+    @Option(name: .customLong("open-after"), help: ArgumentHelp(
+        "An origin's circuit opens after this many answers in a row that say its server is unwell (5xx but 501 and 505, resets, refused connections, timeouts), with no delivery between: its entries then wait, spending no attempt, while one probe at a time for the whole fleet finds out when it is back. 0: never.",
+        valueName: "count"
+    ))
+    var openAfter: Int = OriginHealth().openAfter
+
+    @Option(name: .customLong("probe-interval"), help: ArgumentHelp(
+        "The wait before an open circuit's first probe, in seconds; it doubles after each probe that fails, up to --max-probe-interval.",
+        valueName: "seconds"
+    ))
+    var probeInterval: Double = OriginHealth().probeInterval.seconds
+
+    @Option(name: .customLong("max-probe-interval"), help: ArgumentHelp("The longest wait between an open circuit's probes, in seconds.", valueName: "seconds"))
+    var maxProbeInterval: Double = OriginHealth().maxProbeInterval.seconds
+
     func validate() throws {
         try Seconds.check(maxPause, option: "--max-pause")
+        guard openAfter >= 0 else { throw ValidationError("--open-after must be 0 (never) or more, not \(openAfter)") }
+        try Seconds.check(probeInterval, option: "--probe-interval")
+        try Seconds.check(maxProbeInterval, option: "--max-probe-interval")
+        guard maxProbeInterval >= probeInterval else { throw ValidationError("--max-probe-interval must be at least --probe-interval") }
         if let reconnectSpread { try Seconds.check(reconnectSpread, option: "--reconnect-spread") }
         _ = try limits()
     }
@@ -63,6 +84,9 @@ struct FlowOptions: ParsableArguments {
 
     /// The options as the queue's flow control.
     func flow() throws -> FlowControl {
-        FlowControl(limits: try limits(), maxPause: Seconds.duration(maxPause), reconnectSpread: reconnectSpread.map(Seconds.duration))
+        FlowControl(
+            limits: try limits(), maxPause: Seconds.duration(maxPause), reconnectSpread: reconnectSpread.map(Seconds.duration),
+            health: OriginHealth(openAfter: openAfter, probeInterval: Seconds.duration(probeInterval), maxProbeInterval: Seconds.duration(maxProbeInterval))
+        )
     }
 }
