@@ -80,10 +80,12 @@ struct OriginHealthProcessTests {
                     try await writer.respond(status: 200)
                 }
             }
+            // Refused: the port held bound, not listening, through the outage (a port left free
+            // may be another test's new server's), then let go for the server that comes back.
+            let reserved = failure == .refused ? try ReservedLoopbackPort() : nil
             var server = try await TestHTTPServer.start()
             serve(server)
-            let port = server.port
-            if failure == .refused { await server.shutdown() }
+            let port = reserved?.port ?? server.port
             let queue = try await makeQueue(on: store, server: server)
             let total = 200
             _ = try await QueueRoutes.fill(queue, count: total) { "http://127.0.0.1:\(port)/work?n=\($0)" }
@@ -96,15 +98,17 @@ struct OriginHealthProcessTests {
             )
             // The outage, then the recovery.
             try await Task.sleep(until: started + outage, clock: .continuous)
-            if failure == .refused {
+            if let reserved {
+                await server.shutdown()
+                reserved.release()
                 server = try await TestHTTPServer.start(port: port)
                 serve(server)
             }
             down.withLock { $0 = false }
             recovered.withLock { $0 = .now }
-            let done = await eventually(.seconds(60)) { arrivals.log.current.filter(\.delivered).count >= total }
+            let done = await eventually(.hangGuard) { arrivals.log.current.filter(\.delivered).count >= total }
             // The last answers reached the origin; their settlements follow them into the store.
-            _ = await eventually(.seconds(30)) { (try? await queue.counts().delivered) == total }
+            _ = await eventually(.hangGuard) { (try? await queue.counts().delivered) == total }
             let flows = try await queue.originFlows()
             let counts = try await queue.counts()
             await FlowProcessTests.stop(drainers, kind)

@@ -132,7 +132,7 @@ struct OriginHealthTests {
             let sent = backend.requests.current
             #expect(try await queue.originFlows().first?.circuit?.lastError == "HTTP 503", "\(kind): a 503 without Retry-After counts")
             // An app's own client with the queue's gate: refused before anything is sent.
-            var online = ClientConfiguration(baseURL: backend.server.baseURL, timeout: .seconds(5))
+            var online = ClientConfiguration(baseURL: backend.server.baseURL, timeout: .hangGuard)
             online.plugins = [queue.circuitGate()]
             let app = APIClient(configuration: online, transport: sharedTransport)
             await #expect {

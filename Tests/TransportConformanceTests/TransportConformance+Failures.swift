@@ -42,12 +42,13 @@ extension TransportConformance {
 
     @Test("a closed port fails with cannotConnect", arguments: TransportFactories.all)
     func connectionRefused(_ factory: TransportFactory) async throws {
-        let closed = try await TestHTTPServer.start()
-        let url = closed.url("/echo")
-        await closed.shutdown()
+        // Held bound and not listening for the whole test: a server's port after its shutdown
+        // was once another test's new server's, and the call succeeded.
+        let closed = try ReservedLoopbackPort()
         try await Harness.run(factory) { harness in
-            await expectTransportFailure(.cannotConnect) { _ = try await harness.client.send(Request<Data>.get(url.absoluteString)) }
+            await expectTransportFailure(.cannotConnect) { _ = try await harness.client.send(Request<Data>.get("http://127.0.0.1:\(closed.port)/echo")) }
         }
+        withExtendedLifetime(closed) {}
     }
 
     @Test("a host under .invalid fails with dns", arguments: TransportFactories.all)
