@@ -135,10 +135,12 @@ struct OriginHealthProcessTests {
             if let last = delivered.last?.at {
                 let lag = (last - back) / .seconds(1)
                 print("origin health, \(label): the last entry delivered \(lag) s after the recovery")
-                // The probe comes within --max-probe-interval (2 s, and a fifth); a loaded
-                // machine adds its own delays, so this bound is the floor set by
-                // COURIER_HEALTH_RECOVERY_LIMIT (5 for the measurement) when given.
-                let limit = ProcessInfo.processInfo.environment["COURIER_HEALTH_RECOVERY_LIMIT"].flatMap(Double.init) ?? 40
+                // The probe comes within --max-probe-interval (2 s, and a fifth), and alone or
+                // beside a busy loop every entry was delivered within 4 s of the recovery; beside
+                // the whole suite one run took 52 s (resets, PostgreSQL). This bound is a guard
+                // against a backlog waiting out its own backoff (144 to 244 s before circuits);
+                // COURIER_HEALTH_RECOVERY_LIMIT=5 asserts the 5 s.
+                let limit = ProcessInfo.processInfo.environment["COURIER_HEALTH_RECOVERY_LIMIT"].flatMap(Double.init) ?? 120
                 #expect(lag <= limit, "\(label): the last delivered \(lag) s after the recovery")
             }
             await server.shutdown()
