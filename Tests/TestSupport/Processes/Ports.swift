@@ -7,17 +7,7 @@ import Glibc
 /// A loopback TCP port nothing listens on (bound, read and released), for a server that must
 /// not be there.
 public func unusedLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw TestServerError("cannot find a free loopback port") }
-    return Int(UInt16(bigEndian: address.sin_port))
+    try ReservedLoopbackPort().port
 }
 
 /// A loopback TCP port held bound, not listening, while this lives: a connection to it is
