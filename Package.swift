@@ -52,6 +52,9 @@ let package = Package(
         // Off by default: swift-otel and swift-protobuf add 11-20 % to sync's first build
         // (Docs/Observability.md has the measurements). Tools/test builds with it.
         .trait(name: "OTLP", description: "sync run and sync drain export their spans over OTLP/HTTP (swift-otel) when OTEL_TRACES_EXPORTER=otlp"),
+        // Off by default: it links Debian's libbrotli (libbrotli-dev), which a machine with
+        // Swift's own prerequisites may not have. Tools/test and the Debian package build with it.
+        .trait(name: "Brotli", description: "AsyncHTTPClientTransport decodes Content-Encoding: br through the system's libbrotli (apt install libbrotli-dev) and asks for it in Accept-Encoding"),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -97,7 +100,10 @@ let package = Package(
             .product(name: "NIOFoundationCompat", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+            .target(name: "CBrotli", condition: .when(traits: ["Brotli"])),
         ]),
+        // Debian's libbrotli (decoder and encoder), with the Brotli trait only.
+        .systemLibrary(name: "CBrotli", path: "Modules/CBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"])]),
         module("Encoding", ["HTTPCore", httpTypes]),
         module("ErrorMapping", ["HTTPCore", httpTypes]),
         module("Plugins", [
@@ -195,6 +201,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -254,6 +261,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .target(name: "CBrotli", condition: .when(traits: ["Brotli"])),
             ],
             path: "Tests/TestSupport",
             swiftSettings: strictSettings
@@ -282,6 +290,8 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+            .target(name: "CBrotli", condition: .when(traits: ["Brotli"])),
         ]),
         tests("TransportConformanceTests", ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes]),
         tests("HTTPBinTests", ["HTTPCore", "AsyncHTTPClientTransport", "TestSupport", httpTypes]),

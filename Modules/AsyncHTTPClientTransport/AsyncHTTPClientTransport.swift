@@ -4,6 +4,7 @@ public import HTTPTypes
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// A `Transport` over AsyncHTTPClient (SwiftNIO): pooled connections, HTTP/1.1 and HTTP/2,
 /// streamed bodies both ways. The fast default on Linux.
@@ -25,8 +26,17 @@ import NIOHTTP1
 /// cancelled (the request is cancelled on the wire), otherwise `NetworkError.transport(_:)`
 /// with the `TransportFailure.Kind` from the table in `Docs/Transports.md`.
 public final class AsyncHTTPClientTransport: Transport {
-    /// The AsyncHTTPClient this transport sends through.
+    /// The AsyncHTTPClient this transport sends through (the requests that go directly, when
+    /// ``Configuration/proxy`` is set).
     public let client: HTTPClient
+    /// The proxies of ``Configuration/proxy``, a client for each (AsyncHTTPClient's proxy is one
+    /// per client); empty without one.
+    private let proxied: [ProxyServer: HTTPClient]
+    private let proxySettings: ProxySettings?
+    /// ``Configuration/tlsByOrigin``: a request to one of these origins carries its settings.
+    private let tlsByOrigin: [Origin: TLSConfiguration]
+    /// How far a `br` body may expand (``Configuration/decompression``).
+    private let brotliLimit: DecodingLimit
     /// Whether ``shutdown()`` (or deinit) shuts ``client`` down: true when the transport made it.
     private let ownsClient: Bool
     /// Whether the client decodes gzip and deflate bodies (then other codings are refused).
@@ -41,9 +51,22 @@ public final class AsyncHTTPClientTransport: Transport {
     /// client down in the background.
     public init(configuration: Configuration = Configuration()) {
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration.clientConfiguration)
+        var proxied: [ProxyServer: HTTPClient] = [:]
+        for server in [configuration.proxy?.http, configuration.proxy?.https].compactMap({ $0 }) where proxied[server] == nil {
+            proxied[server] = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration.clientConfiguration(proxy: server))
+        }
+        self.proxied = proxied
+        self.proxySettings = proxied.isEmpty ? nil : configuration.proxy
+        self.tlsByOrigin = configuration.tlsByOrigin
         self.ownsClient = true
         self.http1Connections = (configuration.httpVersion == .http1Only, configuration.maximumConnectionsPerHost)
-        if case .disabled = configuration.decompression { decodesBodies = false } else { decodesBodies = true }
+        if case .enabled(let limit) = configuration.decompression {
+            decodesBodies = true
+            brotliLimit = DecodingLimit(limit)
+        } else {
+            decodesBodies = false
+            brotliLimit = .none
+        }
     }
 
     /// A transport over an `HTTPClient` you own and shut down yourself.
@@ -52,10 +75,14 @@ public final class AsyncHTTPClientTransport: Transport {
     /// 3xx responses and applies its own redirect rules (dropping credentials on a host change).
     public init(client: HTTPClient) {
         self.client = client
+        self.proxied = [:]
+        self.proxySettings = nil
+        self.tlsByOrigin = [:]
         self.ownsClient = false
         self.http1Connections = nil
         // Its decompression setting cannot be read back: bodies pass through as they came.
         self.decodesBodies = false
+        self.brotliLimit = .none
     }
 
     deinit {
@@ -63,6 +90,7 @@ public final class AsyncHTTPClientTransport: Transport {
             // The callback form may be called from any thread that is not an event loop;
             // the client keeps itself alive until the shutdown completes.
             client.shutdown { _ in }
+            for other in proxied.values { other.shutdown { _ in } }
         }
     }
 
@@ -74,7 +102,9 @@ public final class AsyncHTTPClientTransport: Transport {
             defer { done = true }
             return !done
         }
-        if first { try await client.shutdown() }
+        guard first else { return }
+        for other in proxied.values { try? await other.shutdown() }
+        try await client.shutdown()
     }
 
     /// The first content coding in `headers`' `Content-Encoding` that AsyncHTTPClient does not
@@ -95,8 +125,28 @@ public final class AsyncHTTPClientTransport: Transport {
         return nil
     }
 
-    /// The content codings AsyncHTTPClient decodes.
+    /// The content codings AsyncHTTPClient decodes. (`br` alone, with the package trait
+    /// `Brotli`, is decoded here: ``isBrotli(_:)``.)
     static let decodedEncodings: [String] = ["gzip", "x-gzip", "deflate", "identity"]
+
+    /// Whether `headers` name `br` as the body's one content coding (besides `identity`): a
+    /// body this transport decodes itself. `br` after or before another coding is refused.
+    static func isBrotli(_ headers: HTTPHeaders) -> Bool {
+        var codings: [Substring] = []
+        for (name, value) in headers where name.utf8.equalsIgnoringASCIICase("content-encoding".utf8) {
+            for part in value.split(separator: ",") {
+                let coding = part.trimmingASCIISpaces()
+                if !coding.isEmpty, !coding.utf8.equalsIgnoringASCIICase("identity".utf8) { codings.append(coding) }
+            }
+        }
+        return codings.count == 1 && codings[0].utf8.equalsIgnoringASCIICase("br".utf8)
+    }
+
+    /// The client a request to `request`'s origin goes through: a proxy's, or the direct one.
+    private func client(for origin: Origin?) -> HTTPClient {
+        guard let proxySettings, let origin, let server = proxySettings.server(for: origin) else { return client }
+        return proxied[server] ?? client
+    }
 
     /// Whether a request that failed with `error` before any part of its response arrived is
     /// sent once more: when the connection was lost (the server closed a kept-alive
@@ -126,8 +176,12 @@ public final class AsyncHTTPClientTransport: Transport {
 
     public func send(_ request: HTTPRequest, body: RequestBody?, timeout: Duration?) async throws -> TransportResponse {
         if Task.isCancelled { throw NetworkError.cancelled }
-        let outgoing = try HTTPClientRequest(request, body: body, loops: client.eventLoopGroup, acceptsCompression: decodesBodies)
+        var outgoing = try HTTPClientRequest(request, body: body, loops: client.eventLoopGroup, acceptsCompression: decodesBodies)
         if let failure = SpecialUseDomain.failure(for: request) { throw failure }
+        // Proxies and per-origin TLS: nothing is looked up when neither is configured.
+        let origin = proxySettings == nil && tlsByOrigin.isEmpty ? nil : Origin(scheme: request.scheme, authority: request.authority)
+        if let origin, let tls = tlsByOrigin[origin] { outgoing.tlsConfiguration = tls }
+        let client = client(for: origin)
         // Clamped: NIO traps on a TimeAmount beyond Int64 nanoseconds (292 years).
         let deadline: NIODeadline? = timeout.map { .now() + TimeAmount(min($0, .longestInput)) }
         do {
@@ -137,15 +191,20 @@ public final class AsyncHTTPClientTransport: Transport {
             } catch where Self.mayResend(request, body: body, after: error) {
                 // A pooled connection the server closed as the request went out: the request
                 // got no answer, so an idempotent one goes once more, on another connection.
-                response = try await client.execute(try HTTPClientRequest(request, body: body, loops: client.eventLoopGroup, acceptsCompression: decodesBodies), deadline: deadline ?? .distantFuture)
+                var again = try HTTPClientRequest(request, body: body, loops: client.eventLoopGroup, acceptsCompression: decodesBodies)
+                again.tlsConfiguration = outgoing.tlsConfiguration
+                response = try await client.execute(again, deadline: deadline ?? .distantFuture)
             }
+            let reader = ResponseBodyReader(response.body, deadline: deadline, owner: self)
+            #if Brotli
+            if decodesBodies, Self.isBrotli(response.headers) {
+                return TransportResponse(head: HTTPResponse(response), body: ByteStream(source: try BrotliBodyReader(reader, limit: brotliLimit)))
+            }
+            #endif
             if decodesBodies, let encoding = Self.unsupportedEncoding(in: response.headers) {
                 throw NetworkError.transport(TransportFailure(.invalidResponse, "the response uses content encoding \(encoding), which this transport cannot decode"))
             }
-            return TransportResponse(
-                head: HTTPResponse(response),
-                body: ByteStream(source: ResponseBodyReader(response.body, deadline: deadline, owner: self))
-            )
+            return TransportResponse(head: HTTPResponse(response), body: ByteStream(source: reader))
         } catch {
             throw TransportErrorMapping.map(error)
         }

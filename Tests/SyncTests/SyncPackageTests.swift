@@ -5,8 +5,9 @@ import TestSupport
 
 /// The Debian package as an operator gets it: built by Tools/package (from this run's debug
 /// build, so the suite needs no release build), lintian clean, then installed with `dpkg --root`
-/// into a throwaway root (maintainer scripts run chrootless, honouring DPKG_ROOT), upgraded over
-/// a queue with pending entries of an older schema, removed and purged.
+/// into a throwaway root (maintainer scripts run chrootless, honouring DPKG_ROOT), its keyring
+/// made, upgraded over a queue with pending entries of an older schema (the keyring untouched),
+/// removed and purged (the keyring kept).
 @Suite("The Debian package: built, installed into a throwaway root, upgraded, removed and purged")
 struct SyncPackageTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -30,7 +31,7 @@ struct SyncPackageTests {
         try await run("/usr/bin/dpkg", ["--root=\(target.path)", "--force-script-chrootless", "--force-depends", "--log=/dev/null"] + arguments)
     }
 
-    @Test("Tools/package builds a lintian-clean .deb; installed, its binary, man pages, completions and units work; an upgrade migrates the queue; remove keeps it, purge deletes it")
+    @Test("Tools/package builds a lintian-clean .deb; installed, it makes its keyring, and its binary, man pages, completions and units work; an upgrade migrates the queue and keeps the keyring; remove keeps the queue, purge deletes it and keeps the keyring")
     func installUpgradeRemovePurge() async throws {
         try #require(getuid() == 0, "installing into a root with its own system user needs root (Tools/test runs as root)")
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/lintian"), "Tools/test installs lintian")
@@ -70,6 +71,18 @@ struct SyncPackageTests {
         let state = target.appendingPathComponent("var/lib/courier-sync")
         let attributes = try FileManager.default.attributesOfItem(atPath: state.path)
         #expect((attributes[.posixPermissions] as? Int) == 0o700 && (attributes[.ownerAccountID] as? Int) == uid)
+
+        // The keyring the units load (LoadCredential=), made by postinst since systemd fails a
+        // start without it: root's, 0600, a regular file, loadable. (Here postinst ran the root's
+        // binary on this host, DPKG_ROOT set.)
+        let keyring = target.appendingPathComponent("etc/courier/courier-sync.keyring").path
+        let keyringAttributes = try FileManager.default.attributesOfItem(atPath: keyring)
+        #expect((keyringAttributes[.type] as? FileAttributeType) == .typeRegular)
+        #expect((keyringAttributes[.posixPermissions] as? Int) == 0o600 && (keyringAttributes[.ownerAccountID] as? Int) == 0
+            && (keyringAttributes[.groupOwnerAccountID] as? Int) == 0, "\(keyringAttributes)")
+        let keys = try await Self.run(tool, ["keys", "list", "--keyring", keyring])
+        #expect(keys.split(separator: "\n").count == 1 && keys.contains("primary"), "\(keys)")
+        let keyringBytes = try Data(contentsOf: URL(fileURLWithPath: keyring))
 
         // Man pages, read as man reads them.
         let pages = target.appendingPathComponent("usr/share/man/man1")
@@ -113,6 +126,30 @@ struct SyncPackageTests {
         try await Self.dpkg(target, "--install", debs[1])
         let upgraded = try await Self.run("/usr/bin/dpkg-query", ["--admindir=\(target.path)/var/lib/dpkg", "-W", "-f", "${Version}", "courier-sync"])
         #expect(upgraded == "\(version)-2")
+        // The upgrade's configure leaves the keyring as it was: same bytes, same owner and mode.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: keyring)) == keyringBytes, "an upgrade must never make the keyring again")
+        let upgradedAttributes = try FileManager.default.attributesOfItem(atPath: keyring)
+        #expect((upgradedAttributes[.posixPermissions] as? Int) == 0o600 && (upgradedAttributes[.ownerAccountID] as? Int) == 0)
+        // Nor does it touch one that is unusual: a symbolic link, a file others may read. It says
+        // so on standard error and leaves it as it is (postinst configure, run again as dpkg runs it).
+        let postinst = target.appendingPathComponent("var/lib/dpkg/info/courier-sync.postinst").path
+        let configure = { () async throws -> ToolResult in
+            try await runTool("/usr/bin/env", ["DPKG_ROOT=\(target.path)", postinst, "configure", "\(version)-1"], limit: .seconds(120))
+        }
+        let aside = keyring + ".real"
+        try FileManager.default.moveItem(atPath: keyring, toPath: aside)
+        try FileManager.default.createSymbolicLink(atPath: keyring, withDestinationPath: "courier-sync.keyring.real")
+        let linked = try await configure()
+        #expect(linked.status == 0 && linked.errorText.contains("is a symbolic link; left as it is"), "\(linked.status): \(linked.errorText)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: keyring) == "courier-sync.keyring.real")
+        try FileManager.default.removeItem(atPath: keyring)
+        try FileManager.default.moveItem(atPath: aside, toPath: keyring)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyring)
+        let readable = try await configure()
+        #expect(readable.status == 0 && readable.errorText.contains("is not root's alone"), "\(readable.status): \(readable.errorText)")
+        #expect((try FileManager.default.attributesOfItem(atPath: keyring)[.posixPermissions] as? Int) == 0o644)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyring)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: keyring)) == keyringBytes)
         // The first command that writes migrates it; nothing is lost.
         try await Self.run(tool, ["pause"], environment: ["SYNC_DB": database])
         try await Self.run(tool, ["resume"], environment: ["SYNC_DB": database])
@@ -128,5 +165,7 @@ struct SyncPackageTests {
         try await Self.dpkg(target, "--purge", "courier-sync")
         #expect(!FileManager.default.fileExists(atPath: state.path))
         #expect(!FileManager.default.fileExists(atPath: target.appendingPathComponent("etc/courier/courier-sync.conf").path))
+        // …but not the keyring: what it sealed may outlive the state directory (Tools/packaging/postrm).
+        #expect(try Data(contentsOf: URL(fileURLWithPath: keyring)) == keyringBytes, "purge keeps the keyring")
     }
 }

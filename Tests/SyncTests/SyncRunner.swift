@@ -46,6 +46,12 @@ struct SyncRunner {
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "SYNC_DB")
         env.removeValue(forKey: "NOTIFY_SOCKET")
+        // A proxy of the machine's own would take the tests' loopback traffic: only a test's
+        // own `environment` names one.
+        for name in ["http_proxy", "https_proxy", "all_proxy", "no_proxy"] {
+            env.removeValue(forKey: name)
+            env.removeValue(forKey: name.uppercased())
+        }
         for (key, value) in environment { env[key] = value }
         process.environment = env
         if let directory { process.currentDirectoryURL = directory }

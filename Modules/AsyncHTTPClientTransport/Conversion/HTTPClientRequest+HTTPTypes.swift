@@ -11,6 +11,12 @@ extension HTTPClientRequest {
     /// client decodes gzip and deflate, so a request without `Accept-Encoding` says so here.
     /// AsyncHTTPClient's decompressor adds the same field otherwise, by rebuilding the head on
     /// the event loop: two allocations more per request.
+    #if Brotli
+    static let acceptedEncodings = "br, deflate, gzip"
+    #else
+    static let acceptedEncodings = "deflate, gzip"
+    #endif
+
     init(_ request: HTTPRequest, body: RequestBody?, loops: (any EventLoopGroup)? = nil, acceptsCompression: Bool = false) throws(NetworkError) {
         guard let scheme = request.scheme, let authority = request.authority else {
             throw .invalidRequest(.malformedURL("\(request.scheme ?? "?")://\(request.authority ?? "?")\(request.path ?? "")"))
@@ -24,8 +30,9 @@ extension HTTPClientRequest {
             if needsAcceptEncoding, field.name == .acceptEncoding { needsAcceptEncoding = false }
             headers.add(name: field.name.rawName, value: field.value)
         }
-        // The value AsyncHTTPClient's decompressor would add.
-        if needsAcceptEncoding { headers.add(name: "accept-encoding", value: "deflate, gzip") }
+        // The value AsyncHTTPClient's decompressor would add, with `br` first when this build
+        // decodes it (the package trait `Brotli`).
+        if needsAcceptEncoding { headers.add(name: "accept-encoding", value: Self.acceptedEncodings) }
         self.headers = headers
         if let body { self.body = Body(body, loops: loops) }
     }

@@ -24,6 +24,7 @@ import NIOSSL
 /// | `ENETUNREACH`, `ENETDOWN` | `.notConnected` |
 /// | `HTTPClientError.remoteConnectionClosed`, `HTTPParserError.invalidEOFState`, `ChannelError` EOF or closed, `ECONNRESET`, `EPIPE` | `.connectionLost` |
 /// | `NIOSSLError`, `BoringSSLError`, `NIOSSLExtraError` | `.tls` |
+/// | `HTTPClientError.proxyAuthenticationRequired`, `.invalidProxyResponse` (a proxy's answer to `CONNECT` other than 2xx) | `.cannotConnect` |
 /// | `HTTPParserError`, decompression errors, invalid or mismatched responses | `.invalidResponse` |
 /// | anything else | `.other` |
 enum TransportErrorMapping {
@@ -67,8 +68,16 @@ enum TransportErrorMapping {
             return failure(.connectionLost, error)
         case .invalidURL, .emptyHost, .emptyScheme, .missingSocketPath:
             return .invalidRequest(.malformedURL("\(error)"))
-        case .identityCodingIncorrectlyPresent, .invalidProxyResponse:
+        case .identityCodingIncorrectlyPresent:
             return failure(.invalidResponse, error)
+        case .invalidProxyResponse:
+            // AsyncHTTPClient reaches every origin through a proxy by CONNECT (http ones too):
+            // any answer but 2xx or 407 means no tunnel, and nothing reached the origin.
+            return .transport(TransportFailure(.cannotConnect, "the proxy refused the tunnel (CONNECT answered neither 2xx nor 407: wrong proxy credentials with some proxies, such as tinyproxy's 401, or a port the proxy does not tunnel to)"))
+        case .proxyAuthenticationRequired:
+            // The proxy's 407 to CONNECT: the tunnel was not opened, and the credentials (if
+            // any) are not repeated here.
+            return .transport(TransportFailure(.cannotConnect, "the proxy refused the tunnel: 407 Proxy Authentication Required (missing or wrong proxy credentials)"))
         default:
             return failure(.other, error)
         }

@@ -33,6 +33,35 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
         self.init(url)
     }
 
+    /// The origin of a request's scheme and authority (`host`, `host:port`, `[v6]:port`), as
+    /// `HTTPRequest` holds them; `nil` when either is missing or not http(s). Parses in place.
+    package init?(scheme: String?, authority: String?) {
+        guard let scheme = scheme?.lowercased(), let defaultPort = Self.defaultPort(scheme), let authority else { return nil }
+        var rest = Substring(authority)
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        var host: Substring
+        var port = defaultPort
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return nil }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let tail = rest[rest.index(after: close)...]
+            if tail.hasPrefix(":") {
+                guard let number = Int(tail.dropFirst()) else { return nil }
+                port = number
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = rest[..<colon]
+            guard let number = Int(rest[rest.index(after: colon)...]) else { return nil }
+            port = number
+        } else {
+            host = rest
+        }
+        guard !host.isEmpty else { return nil }
+        self.scheme = scheme
+        self.host = host.lowercased()
+        self.port = port
+    }
+
     /// Whether requests to this origin never leave the machine: `localhost`, 127.0.0.0/8 or `::1`.
     public var isLoopback: Bool {
         host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || host.hasPrefix("127.")

@@ -19,8 +19,11 @@ import NIOPosix
 public final class NginxTLSServer: Sendable {
     /// The HTTPS port on 127.0.0.1.
     public let port: Int
-    /// The PEM file of the CA that signed the server's certificate.
+    /// The PEM file of the CA that signed the server's certificate (and the client's).
     public let caCertificatePath: String
+    /// A client certificate the CA signed, and its key (mode 0600), for ``start(verifyingClients:)``.
+    public var clientCertificatePath: String { directory.appendingPathComponent("client.pem").path }
+    public var clientKeyPath: String { directory.appendingPathComponent("client.key").path }
     /// The temporary directory holding keys, certificates, config and logs.
     public let directory: URL
     private let process: ChildProcess
@@ -39,8 +42,9 @@ public final class NginxTLSServer: Sendable {
     }
 
     /// Makes the certificates and config, starts nginx and waits (at most 60 s) until it accepts
-    /// connections.
-    public static func start() async throws -> NginxTLSServer {
+    /// connections. `verifyingClients`: nginx asks for a client certificate signed by the CA
+    /// (`ssl_verify_client on`) and answers 400 to a request that comes without one.
+    public static func start(verifyingClients: Bool = false) async throws -> NginxTLSServer {
         let nginx = try executable("nginx", hint: "apt-get install -y nginx")
         let openssl = try executable("openssl", hint: "apt-get install -y openssl")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-nginx-\(UUID().uuidString)")
@@ -48,7 +52,7 @@ public final class NginxTLSServer: Sendable {
         try await makeCertificates(openssl: openssl, in: directory)
         let port = try await freePort()
         let config = directory.appendingPathComponent("nginx.conf")
-        try configuration(port: port, directory: directory.path).write(to: config, atomically: true, encoding: .utf8)
+        try configuration(port: port, directory: directory.path, verifyingClients: verifyingClients).write(to: config, atomically: true, encoding: .utf8)
 
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: nginx)
@@ -80,8 +84,9 @@ public final class NginxTLSServer: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    private static func configuration(port: Int, directory: String) -> String {
-        """
+    private static func configuration(port: Int, directory: String, verifyingClients: Bool) -> String {
+        let verification = verifyingClients ? "ssl_client_certificate \(directory)/ca.pem;\n            ssl_verify_client on;" : ""
+        return """
         worker_processes 1;
         master_process off;
         pid \(directory)/nginx.pid;
@@ -98,6 +103,7 @@ public final class NginxTLSServer: Sendable {
                 listen 127.0.0.1:\(port) ssl http2;
                 ssl_certificate \(directory)/server.pem;
                 ssl_certificate_key \(directory)/server.key;
+                \(verification)
                 location / {
                     default_type application/json;
                     add_header X-Protocol $server_protocol always;
@@ -125,6 +131,16 @@ public final class NginxTLSServer: Sendable {
         try await run(openssl, ["req"] + ec + ["-keyout", "\(path)/server.key", "-out", "\(path)/server.csr", "-subj", "/CN=localhost"])
         try await run(openssl, ["x509", "-req", "-in", "\(path)/server.csr", "-CA", "\(path)/ca.pem", "-CAkey", "\(path)/ca.key",
                           "-CAcreateserial", "-out", "\(path)/server.pem", "-days", "2", "-extfile", "\(path)/server.ext"])
+        try """
+        basicConstraints=CA:FALSE
+        keyUsage=critical,digitalSignature
+        extendedKeyUsage=clientAuth
+
+        """.write(to: directory.appendingPathComponent("client.ext"), atomically: true, encoding: .utf8)
+        try await run(openssl, ["req"] + ec + ["-keyout", "\(path)/client.key", "-out", "\(path)/client.csr", "-subj", "/CN=courier-sync"])
+        try await run(openssl, ["x509", "-req", "-in", "\(path)/client.csr", "-CA", "\(path)/ca.pem", "-CAkey", "\(path)/ca.key",
+                          "-CAcreateserial", "-out", "\(path)/client.pem", "-days", "2", "-extfile", "\(path)/client.ext"])
+        _ = chmod("\(path)/client.key", 0o600)
     }
 
     private static func run(_ executable: String, _ arguments: [String]) async throws {

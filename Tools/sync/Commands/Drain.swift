@@ -47,6 +47,8 @@ struct Drain: AsyncParsableCommand {
 
     @OptionGroup var network: NetworkOptions
 
+    @OptionGroup var connection: ConnectionOptions
+
     @OptionGroup var secrets: SecretOptions
 
     @OptionGroup var logging: LogOptions
@@ -55,7 +57,7 @@ struct Drain: AsyncParsableCommand {
         logging.bootstrap()
         // With OTEL_TRACES_EXPORTER=otlp the drain's spans are exported, and flushed before exit.
         try await Telemetry.exporting(logger: Logger(label: "courier.sync")) {
-            try await withTransport(connectionsPerHost: sending.connectionsPerHost) { transport in try await drain(through: transport) }
+            try await withTransport(configuration: try connection.configuration(connectionsPerHost: sending.connectionsPerHost)) { transport in try await drain(through: transport) }
         }
     }
 

@@ -58,6 +58,8 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var network: NetworkOptions
 
+    @OptionGroup var connection: ConnectionOptions
+
     @OptionGroup var secrets: SecretOptions
 
     @OptionGroup var metrics: MetricsOptions
@@ -102,7 +104,7 @@ struct Run: AsyncParsableCommand {
         }
         let registry = metrics.address != nil || consoleAddress != nil ? HTTPServer.bootstrapPrometheus() : nil
         let telemetry = try Telemetry.bootstrap(logger: logger)
-        try await withTransport(connectionsPerHost: sending.connectionsPerHost) { [users, registry] transport in
+        try await withTransport(configuration: try connection.configuration(connectionsPerHost: sending.connectionsPerHost)) { [users, registry] transport in
             try await serve(
                 through: transport, console: consoleAddress.flatMap { address in users.map { (address, $0) } }, registry: registry,
                 telemetry: telemetry, logger: logger

@@ -2,14 +2,15 @@ import AsyncHTTPClientTransport
 
 /// Runs `body` with a new transport and awaits the transport's shutdown before returning or
 /// rethrowing, so no connection outlives the command and nothing blocks a thread on the way out.
-/// `connectionsPerHost`: the most HTTP/1.1 connections to one host (``SendOptions/connectionsPerHost``
-/// for the commands that drain); HTTP/2, negotiated by ALPN where the server offers it, carries
-/// the requests to a host as streams of one connection.
+/// `configuration`: the defaults, or for the commands that drain ``ConnectionOptions`` (proxy,
+/// trust, client certificate) with ``SendOptions/connectionsPerHost`` HTTP/1.1 connections to one
+/// host; HTTP/2, negotiated by ALPN where the server offers it, carries the requests to a host as
+/// streams of one connection.
 func withTransport<Result>(
-    connectionsPerHost: Int = AsyncHTTPClientTransport.Configuration().maximumConnectionsPerHost,
+    configuration: AsyncHTTPClientTransport.Configuration = AsyncHTTPClientTransport.Configuration(),
     _ body: (AsyncHTTPClientTransport) async throws -> Result
 ) async throws -> Result {
-    let transport = AsyncHTTPClientTransport(configuration: AsyncHTTPClientTransport.Configuration(maximumConnectionsPerHost: connectionsPerHost))
+    let transport = AsyncHTTPClientTransport(configuration: configuration)
     let result: Result
     do {
         result = try await body(transport)
