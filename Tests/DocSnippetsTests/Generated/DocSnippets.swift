@@ -30,4 +30,5 @@ let docSnippets: [(source: String, name: String, program: @MainActor @Sendable (
     ("Docs/OpenAPI.md", "docSnippet_OpenAPI_1", docSnippet_OpenAPI_1),
     ("Docs/Reachability.md", "docSnippet_Reachability_1", docSnippet_Reachability_1),
     ("Docs/Transports.md", "docSnippet_Transports_1", docSnippet_Transports_1),
+    ("Docs/Transports.md", "docSnippet_Transports_2", docSnippet_Transports_2),
 ]
