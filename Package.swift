@@ -102,7 +102,8 @@ let package = Package(
             .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
             .target(name: "CBrotli", condition: .when(traits: ["Brotli"])),
         ]),
-        // Debian's libbrotli (decoder and encoder), with the Brotli trait only.
+        // Debian's libbrotli (the decoder; its header declares the encoder, which TestSupport
+        // links), with the Brotli trait only.
         .systemLibrary(name: "CBrotli", path: "Modules/CBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"])]),
         module("Encoding", ["HTTPCore", httpTypes]),
         module("ErrorMapping", ["HTTPCore", httpTypes]),
@@ -264,7 +265,9 @@ let package = Package(
                 .target(name: "CBrotli", condition: .when(traits: ["Brotli"])),
             ],
             path: "Tests/TestSupport",
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            // BrotliFixture's encoder: CBrotli links the decoder only, so `sync` needs no encoder.
+            linkerSettings: [.linkedLibrary("brotlienc", .when(traits: ["Brotli"]))]
         ),
         // The queue's fixtures (a store of each kind, a queue over it, the test cluster), shared
         // by the test targets of the engine and SQLite store, the PostgreSQL store and QueueSystemd.

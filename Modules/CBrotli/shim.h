@@ -1,4 +1,5 @@
 // Debian's libbrotli (libbrotli-dev): the decoder for `Content-Encoding: br` in
-// AsyncHTTPClientTransport, with the package trait `Brotli`; the encoder for the tests' servers.
+// AsyncHTTPClientTransport, with the package trait `Brotli` (the module links libbrotlidec
+// only); the encoder for the tests' servers, whose target links libbrotlienc itself.
 #include <brotli/decode.h>
 #include <brotli/encode.h>

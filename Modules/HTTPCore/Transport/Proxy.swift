@@ -146,9 +146,12 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
 
 /// The user and password a proxy asks for. Its ``description`` shows the user only.
 public struct ProxyCredentials: Sendable, Hashable, CustomStringConvertible {
+    /// The user name sent to the proxy.
     public var username: String
+    /// The password sent to the proxy; never part of a description or an error.
     public var password: String
 
+    /// The credentials `username` and `password`.
     public init(username: String, password: String) {
         self.username = username
         self.password = password
@@ -282,6 +285,7 @@ public struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong.
     public let reason: String
 
+    /// An error saying `reason`, which must not hold a password.
     public init(_ reason: String) { self.reason = reason }
 
     public var description: String { reason }
