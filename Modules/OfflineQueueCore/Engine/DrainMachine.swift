@@ -150,9 +150,9 @@ struct DrainMachine {
     /// Of the entries held, those claimed as their origin's probe (``ClaimResult/probes``).
     private(set) var probes: Set<EntryID> = []
     /// Answers in a row from each origin that said its server is unwell, as this drain met
-    /// them since its last delivery there (none kept for an origin that answers). At the
-    /// circuit's threshold the drain does not wait for its commit to hear the circuit opened:
-    /// what it holds of the origin goes back unsent, and the failures are recorded at once.
+    /// them since its last delivery there (none kept for an origin that answers). At each such
+    /// answer the drain does not wait for a commit to hear whether the circuit opened: what it
+    /// holds of the origin goes back unsent, and the failure is recorded at once.
     private var unwellStreak: [Substring: Int] = [:]
     /// Record what waits at once, without waiting for a batch or the flush delay.
     private var flushNow = false
@@ -235,9 +235,13 @@ struct DrainMachine {
             if let origin = settlement.url.flatMap(FlowOrigin.key(ofURL:)) { giveBack(origins: [origin], at: now) }
         case .unwell?, .overload(503)?:
             guard let origin = settlement.url.flatMap(FlowOrigin.key(ofURL:)) else { break }
-            let streak = unwellStreak[origin, default: 0] + 1
-            unwellStreak[origin] = streak
-            if settings.flow.openAfter > 0 && streak >= settings.flow.openAfter {
+            unwellStreak[origin, default: 0] += 1
+            // What is in hand for the origin goes back unsent, and the answer is recorded at
+            // once: the next of its entries goes only from a claim, which passes them over once
+            // the circuit is open, whichever drainer of the fleet opened it. (Sending on from
+            // the hand until this drain's own streak reached the threshold let each drainer of
+            // a fleet send that many more after another had opened the circuit.)
+            if settings.flow.openAfter > 0 {
                 giveBack(origins: [origin], at: now)
                 flushNow = true
             }
