@@ -61,18 +61,10 @@ public final class NginxTLSServer: Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let server = NginxTLSServer(port: port, directory: directory, process: process)
-        let end = ContinuousClock.now + .hangGuard
-        while ContinuousClock.now < end {
-            if !process.isRunning {
-                let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
-                server.stop()
-                throw TestServerError("nginx exited at start (status \(process.terminationStatus)): \(log)")
-            }
-            if await accepts(port: port) { return server }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        server.stop()
-        throw TestServerError("nginx did not accept connections on port \(port) within \(Duration.hangGuard)")
+        try await awaitListening(process, port: port, name: "nginx", log: {
+            (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+        }, stop: server.stop)
+        return server
     }
 
     /// Ends nginx (SIGKILL; its reaper thread reaps it) and removes the temporary directory.
@@ -168,16 +160,5 @@ public final class NginxTLSServer: Sendable {
         try? await channel.close()
         guard let port else { throw TestServerError("no free port") }
         return port
-    }
-
-    private static func accepts(port: Int) async -> Bool {
-        do {
-            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connect(host: "127.0.0.1", port: port).get()
-            try? await channel.close()
-            return true
-        } catch {
-            return false
-        }
     }
 }

@@ -1,6 +1,4 @@
 public import Foundation
-import NIOCore
-import NIOPosix
 
 /// Debian's tinyproxy on a loopback port, as an operator's egress proxy: plain HTTP requests in
 /// absolute form, `CONNECT` tunnels to any port, and with ``start(credentials:)`` given, Basic
@@ -56,18 +54,8 @@ public final class TinyproxyServer: Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let server = TinyproxyServer(port: port, directory: directory, process: process)
-        let end = ContinuousClock.now + .hangGuard
-        while ContinuousClock.now < end {
-            if !process.isRunning {
-                let log = server.log
-                server.stop()
-                throw TestServerError("tinyproxy exited at start (status \(process.terminationStatus)): \(log)")
-            }
-            if await accepts(port: port) { return server }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        server.stop()
-        throw TestServerError("tinyproxy did not accept connections on port \(port) within \(Duration.hangGuard)")
+        try await awaitListening(process, port: port, name: "tinyproxy", log: { server.log }, stop: server.stop)
+        return server
     }
 
     /// Its whole log.
@@ -89,16 +77,5 @@ public final class TinyproxyServer: Sendable {
     public func stop() {
         if process.isRunning { process.signal(SIGKILL) }
         try? FileManager.default.removeItem(at: directory)
-    }
-
-    private static func accepts(port: Int) async -> Bool {
-        do {
-            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connect(host: "127.0.0.1", port: port).get()
-            try? await channel.close()
-            return true
-        } catch {
-            return false
-        }
     }
 }
