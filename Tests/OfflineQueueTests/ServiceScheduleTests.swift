@@ -50,6 +50,28 @@ struct ServiceScheduleTests {
         #expect(schedule.next(at: Self.at(10)) == .drain)
     }
 
+    @Test("a wait for a due time ends at that time, not up to a millisecond past it (what remains is rounded up to a millisecond)")
+    func waitEndsAtTheDueTime() {
+        // The readings of a ServiceTests run that failed: the due time half an hour after a
+        // boot-clock reading whose difference is 1800.0000000000036 s in Double, which rounded
+        // up to 1800.001 s put the wait's end past the reading the clock was moved to.
+        let began = Self.at(31714.684205101)
+        let due = DueTime(boot: Self.boot, uptime: 31714.684205101 + 1800)
+        var schedule = Self.schedule()
+        schedule.retentionApplied(at: began)
+        let hourly = ServiceSchedule(pollInterval: .seconds(3600), retentionInterval: .seconds(86400), idleFloor: .milliseconds(100))
+        for var candidate in [schedule, hourly] {
+            candidate.retentionApplied(at: began)
+            candidate.drained(didWork: false, nextDue: due, began: began)
+            let step = candidate.next(at: began)
+            if candidate.pollInterval > .seconds(1800) {
+                #expect(step == .wait(untilUptime: due.uptime), "\(step)")
+            } else {
+                #expect(step == .wait(untilUptime: began.uptime + 60), "the poll comes first: \(step)")
+            }
+        }
+    }
+
     @Test("an entry that came due after the drain began: the next drain at once, not after the floor; the floor from that one on")
     func cameDueDuringTheDrain() {
         var schedule = Self.schedule()

@@ -80,9 +80,13 @@ struct ServiceSchedule {
             if let nextDue {
                 // Due after the drain began: not yet due, maybe, when its claims looked.
                 let cameDueSince = began.map { nextDue.boot == $0.boot && nextDue.uptime > $0.uptime } ?? false
-                let wait = max(nextDue.remaining(at: now), didWork || cameDueSince ? .zero : idleFloor)
+                let remaining = nextDue.remaining(at: now)
+                let wait = max(remaining, didWork || cameDueSince ? .zero : idleFloor)
                 if wait == .zero { return .drain }
-                until = min(until, now.uptime + wait.seconds)
+                // Until the due time itself, not now plus what remains: `remaining` is rounded
+                // up to a millisecond, so the sum could end up to 1 ms past it (an injected clock
+                // moved exactly to the due time never got there).
+                until = min(until, wait == remaining ? nextDue.uptime : now.uptime + wait.seconds)
             }
             return .wait(untilUptime: until)
         }
