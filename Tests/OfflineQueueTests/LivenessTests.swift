@@ -13,41 +13,41 @@ struct LivenessTests {
 
     @Test("a send within its timeout and margin is alive; past them, stuck, naming the entry; alive again once it ends")
     func sends() {
-        let activity = QueueActivity()
+        let watch = ServiceWatch()
         let start = BootClock.uptime()
-        activity.sendBegan(42, timeout: .seconds(60), margin: .seconds(5))
-        #expect(activity.liveness(at: start + 64, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive, "long but within its timeout")
-        let late = activity.liveness(at: start + 66, storeCallLimit: storeLimit, idleLimit: idleLimit)
+        watch.sendBegan(42, timeout: .seconds(60), margin: .seconds(5))
+        #expect(watch.liveness(at: start + 64, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive, "long but within its timeout")
+        let late = watch.liveness(at: start + 66, storeCallLimit: storeLimit, idleLimit: idleLimit)
         #expect(!late.isAlive)
         #expect(late.reason?.contains("entry 42") == true, "\(late)")
-        activity.sendEnded(42)
-        #expect(activity.liveness(at: BootClock.uptime(), storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
+        watch.sendEnded(42)
+        #expect(watch.liveness(at: BootClock.uptime(), storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
     }
 
     @Test("a store call past its limit is stuck, naming the call; one within it is not")
     func storeCalls() {
-        let activity = QueueActivity()
+        let watch = ServiceWatch()
         let start = BootClock.uptime()
-        let call = activity.storeCallBegan(.claim)
-        #expect(activity.liveness(at: start + 29, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
-        let stuck = activity.liveness(at: start + 31, storeCallLimit: storeLimit, idleLimit: idleLimit)
+        let call = watch.storeCallBegan(.claim)
+        #expect(watch.liveness(at: start + 29, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
+        let stuck = watch.liveness(at: start + 31, storeCallLimit: storeLimit, idleLimit: idleLimit)
         #expect(stuck.reason?.contains("settle and claim") == true, "\(stuck)")
-        activity.storeCallEnded(call)
-        #expect(activity.liveness(at: BootClock.uptime(), storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
+        watch.storeCallEnded(call)
+        #expect(watch.liveness(at: BootClock.uptime(), storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
     }
 
     @Test("nothing under way and nothing moved past the idle limit is a wedged loop; a turn of the loop clears it")
     func idleLoop() {
-        let activity = QueueActivity()
+        let watch = ServiceWatch()
         let start = BootClock.uptime()
-        #expect(activity.liveness(at: start + 9, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
-        #expect(!activity.liveness(at: start + 11, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
+        #expect(watch.liveness(at: start + 9, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
+        #expect(!watch.liveness(at: start + 11, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
         // Work under way is judged by its own limits, not by the loop.
-        activity.sendBegan(1, timeout: .seconds(60), margin: .seconds(5))
-        #expect(activity.liveness(at: start + 30, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
-        activity.sendEnded(1)
-        activity.progressed()
-        #expect(activity.liveness(at: BootClock.uptime() + 1, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
+        watch.sendBegan(1, timeout: .seconds(60), margin: .seconds(5))
+        #expect(watch.liveness(at: start + 30, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
+        watch.sendEnded(1)
+        watch.progressed()
+        #expect(watch.liveness(at: BootClock.uptime() + 1, storeCallLimit: storeLimit, idleLimit: idleLimit).isAlive)
     }
 }
 

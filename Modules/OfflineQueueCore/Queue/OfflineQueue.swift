@@ -69,7 +69,7 @@ public final class OfflineQueue: Sendable {
     /// Counters, timers and gauges, through swift-metrics.
     let metrics: QueueMetrics
     /// The sends and store calls under way, for a service's watchdog.
-    let activity = QueueActivity()
+    let watch = ServiceWatch()
     /// What this process counted for the activity per minute and has not yet stored.
     let activityBook: ActivityBook
     /// The origins' circuits as this process knows them (``OriginHealth``): for
@@ -101,7 +101,7 @@ public final class OfflineQueue: Sendable {
         let activityBook = ActivityBook(store: storage, clock: configuration.clock)
         self.activityBook = activityBook
         self.operations = QueueOperations(
-            store: storage, clock: configuration.clock, wake: enqueued, activity: activity, metrics: metrics, activityBook: activityBook
+            store: storage, clock: configuration.clock, wake: enqueued, watch: watch, metrics: metrics, activityBook: activityBook
         )
         self.upkeep = QueueUpkeep(store: storage, clock: configuration.clock, deliveredRetention: configuration.deliveredRetention)
         let operations = self.operations
@@ -109,7 +109,7 @@ public final class OfflineQueue: Sendable {
         self.circuits = circuits
         self.drainer = QueueDrainer(
             configuration: configuration, monitor: monitor, client: replays, store: storage,
-            broadcast: broadcast, metrics: metrics, activity: activity, activityBook: activityBook, circuits: circuits
+            broadcast: broadcast, metrics: metrics, watch: watch, activityBook: activityBook, circuits: circuits
         )
         storage.observeRemoteEnqueues { [enqueued] in enqueued.fire() }
     }

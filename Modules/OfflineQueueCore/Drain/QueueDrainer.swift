@@ -19,7 +19,7 @@ final class QueueDrainer: Sendable {
     let verifiedBodyMemory: VerifiedBodyMemory
     let broadcast: EventBroadcast
     let metrics: QueueMetrics
-    let activity: QueueActivity
+    let watch: ServiceWatch
     /// Counts the commits' deliveries and failures for the activity per minute.
     let activityBook: ActivityBook
     /// The origins' circuits as this process knows them: what its commits open and close.
@@ -29,7 +29,7 @@ final class QueueDrainer: Sendable {
 
     init(
         configuration: QueueConfiguration, monitor: (any NetworkMonitor)?, client: APIClient, store: any QueueDrainStorage,
-        broadcast: EventBroadcast, metrics: QueueMetrics, activity: QueueActivity, activityBook: ActivityBook, circuits: OriginCircuits
+        broadcast: EventBroadcast, metrics: QueueMetrics, watch: ServiceWatch, activityBook: ActivityBook, circuits: OriginCircuits
     ) {
         self.circuits = circuits
         self.configuration = configuration
@@ -39,7 +39,7 @@ final class QueueDrainer: Sendable {
         self.verifiedBodyMemory = VerifiedBodyMemory(limit: configuration.sealing.verifiedBodyMemory)
         self.broadcast = broadcast
         self.metrics = metrics
-        self.activity = activity
+        self.watch = watch
         self.activityBook = activityBook
     }
 
@@ -54,12 +54,12 @@ final class QueueDrainer: Sendable {
         let started = clock.now()
         // The machine's time: seconds on the queue's boot clock since the drain began.
         let elapsed = { Duration.clamped(seconds: clock.now().uptime - started.uptime) ?? .zero }
-        try await activity.storeCall(.ownership) { () async throws(QueueError) in try await store.acquireOwnership() }
+        try await watch.storeCall(.ownership) { () async throws(QueueError) in try await store.acquireOwnership() }
         // Nothing is sent unless what it gives can be recorded, even once the disk is full.
-        try await activity.storeCall(.reserve) { () async throws(QueueError) in try await store.holdReserve() }
+        try await watch.storeCall(.reserve) { () async throws(QueueError) in try await store.holdReserve() }
         let online = monitor?.status.isOnline ?? true
         // The network is there now: entries that found it gone are due again.
-        if online { _ = try await activity.storeCall(.wakeWaiters) { () async throws(QueueError) in try await store.wakeNetworkWaiters(now: started) } }
+        if online { _ = try await watch.storeCall(.wakeWaiters) { () async throws(QueueError) in try await store.wakeNetworkWaiters(now: started) } }
         let policy = configuration.policy
         let limit = max(1, concurrency ?? configuration.concurrency)
         // Commits of twice the concurrency, claimed while a round of claimed entries is still
@@ -104,7 +104,7 @@ final class QueueDrainer: Sendable {
                     }
                 case .renew(let ids):
                     do throws(QueueError) {
-                        try await activity.storeCall(.renewLeases) { () async throws(QueueError) in
+                        try await watch.storeCall(.renewLeases) { () async throws(QueueError) in
                             try await store.renewLeases(ids, now: clock.now(), lease: policy.leaseDuration)
                         }
                         machine.renewed(ids, at: elapsed())

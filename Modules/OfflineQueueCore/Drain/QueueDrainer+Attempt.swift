@@ -21,7 +21,7 @@ extension QueueDrainer {
         // The entry's age when its attempt starts, on the boot clock.
         let age = Duration.seconds(max(0, configuration.clock.now().uptime - entry.budgetUptime))
         let sent = ContinuousClock.now
-        activity.sendBegan(entry.id, timeout: entry.timeout ?? client.configuration.timeout, margin: QueueActivity.sendMargin)
+        watch.sendBegan(entry.id, timeout: entry.timeout ?? client.configuration.timeout, margin: ServiceWatch.sendMargin)
         let outcome: AttemptOutcome
         var trace: SentTrace?
         // Only an entry that keeps its response carries a box for it: the others' frames stay as they were.
@@ -36,10 +36,10 @@ extension QueueDrainer {
         } catch {
             // A sealed entry that does not open stays as it was: given back unsent, nothing
             // counted, and the drain stops with the error.
-            activity.sendEnded(entry.id)
+            watch.sendEnded(entry.id)
             return AttemptReport(settlement: Settlement(id: entry.id, transition: .release), networkGone: false, failure: error)
         }
-        activity.sendEnded(entry.id)
+        watch.sendEnded(entry.id)
         switch outcome {
         case .interrupted, .invalid: break   // cut short, or never sent
         default: metrics.attempted(entry.name, duration: ContinuousClock.now - sent)
@@ -232,8 +232,8 @@ extension QueueDrainer {
     func perform(_ commit: DrainMachine.Commit, now: QueueTime, attemptedSince: Double?) async throws(QueueError) -> ClaimResult {
         let store = self.store
         let claims = !Task.isCancelled && !commit.onFullDisk
-        let call = activity.storeCallBegan(claims ? .claim : .settle)
-        defer { activity.storeCallEnded(call) }
+        let call = watch.storeCallBegan(claims ? .claim : .settle)
+        defer { watch.storeCallEnded(call) }
         if claims {
             return try await store.settleAndClaim(
                 commit.settlements, now: now, claimLimit: commit.claimLimit,

@@ -7,7 +7,7 @@ import HTTPCore
 ///
 /// Sendable: the state is behind a lock; each record is a few words, kept only while its
 /// operation runs.
-final class QueueActivity: Sendable {
+final class ServiceWatch: Sendable {
     /// A store call under way: which one, for the message that names it.
     enum StoreCall: String, Sendable {
         case claim = "settle and claim"

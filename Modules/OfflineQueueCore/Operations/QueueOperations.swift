@@ -15,7 +15,7 @@ struct QueueOperations: Sendable {
     /// Fired when a change makes entries due, so a running service drains at once.
     let wake: WakeSignal
     /// The store calls under way, for a service's watchdog.
-    let activity: QueueActivity
+    let watch: ServiceWatch
     let metrics: QueueMetrics
     /// Takes the backlog of every count read, for the activity per minute.
     let activityBook: ActivityBook
@@ -45,7 +45,7 @@ struct QueueOperations: Sendable {
     }
 
     func counts() async throws(QueueError) -> QueueCounts {
-        var counts = try await activity.storeCall(.counts) { () async throws(QueueError) in try await store.counts(now: clock.now()) }
+        var counts = try await watch.storeCall(.counts) { () async throws(QueueError) in try await store.counts(now: clock.now()) }
         if counts.blocked > 0 { counts.stuck = try await stuck().count }
         metrics.answered(.counts)
         activityBook.sample(counts)
@@ -80,7 +80,7 @@ struct QueueOperations: Sendable {
         async let counts = Self.result { () async throws(QueueError) in try await recentCounts(maxAge: countsMaxAge) }
         async let pauses = Self.result { () async throws(QueueError) in try await store.pauseStatus() }
         async let tally = Self.result { () async throws(QueueError) in
-            try await activity.storeCall(.counts) { () async throws(QueueError) in
+            try await watch.storeCall(.counts) { () async throws(QueueError) in
                 try await store.tally(newest: window, now: clock.now())
             }
         }

@@ -77,7 +77,7 @@ public struct QueueService: Service {
     /// watchdog that pings only while it is alive lets a supervisor restart a hung process
     /// (whose leases die with it).
     public func liveness() -> ServiceLiveness {
-        queue.activity.liveness(at: BootClock.uptime(), storeCallLimit: storeCallLimit, idleLimit: pollInterval + Self.loopMargin)
+        queue.watch.liveness(at: BootClock.uptime(), storeCallLimit: storeCallLimit, idleLimit: pollInterval + Self.loopMargin)
     }
 
     /// How long past `pollInterval` a loop may take to go round before it counts as wedged.
@@ -87,7 +87,7 @@ public struct QueueService: Service {
 
     /// The loop went round: a beat for watchers, and progress for ``liveness()``.
     private func turned() {
-        queue.activity.progressed()
+        queue.watch.progressed()
         heartbeat.beat()
     }
 
@@ -181,9 +181,9 @@ public struct QueueService: Service {
     /// next is the schedule's word (``ServiceSchedule``), every wait on the queue's clock.
     private func serve(wake: WakeSignal) async throws {
         logger.info("queue service started", metadata: ["db": "\(queue.store.location)"])
-        queue.activity.progressed()
+        queue.watch.progressed()
         do {
-            try await queue.activity.storeCall(.sweep) { () async throws(QueueError) in try await queue.sweepOrphanBodies() }
+            try await queue.watch.storeCall(.sweep) { () async throws(QueueError) in try await queue.sweepOrphanBodies() }
         } catch {
             logger.warning("could not sweep orphan body files", metadata: ["error": "\(error)"])
         }
@@ -274,7 +274,7 @@ public struct QueueService: Service {
     /// One retention pass, logged; a failure is logged and retried at the next pass.
     private func applyRetention() async {
         do {
-            let removed = try await queue.activity.storeCall(.retention) { () async throws(QueueError) in try await queue.applyRetention() }
+            let removed = try await queue.watch.storeCall(.retention) { () async throws(QueueError) in try await queue.applyRetention() }
             let metadata: Logger.Metadata = [
                 "entries": "\(removed.deletedEntries)", "body_files": "\(removed.deletedBodyFiles)",
                 "pages": "\(removed.releasedPages)",
