@@ -35,11 +35,11 @@ struct DiskReserveTests {
 
         // What a crash while it was made leaves: made whole by the next drain's start.
         try #require(truncate(reserve.path, 4096) == 0)
-        try await queue.store.holdReserve()
+        _ = try await queue.store.prepareDrain(DrainPreparation(), now: QueueClock.system.now())
         #expect(Self.fileSize(reserve.path) == reserve.size)
         #expect(reserve.release())
         #expect(!reserve.release() && Self.fileSize(reserve.path) == 0)
-        try await queue.store.holdReserve()
+        _ = try await queue.store.prepareDrain(DrainPreparation(), now: QueueClock.system.now())
         #expect(Self.fileSize(reserve.path) == reserve.size)
         await queue.close()
         await server.shutdown()

@@ -673,7 +673,7 @@ struct Contract: RemovableTestResource {
         let client = APIClient(baseURL: URL(string: "https://example.test")!, transport: StubTransport())
         let queue = try await place.open(configuration, client: client)
         if let wake { queue.store.observeRemoteEnqueues(wake) }
-        try await queue.store.acquireOwnership()
+        _ = try await queue.store.prepareDrain(DrainPreparation(), now: clock.queueClock.now())
         return queue
     }
 

@@ -141,7 +141,7 @@ final class ModelRunner {
         if let session = sessions[slot] { return session }
         let opening = ContinuousClock.now
         let queue = try await open()
-        try await queue.store.acquireOwnership()
+        _ = try await queue.store.prepareDrain(DrainPreparation(), now: now)
         timings["opening drainers (within their steps)", default: 0] += (ContinuousClock.now - opening).seconds
         nextSession += 1
         let session = Session(number: nextSession, queue: queue)

@@ -78,9 +78,23 @@ final class MemoryQueueSession: QueueStorage {
 
     // MARK: - The drain
 
+    /// What a drain asks before its first claim: the limits, the hold and the reserve, the
+    /// network's waiters (``QueueDrainStorage/prepareDrain(_:now:)``).
+    func prepareDrain(_ preparation: DrainPreparation, now: QueueTime) async throws(QueueError) -> Int {
+        if let limits = preparation.originLimits { try await storeOriginLimits(limits, now: now) }
+        if preparation.takesOwnership {
+            try await acquireOwnership()
+            try await holdReserve()
+        }
+        return preparation.wakesNetworkWaiters ? try await wakeNetworkWaiters(now: now) : 0
+    }
+
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult {
+        if !chores.claims {
+            return ClaimResult(lost: chores.onFullDisk ? try await settleOnFullDisk(settlements, now: now) : try await settle(settlements, now: now))
+        }
         let owner = self.owner
         defer { if settlements.contains(where: \.ends) { store.settled.notify() } }
         return store.state.withLock { state in

@@ -8,12 +8,26 @@ import HTTPCore
 /// Every time rule here compares boot-clock readings (`*_uptime` columns, see ``QueueTime``);
 /// wall-clock columns are written for people and for carrying rows over a reboot.
 extension SQLiteQueueStore {
+    /// What a drain asks before its first claim: the limits, the hold and the reserve, the
+    /// network's waiters (``QueueDrainStorage/prepareDrain(_:now:)``).
+    func prepareDrain(_ preparation: DrainPreparation, now: QueueTime) async throws(QueueError) -> Int {
+        if let limits = preparation.originLimits { try await storeOriginLimits(limits, now: now) }
+        if preparation.takesOwnership {
+            try await acquireOwnership()
+            try await holdReserve()
+        }
+        return preparation.wakesNetworkWaiters ? try await wakeNetworkWaiters(now: now) : 0
+    }
+
     /// Records `settlements` and claims up to `claimLimit` entries, in one transaction: the
     /// drain loop's single commit per turn.
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int,
         lease: Duration, attemptedSince: Double?, chores: ClaimChores = ClaimChores()
     ) async throws(QueueError) -> ClaimResult {
+        if !chores.claims {
+            return ClaimResult(lost: chores.onFullDisk ? try await settleOnFullDisk(settlements, now: now) : try await settle(settlements, now: now))
+        }
         let owner = self.owner
         guard !settlements.isEmpty || claimLimit > 0 || chores.carryOver || chores.reclaimOrphans else { return ClaimResult() }
         let path = self.path

@@ -66,20 +66,19 @@ extension OfflineQueue {
     private func drainEntries(_ mode: DrainMode, concurrency: Int?, control: DrainControl?) async throws(QueueError) -> DrainSummary {
         // The keys every stored entry needs, checked before any entry is claimed.
         let sealing = try await sealGate.sealing(configuration.sealing, store: sealStore, forDrain: true)
-        // The fleet's limits, as this drainer was given them: stored for every drainer, at the
-        // queue's first drain (a store that holds them already changes nothing, wakes no one).
-        if !configuration.flow.limits.isEmpty && !flowLimitsStored.current {
-            try await drainer.store.storeOriginLimits(configuration.flow.limits, now: configuration.clock.now())
-            flowLimitsStored.withLock { $0 = true }
-        }
+        // The fleet's limits, as this drainer was given them: stored for every drainer by the
+        // drain's preparation, until a drain of this queue ran (a store that holds them
+        // already changes nothing, wakes no one).
+        let limits = configuration.flow.limits.isEmpty || flowLimitsStored.current ? nil : configuration.flow.limits
         let conflicts = configuration.conflictResolver.map { resolver in
             QueueDrainer.ConflictHandling(resolver: resolver) { request, entry throws(QueueError) in
                 try await self.prepareReplacement(request, for: entry)
             }
         }
         var summary = try await drainer.run(
-            mode, concurrency: concurrency, control: control ?? DrainControl(), sealing: sealing, conflicts: conflicts
+            mode, concurrency: concurrency, control: control ?? DrainControl(), sealing: sealing, conflicts: conflicts, originLimits: limits
         )
+        if limits != nil { flowLimitsStored.withLock { $0 = true } }
         let counts = try await operations.counts()
         operations.countsCache.offer(counts)
         metrics.update(counts, now: configuration.clock.now().wall)

@@ -5,7 +5,8 @@ import HTTPTypes
 import Reachability
 
 /// The drain's role: claims due entries, sends them through the client and settles what
-/// became of them, over the store as a drain sees it (``QueueDrainStorage``) and nothing more.
+/// became of them, over the store as a drain sees it (``QueueDrainStorage``), with the reads
+/// of kept responses a child that takes values from its parents needs.
 /// The policy lives in ``DrainMachine``; this is its driver: a task group whose children (the
 /// sends, the store's commits, a stop watcher, a network watcher, a timer when the machine asks
 /// for one) return events, and the machine's actions performed in turn.
@@ -14,7 +15,7 @@ final class QueueDrainer: Sendable {
     let monitor: (any NetworkMonitor)?
     /// The client replays go through, without its retry policy (the queue retries).
     let client: APIClient
-    let store: any QueueDrainStorage
+    let store: any QueueDrainStorage & QueueOperatorStorage & QueueOutcomeStorage
     /// What the sends may hold of sealed bodies' verified plaintext.
     let verifiedBodyMemory: VerifiedBodyMemory
     let broadcast: EventBroadcast
@@ -28,7 +29,7 @@ final class QueueDrainer: Sendable {
     let replayTargets = ParsedURLs { text throws(QueueError) in try ReplayTarget(text) }
 
     init(
-        configuration: QueueConfiguration, monitor: (any NetworkMonitor)?, client: APIClient, store: any QueueDrainStorage,
+        configuration: QueueConfiguration, monitor: (any NetworkMonitor)?, client: APIClient, store: any QueueDrainStorage & QueueOperatorStorage & QueueOutcomeStorage,
         broadcast: EventBroadcast, metrics: QueueMetrics, watch: ServiceWatch, activityBook: ActivityBook, circuits: OriginCircuits
     ) {
         self.circuits = circuits
@@ -48,18 +49,20 @@ final class QueueDrainer: Sendable {
     /// queue's seal gate for a drain.
     /// `conflicts`: the queue's resolver, when it has one.
     func run(
-        _ mode: DrainMode, concurrency: Int?, control: DrainControl, sealing: EntrySealing, conflicts: ConflictHandling? = nil
+        _ mode: DrainMode, concurrency: Int?, control: DrainControl, sealing: EntrySealing, conflicts: ConflictHandling? = nil,
+        originLimits: [OriginLimit]? = nil
     ) async throws(QueueError) -> DrainSummary {
         let clock = configuration.clock
         let started = clock.now()
         // The machine's time: seconds on the queue's boot clock since the drain began.
         let elapsed = { Duration.clamped(seconds: clock.now().uptime - started.uptime) ?? .zero }
-        try await watch.storeCall(.ownership) { () async throws(QueueError) in try await store.acquireOwnership() }
-        // Nothing is sent unless what it gives can be recorded, even once the disk is full.
-        try await watch.storeCall(.reserve) { () async throws(QueueError) in try await store.holdReserve() }
         let online = monitor?.status.isOnline ?? true
-        // The network is there now: entries that found it gone are due again.
-        if online { _ = try await watch.storeCall(.wakeWaiters) { () async throws(QueueError) in try await store.wakeNetworkWaiters(now: started) } }
+        // The drainer's hold, and the reserve: nothing is sent unless what it gives can be
+        // recorded, even once the disk is full. The fleet's limits, as this drainer was given
+        // them, at its queue's first drain. And the network is there now: entries that found
+        // it gone are due again.
+        let preparation = DrainPreparation(wakesNetworkWaiters: online, originLimits: originLimits)
+        _ = try await watch.storeCall(.preparation) { () async throws(QueueError) in try await store.prepareDrain(preparation, now: started) }
         let policy = configuration.policy
         let limit = max(1, concurrency ?? configuration.concurrency)
         // Commits of twice the concurrency, claimed while a round of claimed entries is still

@@ -13,9 +13,7 @@ final class ServiceWatch: Sendable {
         case claim = "settle and claim"
         case settle
         case renewLeases = "lease renewal"
-        case ownership = "taking ownership"
-        case reserve = "holding the disk reserve"
-        case wakeWaiters = "waking network waiters"
+        case preparation = "preparing a drain"
         case counts
         case retention
         case sweep = "sweeping orphan bodies"

@@ -8,7 +8,7 @@ package import HTTPCore
 /// entries in one transaction:
 ///
 /// ```swift
-/// try await store.acquireOwnership()
+/// _ = try await store.prepareDrain(DrainPreparation(), now: clock.now())
 /// var result = try await store.settleAndClaim([], now: clock.now(), claimLimit: 16, lease: .seconds(60),
 ///                                             attemptedSince: nil, chores: ClaimChores(carryOver: true))
 /// // … send result.claimed, ask EntryLifecycle what each outcome means …
@@ -20,11 +20,21 @@ package protocol QueueDrainStorage: QueueBodyReading {
     /// How this drainer is named in the entries it claims.
     var owner: String { get }
 
-    /// Takes this drainer's hold on its claims, which dies with it (a kernel lock on the
-    /// file's host; a connection's advisory lock on PostgreSQL), unless held already. Called
-    /// before the first claim, so every entry naming ``owner`` was claimed while the hold was
-    /// held. A store that lost its hold (a cut connection) takes a new one under a new name.
-    func acquireOwnership() async throws(QueueError)
+    /// What a drain asks of the store before its first claim, in one call
+    /// (``DrainPreparation``): take this drainer's hold on its claims, which dies with it (a
+    /// kernel lock on the file's host; a connection's advisory lock on PostgreSQL), unless held
+    /// already, and set aside the space that lets a drain record what it sent when the disk
+    /// fills (SQLite's preallocated file beside the queue; a store whose disk is not the
+    /// caller's, or that keeps none, keeps none); store the fleet's limits by origin, replacing
+    /// the stored ones (an origin's bucket keeps its tokens); make the entries that wait only
+    /// for the network due now. Every entry naming ``owner`` was claimed while the hold was
+    /// held; a store that lost its hold (a cut connection) takes a new one under a new name.
+    ///
+    /// Returns how many entries waiting for the network it made due.
+    ///
+    /// - Throws: ``QueueError/diskFull(path:)`` when the disk has no room for the reserve: the
+    ///   drain then sends nothing, since it could not be sure to record what it sent.
+    func prepareDrain(_ preparation: DrainPreparation, now: QueueTime) async throws(QueueError) -> Int
 
     /// Calls `wake` whenever another drainer's process enqueues, where the store can tell at
     /// once (PostgreSQL's `LISTEN`/`NOTIFY`, SQLite's wake file); a store that cannot never
@@ -42,39 +52,18 @@ package protocol QueueDrainStorage: QueueBodyReading {
     /// that reclaims (``ClaimChores/reclaimOrphans``) and claims returns the lapsed leases of
     /// other drainers to pending first. Settlements' answers change their origins' flow
     /// (``Settlement/flowSignal``) before the claim.
+    ///
+    /// A commit whose chores claim nothing (``ClaimChores/claims`` false) records
+    /// `settlements` alone; one whose claim ``owner`` no longer holds changes nothing, and its
+    /// id comes back in ``ClaimResult/lost``. After a commit failed with a full disk
+    /// (``ClaimChores/onFullDisk``) the store records them in the space the drain's
+    /// preparation set aside, which it gives back first, in order, each as soon as it can be,
+    /// so those before a failure stay recorded when it throws.
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult
-    /// Records `settlements` alone. One whose claim ``owner`` no longer holds changes nothing;
-    /// those ids are returned.
-    func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID>
-    /// Sets aside the space that lets a drain record what it sent when the disk fills
-    /// (``settleOnFullDisk(_:now:)``), unless it is set aside already: on SQLite a preallocated
-    /// file beside the queue. A store whose disk is not the caller's (PostgreSQL), or that
-    /// keeps no disk (memory), keeps none.
-    ///
-    /// - Throws: ``QueueError/diskFull(path:)`` when the disk has no room for it: the drain
-    ///   then sends nothing, since it could not be sure to record what it sent.
-    func holdReserve() async throws(QueueError)
-    /// Records `settlements` after a commit of the drain failed with a full disk, in the space
-    /// ``holdReserve()`` set aside, which it gives back first. Returns, as ``settle(_:now:)``
-    /// does, the ids whose claim ``owner`` no longer holds.
-    ///
-    /// Settlements are written in order, each as soon as it can be, so those before a failure
-    /// stay recorded when it throws.
-    func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID>
-    /// Stores `limits` as the queue's limits by origin (``FlowControl/limits``), replacing the
-    /// stored ones, in one transaction; an origin's bucket keeps its tokens.
-    func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError)
-    /// Makes the entries that wait only for the network due now. Returns how many.
-    func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int
     /// Extends ``owner``'s leases on `ids` to `lease` from `now`; entries it lost are left alone.
     func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError)
-    /// The responses `ids` kept at their delivery, each with the entry that kept it (whose
-    /// key opens it when it is sealed), for a child that takes values from them
-    /// (``QueueEntry/responseSources``). An id that kept none, is not delivered, or is gone is
-    /// absent.
-    func keptResponses(of ids: [EntryID], now: QueueTime) async throws(QueueError) -> [EntryID: ParentResponse]
 }
 
 /// A response a parent kept, with the parent (``QueueDrainStorage/keptResponses(of:now:)``).
@@ -170,6 +159,11 @@ package struct ClaimChores: Sendable {
     /// Carry rows of another boot over to this one (at the start of a drain; a store whose
     /// time does not depend on the boot has nothing to do).
     package var carryOver = false
+    /// Whether the commit claims at all: false records the settlements alone (a drain that
+    /// stops, or one whose disk filled).
+    package var claims = true
+    /// Records the settlements in the space set aside for a full disk (and claims nothing).
+    package var onFullDisk = false
     /// Take back the entries of drainers that are gone (at most about once a second) and, when
     /// the commit claims, the lapsed leases of other drainers (one that lives but hangs): the
     /// rule PostgreSQL's one statement keeps, and so every store.
@@ -179,7 +173,12 @@ package struct ClaimChores: Sendable {
     /// How answers change their origins' flow, and the drainer's concurrency (``FlowControl``).
     package var flow = FlowSettings()
 
-    package init(carryOver: Bool = false, reclaimOrphans: Bool = false, maxDelay: Duration = .seconds(3600), flow: FlowSettings = FlowSettings()) {
+    package init(
+        claims: Bool = true, onFullDisk: Bool = false, carryOver: Bool = false, reclaimOrphans: Bool = false, maxDelay: Duration = .seconds(3600),
+        flow: FlowSettings = FlowSettings()
+    ) {
+        self.claims = claims
+        self.onFullDisk = onFullDisk
         self.flow = flow
         self.carryOver = carryOver
         self.reclaimOrphans = reclaimOrphans
@@ -219,5 +218,50 @@ package struct ClaimResult: Sendable {
         self.lost = lost
         self.claimed = claimed
         self.reclaimed = reclaimed
+    }
+}
+
+/// What ``QueueDrainStorage/prepareDrain(_:now:)`` does before a drain's first claim.
+package struct DrainPreparation: Sendable {
+    /// Take the drainer's hold (and, where the store keeps one, the full-disk reserve).
+    package var takesOwnership = true
+    /// Make the entries that wait only for the network due now.
+    package var wakesNetworkWaiters = false
+    /// The fleet's limits by origin to store, replacing the stored ones; nil leaves them.
+    package var originLimits: [OriginLimit]?
+
+    package init(takesOwnership: Bool = true, wakesNetworkWaiters: Bool = false, originLimits: [OriginLimit]? = nil) {
+        self.takesOwnership = takesOwnership
+        self.wakesNetworkWaiters = wakesNetworkWaiters
+        self.originLimits = originLimits
+    }
+}
+
+/// The drain's calls as the engine and the tests spell them, each one commit or preparation.
+extension QueueDrainStorage {
+    /// Records `settlements` alone; returns the ids whose claim ``owner`` no longer holds.
+    package func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+        guard !settlements.isEmpty else { return [] }
+        return try await settleAndClaim(
+            settlements, now: now, claimLimit: 0, lease: .zero, attemptedSince: nil, chores: ClaimChores(claims: false)
+        ).lost
+    }
+
+    /// Records `settlements` after a commit failed with a full disk (``ClaimChores/onFullDisk``).
+    package func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+        try await settleAndClaim(
+            settlements, now: now, claimLimit: 0, lease: .zero, attemptedSince: nil, chores: ClaimChores(claims: false, onFullDisk: true)
+        ).lost
+    }
+
+    /// Stores the fleet's limits by origin, and nothing else.
+    package func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
+        _ = try await prepareDrain(DrainPreparation(takesOwnership: false, originLimits: limits), now: now)
+    }
+
+    /// Makes the entries that wait only for the network due now, and nothing else. Returns how many.
+    @discardableResult
+    package func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int {
+        try await prepareDrain(DrainPreparation(takesOwnership: false, wakesNetworkWaiters: true), now: now)
     }
 }
