@@ -220,7 +220,7 @@ struct LeanInsertTests {
             try await expectDueByRow(2, "a1 waits, a2 held, b1 in flight")
             contract.clock.advance(by: .seconds(61))
             try await expectDueByRow(3, "the scheduled one due")
-            #expect(try await storage.resume(group: "a"))
+            #expect(try await storage.resume(group: "a", now: contract.now))
             try await expectDueByRow(5, "a1 and a2 due again")
 
             // A reboot: the rows are on the last boot until a drain of this one carries them over.
@@ -231,7 +231,7 @@ struct LeanInsertTests {
             #expect(try await storage.pause(group: "b", now: contract.now))
             _ = try await storage.settleAndClaim([], now: contract.now, claimLimit: 0, lease: .seconds(60), attemptedSince: nil, chores: carryOver)
             try await expectDueByRow(6, "carried over (b1's lapsed claim gone, held by b's pause); the mark set again")
-            #expect(try await storage.resume(group: "b"))
+            #expect(try await storage.resume(group: "b", now: contract.now))
             try await expectDueByRow(7, "b1 due")
 
             // A row written by a process whose boot clock reads ahead: due for the indexes (the next

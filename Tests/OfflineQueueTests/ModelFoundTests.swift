@@ -50,7 +50,7 @@ struct ModelFoundTests {
             _ = try await contract.claim(reclaim: true)
             let entry = try #require(try await contract.storage.entry(id, now: contract.now))
             #expect(entry.state == .pending && entry.lastAttemptAt != nil, "the attempt it started stays recorded")
-            _ = try await contract.storage.resume(group: nil)
+            _ = try await contract.storage.resume(group: nil, now: contract.now)
             #expect(try await contract.claim().claimed.map(\.id) == [id])
             #expect(try await contract.settle([Settlement(id: id, transition: Self.delivered)], by: hung) == [id], "the hung drainer's settlement is lost")
             await hung.close()

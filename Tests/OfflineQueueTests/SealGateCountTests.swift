@@ -21,22 +21,14 @@ struct SealGateCountTests {
         var counted: Int { state.current.counted }
         var keyChecks: [String: String] { state.current.keyChecks }
 
-        func sealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
+        func sealCatalog(countingEntries: Bool, recording check: KeyCheck?) async throws(QueueError) -> SealCatalog {
             state.withLock { state in
+                if let check, state.keyChecks[check.keyID] == nil { state.keyChecks[check.keyID] = check.value }
                 if countingEntries { state.counted += 1 }
                 return SealCatalog(queueID: UUID(uuid: UUID.zero), keyChecks: state.keyChecks, entries: countingEntries ? state.entries : [:])
             }
         }
 
-        func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
-            state.withLock { state in
-                if let recorded = state.keyChecks[keyID] { return recorded }
-                state.keyChecks[keyID] = checkValue
-                return checkValue
-            }
-        }
-
-        func entriesToReseal(_ selection: ResealSelection, after: EntryID?, limit: Int) async throws(QueueError) -> [QueueEntry] { [] }
         func reseal(_ updates: [ResealUpdate]) async throws(QueueError) -> Set<EntryID> { [] }
     }
 

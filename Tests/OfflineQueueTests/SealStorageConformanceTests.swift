@@ -93,19 +93,19 @@ struct SealStorageConformanceTests {
             let (c1, s1, s2, c2, s3, c3, s4) = (ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6])
             #expect(try await contract.claim(limit: 2).claimed.map(\.id) == [c3, s4])
             let storage = contract.storage
-            #expect(try await storage.entriesToReseal(.clear, after: nil, limit: 10).map(\.id) == [c1, c2])
-            #expect(try await storage.entriesToReseal(.notUnder("k1"), after: nil, limit: 10).map(\.id) == [s2])
-            #expect(try await storage.entriesToReseal(.notUnder("k3"), after: nil, limit: 10).map(\.id) == [s1, s2, s3])
-            #expect(try await storage.entriesToReseal(.notUnder("k3"), after: nil, limit: 2).map(\.id) == [s1, s2])
-            #expect(try await storage.entriesToReseal(.notUnder("k3"), after: s2, limit: 2).map(\.id) == [s3])
-            #expect(try await storage.entriesToReseal(.notUnder("k3"), after: s3, limit: 2).isEmpty)
-            #expect(try await storage.entriesToReseal(.clear, after: c1, limit: 10).map(\.id) == [c2])
-            #expect(try await storage.entriesToReseal(.clear, after: nil, limit: 0).isEmpty)
-            let read = try #require(try await storage.entriesToReseal(.notUnder("k2"), after: nil, limit: 1).first)
+            #expect(try await storage.entriesToReseal(.clear, after: nil, limit: 10, now: contract.now).map(\.id) == [c1, c2])
+            #expect(try await storage.entriesToReseal(.notUnder("k1"), after: nil, limit: 10, now: contract.now).map(\.id) == [s2])
+            #expect(try await storage.entriesToReseal(.notUnder("k3"), after: nil, limit: 10, now: contract.now).map(\.id) == [s1, s2, s3])
+            #expect(try await storage.entriesToReseal(.notUnder("k3"), after: nil, limit: 2, now: contract.now).map(\.id) == [s1, s2])
+            #expect(try await storage.entriesToReseal(.notUnder("k3"), after: s2, limit: 2, now: contract.now).map(\.id) == [s3])
+            #expect(try await storage.entriesToReseal(.notUnder("k3"), after: s3, limit: 2, now: contract.now).isEmpty)
+            #expect(try await storage.entriesToReseal(.clear, after: c1, limit: 10, now: contract.now).map(\.id) == [c2])
+            #expect(try await storage.entriesToReseal(.clear, after: nil, limit: 0, now: contract.now).isEmpty)
+            let read = try #require(try await storage.entriesToReseal(.notUnder("k2"), after: nil, limit: 1, now: contract.now).first)
             #expect(read.id == s1 && read.seal == seal("k1") && read.url.hasSuffix("/r-2") && read.headers == [StoredHeader(name: "X-Key", value: "r-2")])
             // Settled, the entry in flight is taken again.
             _ = try await contract.settle([Settlement(id: c3, transition: .deadLetter(.init(.rejected, status: 400, error: "HTTP 400")))])
-            #expect(try await storage.entriesToReseal(.clear, after: nil, limit: 10).map(\.id) == [c1, c2, c3])
+            #expect(try await storage.entriesToReseal(.clear, after: nil, limit: 10, now: contract.now).map(\.id) == [c1, c2, c3])
         }
     }
 

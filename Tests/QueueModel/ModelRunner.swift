@@ -258,7 +258,7 @@ final class ModelRunner {
             let paused = try await anyStore().pause(group: group, now: now)
             try expect(paused == model.pause(group: group), step: index, "pause answered \(paused)")
         case .resume(let group):
-            let resumed = try await anyStore().resume(group: group)
+            let resumed = try await anyStore().resume(group: group, now: now)
             try expect(resumed == model.resume(group: group), step: index, "resume answered \(resumed)")
         case .resumeOrigin(let origin):
             let resumed = try await anyStore().resume(origin: ModelProgram.origins[origin], now: now)
@@ -681,7 +681,7 @@ final class ModelRunner {
         let tally = Dictionary(grouping: entries, by: \.state).mapValues(\.count)
         try expect(counts.total == entries.count && counts.pending == tally[.pending, default: 0] && counts.blocked == tally[.blocked, default: 0],
                    step: step, "counts \(counts) are not the sum of the entries' states \(tally)")
-        let pauses = try await store.pauseStatus()
+        let pauses = try await store.pauseStatus(now: now)
         try expect(Set(pauses.pauses.map(\.group)) == model.pauses && pauses.pendingHeld == model.pendingHeld, step: step,
                    "pauses: store \(pauses.pauses.map { $0.group ?? "queue" }) holding \(pauses.pendingHeld), model \(model.pauses.map { $0 ?? "queue" }) holding \(model.pendingHeld)")
         let flows = try await store.originFlows(now: now).map { flow in

@@ -722,6 +722,7 @@ struct QueueModel {
             switch operation {
             case .retry: for id in ids { restart(id, now: now) }
             case .purge: delete(ids, now: now)
+            case .release: _ = try? release(ids, now: now)
             }
         }
         return Change(ids: ids, skipped: skipped.map { Int($0) })

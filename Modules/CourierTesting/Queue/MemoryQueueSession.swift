@@ -39,7 +39,7 @@ final class MemoryQueueSession: QueueStorage {
         if let wake = wake.current { store.watchers.withLock { $0[owner] = wake } }
     }
 
-    func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {
+    func watchRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {
         self.wake.withLock { $0 = wake }
     }
 
@@ -92,7 +92,9 @@ final class MemoryQueueSession: QueueStorage {
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult {
+        if !chores.renewing.isEmpty { try await renewLeases(chores.renewing, now: now, lease: lease) }
         if !chores.claims {
+            guard !settlements.isEmpty else { return ClaimResult() }
             return ClaimResult(lost: chores.onFullDisk ? try await settleOnFullDisk(settlements, now: now) : try await settle(settlements, now: now))
         }
         let owner = self.owner
@@ -134,7 +136,7 @@ final class MemoryQueueSession: QueueStorage {
         id > 0 && id <= store.state.withLock { $0.lastID }
     }
 
-    func observeSettlements(_ wake: @escaping @Sendable () -> Void) async -> SettlementWatch {
+    func watchSettlements(_ wake: @escaping @Sendable () -> Void) -> SettlementWatch {
         store.settled.observe(wake, start: { true }, stop: {})
     }
 
@@ -168,20 +170,12 @@ final class MemoryQueueSession: QueueStorage {
 
     // MARK: - Operators
 
-    func entry(_ id: EntryID, now: QueueTime) async throws(QueueError) -> QueueEntry? {
-        store.state.withLock { state in state.rows[id].map { state.entry($0, now: now) } }
-    }
-
-    func entry(idempotencyKey key: String, now: QueueTime) async throws(QueueError) -> QueueEntry? {
-        store.state.withLock { state in state.byKey[key].flatMap { state.rows[$0] }.map { state.entry($0, now: now) } }
-    }
-
-    func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
-        store.state.withLock { $0.entries(filter, now: now) }
-    }
-
-    func entryPage(_ filter: EntryFilter, scanLimit: Int, now: QueueTime) async throws(QueueError) -> EntryPage {
-        store.state.withLock { $0.entryPage(filter, scanLimit: scanLimit, now: now) }
+    func entries(_ query: EntryQuery, now: QueueTime) async throws(QueueError) -> EntryPage {
+        store.state.withLock { state in
+            if let scanLimit = query.scanLimit { return state.entryPage(query, scanLimit: scanLimit, now: now) }
+            let found = state.entries(query, now: now)
+            return EntryPage(entries: found, next: query.limit > 0 && found.count == query.limit ? found.last?.id : nil)
+        }
     }
 
     func count(matching selection: EntrySelection, now: QueueTime) async throws(QueueError) -> SelectionCount {
@@ -210,34 +204,6 @@ final class MemoryQueueSession: QueueStorage {
 
     func blockedLinks() async throws(QueueError) -> [DependencyRule.Link] {
         store.state.withLock { $0.blockedLinks() }
-    }
-
-    func release(_ ids: [EntryID], now: QueueTime) async throws(QueueError) -> [EntryID] {
-        let released = try store.state.withLock { state in
-            Result { () throws(QueueError) in try state.release(ids, now: now) }
-        }.get()
-        if !released.isEmpty { store.ring() }
-        return released
-    }
-
-    func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
-        let changed = try store.state.withLock { state in
-            Result { () throws(QueueError) in try state.retry(ids: ids, now: now) }
-        }.get()
-        if !changed.isEmpty { store.ring() }
-        return changed
-    }
-
-    func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int {
-        let purged = try store.state.withLock { state in
-            Result { () throws(QueueError) in try state.purge(selection, now: now) }
-        }.get()
-        // Children of what went may be due now.
-        if purged > 0 {
-            store.ring()
-            store.settled.notify()
-        }
-        return purged
     }
 
     func change(_ operation: BulkOperation, matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
@@ -292,11 +258,6 @@ final class MemoryQueueSession: QueueStorage {
 
     func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
         store.state.withLock { $0.recordKeyCheck(keyID: keyID, checkValue: checkValue) }
-    }
-
-    func entriesToReseal(_ selection: ResealSelection, after: EntryID?, limit: Int) async throws(QueueError) -> [QueueEntry] {
-        let now = QueueClock.system.now()
-        return store.state.withLock { $0.entriesToReseal(selection, after: after, limit: limit, now: now) }
     }
 
     func reseal(_ updates: [ResealUpdate]) async throws(QueueError) -> Set<EntryID> {

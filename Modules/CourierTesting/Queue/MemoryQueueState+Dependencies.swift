@@ -45,18 +45,15 @@ extension MemoryQueueState {
     }
 
     /// The blocked entries among `ids` stop waiting: their links are dropped, and each is due
-    /// now. Refuses the whole call, changing nothing, for an id the queue does not hold.
-    mutating func release(_ ids: [EntryID], now: QueueTime) throws(QueueError) -> [EntryID] {
-        if let missing = ids.first(where: { rows[$0] == nil }) { throw .noSuchEntry(missing) }
-        let released = Array(Set(ids)).sorted().filter { rows[$0]?.entry.state == .blocked }
-        for id in released {
+    /// now (a release, ``BulkOperation/release``).
+    mutating func release(_ ids: [EntryID], now: QueueTime) {
+        for id in ids where rows[id]?.entry.state == .blocked {
             for parent in links.removeValue(forKey: id)?.parents ?? [] { children[parent]?.remove(id) }
             linkPolicies[id] = nil
             rows[id]?.entry.state = .pending
             rows[id]?.entry.nextAttemptAt = now.wall
             rows[id]?.due = now.uptime
         }
-        return released
     }
 
     /// The entries `id` waits for and those that wait for it, in id order.

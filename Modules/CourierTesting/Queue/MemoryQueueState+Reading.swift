@@ -12,7 +12,7 @@ extension MemoryQueueState {
         return entry
     }
 
-    func entries(_ filter: EntryFilter, now: QueueTime) -> [QueueEntry] {
+    func entries(_ filter: EntryQuery, now: QueueTime) -> [QueueEntry] {
         rows.values
             .filter { row in
                 (filter.states.isEmpty || filter.states.contains(row.entry.state))
@@ -24,12 +24,12 @@ extension MemoryQueueState {
     }
 
     /// Whether `entry` has the filter's group, name and origin.
-    static func matches(_ filter: EntryFilter, _ entry: QueueEntry, now: Date) -> Bool {
+    static func matches(_ filter: EntryQuery, _ entry: QueueEntry, now: Date) -> Bool {
         filter.conditions.allSatisfy { $0.holds(for: entry, now: now) }
     }
 
     /// The entries of `filter` among the first `scanLimit` rows of its states past its cursor.
-    func entryPage(_ filter: EntryFilter, scanLimit: Int, now: QueueTime) -> EntryPage {
+    func entryPage(_ filter: EntryQuery, scanLimit: Int, now: QueueTime) -> EntryPage {
         let window = rows.values
             .filter { row in (filter.states.isEmpty || filter.states.contains(row.entry.state)) && (filter.after.map { row.entry.id > $0 } ?? true) }
             .sorted { $0.entry.id < $1.entry.id }

@@ -17,20 +17,6 @@ extension MemoryQueueState {
         return checkValue
     }
 
-    func entriesToReseal(_ selection: ResealSelection, after: EntryID?, limit: Int, now: QueueTime) -> [QueueEntry] {
-        rows.values
-            .filter { row in
-                guard row.entry.id > (after ?? 0), row.entry.state != .inflight else { return false }
-                return switch selection {
-                case .clear: row.entry.seal == nil
-                case .notUnder(let key): row.entry.seal.map { $0.keyID != key } ?? false
-                }
-            }
-            .sorted { $0.entry.id < $1.entry.id }
-            .prefix(max(0, limit))
-            .map { entry($0, now: now) }
-    }
-
     mutating func reseal(_ updates: [ResealUpdate]) -> Set<EntryID> {
         var applied: Set<EntryID> = []
         for update in updates {

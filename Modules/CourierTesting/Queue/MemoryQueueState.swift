@@ -324,21 +324,6 @@ struct MemoryQueueState {
         }
     }
 
-    /// Refuses the whole call, changing nothing, for an id missing or in flight.
-    mutating func retry(ids: [EntryID]?, now: QueueTime) throws(QueueError) -> [EntryID] {
-        guard let ids else {
-            let dead = rows.values.filter { $0.entry.state == .dead }.map(\.entry.id).sorted()
-            for id in dead { restart(id, now: now) }
-            return dead
-        }
-        for id in ids {
-            guard let row = rows[id] else { throw .noSuchEntry(id) }
-            if row.entry.state == .inflight { throw .entryInFlight(id) }
-        }
-        for id in ids where rows[id].map({ BulkOperation.retries($0.entry.state) }) == true { restart(id, now: now) }
-        return ids
-    }
-
     /// Deletes the rows of `ids`; returns the names of their bodies kept apart. The blocked
     /// children of an entry deleted unsent are decided at `now` (retention deletes delivered
     /// entries only, whose children were released at their delivery: it passes `nil`).
@@ -358,28 +343,6 @@ struct MemoryQueueState {
             }
         }
         return names
-    }
-
-    /// Refuses the whole call, changing nothing, for an id missing or in flight under a
-    /// drainer that lives.
-    mutating func purge(_ selection: PurgeSelection, now: QueueTime) throws(QueueError) -> Int {
-        switch selection {
-        case .states(let states, let before):
-            let chosen = states.subtracting([.inflight])
-            let ids = rows.values.filter { row in
-                chosen.contains(row.entry.state) && before.map { (row.entry.finishedAt ?? row.entry.createdAt) < $0 } ?? true
-            }.map(\.entry.id)
-            _ = delete(ids, now: now)
-            return ids.count
-        case .ids(let ids):
-            for id in ids {
-                guard let row = rows[id] else { throw .noSuchEntry(id) }
-                if held(row) { throw .entryInFlight(id) }
-            }
-            let unique = Array(Set(ids))
-            _ = delete(unique, now: now)
-            return unique.count
-        }
     }
 
     /// Whether `row` is in flight under a drainer that lives.
@@ -411,6 +374,7 @@ struct MemoryQueueState {
             switch operation {
             case .retry: for id in change.ids { restart(id, now: now) }
             case .purge: _ = delete(change.ids, now: now)
+            case .release: release(change.ids, now: now)
             }
         }
         return change

@@ -28,6 +28,7 @@ extension OfflineQueue {
         client: APIClient,
         monitor: (any NetworkMonitor)? = nil
     ) -> OfflineQueue {
-        OfflineQueue(storage: MemoryQueueSession(store: store), configuration: configuration, client: client, monitor: monitor)
+        let session = MemoryQueueSession(store: store)
+        return OfflineQueue(storage: session, location: session.location, configuration: configuration, client: client, monitor: monitor)
     }
 }

@@ -135,30 +135,17 @@ extension SQLiteQueueStore {
         }
     }
 
-    func release(_ ids: [EntryID], now: QueueTime) async throws(QueueError) -> [EntryID] {
-        guard schemaVersion >= Schema.firstDependencyVersion else { return [] }
-        let released = try await write { db in
-            var released: [EntryID] = []
-            for id in Array(Set(ids)).sorted() {
-                guard let state = try String.fetchOne(db, sql: "SELECT state FROM entry WHERE id = ?", arguments: [id]) else {
-                    throw QueueError.noSuchEntry(id)
-                }
-                guard state == EntryState.blocked.rawValue else { continue }
-                try db.execute(sql: "DELETE FROM entry_edge WHERE child = ?", arguments: [id])
-                released.append(id)
-            }
-            guard !released.isEmpty else { return released }
-            try Self.markBoot(db, now.boot)
-            try db.execute(sql: """
-                UPDATE entry SET state = 'pending', next_attempt_at = :wall, due_uptime = :uptime,
-                    budget_uptime = CASE WHEN clock_boot = :boot THEN budget_uptime ELSE :uptime - MAX(0, :wall - budget_from) END,
-                    attempt_uptime = CASE WHEN clock_boot = :boot THEN attempt_uptime END, clock_boot = :boot
-                WHERE id IN (SELECT value FROM json_each(:ids))
-                """, arguments: ["wall": now.wall.timeIntervalSince1970, "uptime": now.uptime, "boot": now.boot, "ids": Self.list(released)])
-            return released
-        }
-        if !released.isEmpty { ringWake() }
-        return released
+    /// The blocked entries `ids` stop waiting: their links dropped, each pending and due now
+    /// (a release, ``BulkOperation/release``).
+    static func release(_ db: Database, _ ids: [EntryID], now: QueueTime) throws {
+        try db.execute(sql: "DELETE FROM entry_edge WHERE child IN (SELECT value FROM json_each(?))", arguments: [list(ids)])
+        try markBoot(db, now.boot)
+        try db.execute(sql: """
+            UPDATE entry SET state = 'pending', next_attempt_at = :wall, due_uptime = :uptime,
+                budget_uptime = CASE WHEN clock_boot = :boot THEN budget_uptime ELSE :uptime - MAX(0, :wall - budget_from) END,
+                attempt_uptime = CASE WHEN clock_boot = :boot THEN attempt_uptime END, clock_boot = :boot
+            WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'blocked'
+            """, arguments: ["wall": now.wall.timeIntervalSince1970, "uptime": now.uptime, "boot": now.boot, "ids": list(ids)])
     }
 
     func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {

@@ -25,7 +25,9 @@ extension SQLiteQueueStore {
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int,
         lease: Duration, attemptedSince: Double?, chores: ClaimChores = ClaimChores()
     ) async throws(QueueError) -> ClaimResult {
+        if !chores.renewing.isEmpty { try await renewLeases(chores.renewing, now: now, lease: lease) }
         if !chores.claims {
+            guard !settlements.isEmpty else { return ClaimResult() }
             return ClaimResult(lost: chores.onFullDisk ? try await settleOnFullDisk(settlements, now: now) : try await settle(settlements, now: now))
         }
         let owner = self.owner

@@ -25,7 +25,7 @@ extension SQLiteQueueStore {
     }
 
     /// One inotify watch of `<db>.settled` for all of this store's observers.
-    func observeSettlements(_ wake: @escaping @Sendable () -> Void) async -> SettlementWatch {
+    func watchSettlements(_ wake: @escaping @Sendable () -> Void) -> SettlementWatch {
         let (file, observers) = (settledFile, settledObservers)
         return observers.observe(wake, start: {
             file.watch { observers.notify() }

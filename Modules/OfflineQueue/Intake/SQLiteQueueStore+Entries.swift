@@ -99,110 +99,21 @@ extension SQLiteQueueStore {
         try db.cachedStatement(sql: "UPDATE queue_meta SET clock_boot = NULL WHERE clock_boot <> ?").execute(arguments: [boot])
     }
 
-    /// Dead, conflict or pending entries become due now with a fresh budget. `nil` ids means
-    /// every dead entry. Returns the ids given.
-    func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
-        let changed = try await write { db in
-            try Self.markBoot(db, now.boot)
-            let stamp: [String: (any DatabaseValueConvertible)?] = ["now": now.wall.timeIntervalSince1970, "boot": now.boot, "uptime": now.uptime]
-            // An attempt read on another boot's clock is void on this one (as a carry-over makes it).
-            let set = """
-                SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = :now, next_attempt_at = :now, waiting_network = 0,
-                    finished_at = NULL, attempt_uptime = CASE WHEN clock_boot = :boot THEN attempt_uptime END, clock_boot = :boot,
-                    budget_uptime = :uptime, due_uptime = :uptime
-                """
-            guard let ids else {
-                let changed = try EntryID.fetchAll(db, sql: "SELECT id FROM entry WHERE state = 'dead' AND state <> 'pending' ORDER BY id")
-                try db.execute(sql: "UPDATE entry \(set) WHERE state = 'dead'", arguments: StatementArguments(stamp))
-                try Self.reblock(db, Self.list(changed), now: now)
-                return changed
-            }
-            for id in ids {
-                guard let state = try String.fetchOne(db, sql: "SELECT state FROM entry_view WHERE id = ?", arguments: [id]) else {
-                    throw QueueError.noSuchEntry(id)
-                }
-                if state == EntryState.inflight.rawValue { throw QueueError.entryInFlight(id) }
-                guard let known = EntryState(rawValue: state), BulkOperation.retries(known) else { continue }
-                try db.execute(sql: "UPDATE entry \(set) WHERE id = :id", arguments: StatementArguments(stamp.merging(["id": id]) { $1 }))
-            }
-            try Self.reblock(db, Self.list(ids), now: now)
-            return ids
-        }
-        if !changed.isEmpty { ringWake() }
-        return changed
-    }
-
-    /// Deletes the selected entries and then their body files. Returns how many rows went.
-    func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int {
-        let path = self.path
-        let (count, files) = try await write { db -> (Int, [String]) in
-            var files: [String] = []
-            var count = 0
-            switch selection {
-            case .states(let states, let before):
-                let chosen = states.subtracting([.inflight]).map(\.rawValue)
-                guard !chosen.isEmpty else { return (0, []) }
-                let placeholders = databaseQuestionMarks(count: chosen.count)
-                var arguments = StatementArguments(chosen)
-                var timeClause = ""
-                if let before {
-                    timeClause = "AND COALESCE(finished_at, created_at) < ?"
-                    _ = arguments.append(contentsOf: [before.timeIntervalSince1970])
-                }
-                // Entries in flight (with a lease) are never purged by state.
-                let filter = "state IN (\(placeholders)) \(timeClause) AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = entry.id)"
-                files = try String.fetchAll(db, sql: "SELECT body_file FROM entry WHERE \(filter) AND body_file IS NOT NULL", arguments: arguments)
-                let deleted = try EntryID.fetchAll(db, sql: "DELETE FROM entry WHERE \(filter) RETURNING id", arguments: arguments)
-                count = deleted.count
-                try Self.resolve(db, Self.children(db, of: Self.list(deleted)), now: now)
-            case .ids(let given):
-                // An id given twice is one entry, purged once.
-                var seen = Set<EntryID>()
-                let ids = given.filter { seen.insert($0).inserted }
-                for id in ids {
-                    guard let row = try Row.fetchOne(db, sql: "SELECT state, lease_owner, body_file FROM entry_view WHERE id = ?", arguments: [id]) else {
-                        throw QueueError.noSuchEntry(id)
-                    }
-                    let state: String = row[0]
-                    let owner: String? = row[1]
-                    // An entry in flight under a drainer that lives is being sent: not purged.
-                    if state == EntryState.inflight.rawValue, let owner,
-                       OwnerLock.liveness(of: owner, databasePath: path, boot: now.boot, takeOver: false) != .gone {
-                        throw QueueError.entryInFlight(id)
-                    }
-                    if let file: String = row[2] { files.append(file) }
-                    try db.execute(sql: "DELETE FROM entry WHERE id = ?", arguments: [id])
-                    try db.execute(sql: "DELETE FROM lease WHERE entry_id = ?", arguments: [id])
-                    count += 1
-                }
-                try Self.resolve(db, Self.children(db, of: Self.list(ids)), now: now)
-            }
-            return (count, files)
-        }
-        bodies.remove(files)
-        // Entries that waited for a purged one may be due now.
-        if count > 0 {
-            ringWake()
-            ringSettled()
-        }
-        return count
-    }
-
     // MARK: - Reading
 
-    func entry(_ id: EntryID, now: QueueTime) async throws(QueueError) -> QueueEntry? {
-        try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE id = ?", arguments: [id]).map { row in try QueueEntry(row: row, path: self.path) }
+    /// The operator's one read (``QueueOperatorStorage/entries(_:now:)``): a page when the
+    /// query bounds its scan, else every match up to its limit.
+    func entries(_ query: EntryQuery, now: QueueTime) async throws(QueueError) -> EntryPage {
+        // A file from before sealing (read only: one opened to write is migrated) has no seal column.
+        if schemaVersion < Schema.firstSealVersion, query.conditions.contains(where: { if case .seal = $0 { true } else { false } }) {
+            return EntryPage()
         }
+        if let scanLimit = query.scanLimit { return try await page(query, scanLimit: scanLimit, now: now) }
+        let found = try await list(query, now: now)
+        return EntryPage(entries: found, next: query.limit > 0 && found.count == query.limit ? found.last?.id : nil)
     }
 
-    func entry(idempotencyKey key: String, now: QueueTime) async throws(QueueError) -> QueueEntry? {
-        try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(self.entryColumns) FROM \(self.entrySource) WHERE idempotency_key = ?", arguments: [key]).map { row in try QueueEntry(row: row, path: self.path) }
-        }
-    }
-
-    func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
+    private func list(_ filter: EntryQuery, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
         try await read { db in
             let (states, stateArguments) = self.stateClauses(filter.states)
             let (others, otherArguments) = Self.clauses(filter.conditions, now: now)
@@ -222,7 +133,7 @@ extension SQLiteQueueStore {
     /// The entries of `filter` among the first `scanLimit` rows of its states past its
     /// cursor: the rows are walked by id through the state's index (or the table's), and the
     /// group, name and origin are matched on those rows only.
-    func entryPage(_ filter: EntryFilter, scanLimit: Int, now: QueueTime) async throws(QueueError) -> EntryPage {
+    private func page(_ filter: EntryQuery, scanLimit: Int, now: QueueTime) async throws(QueueError) -> EntryPage {
         try await read { db in
             let (states, stateArguments) = self.stateClauses(filter.states)
             var window = states
@@ -319,6 +230,13 @@ extension SQLiteQueueStore {
             case .urlPrefix(let prefix): add("substr(\(column("url")), 1, length(?)) = ?", [prefix, prefix])
             case .idAbove(let id): add("\(column("id")) > ?", [id])
             case .idAtMost(let id): add("\(column("id")) <= ?", [id])
+            case .ids(let ids) where ids.count == 1: add("\(column("id")) = ?", [ids[0]])
+            case .ids(let ids): add("\(column("id")) IN (SELECT value FROM json_each(?))", [list(ids)])
+            case .idempotencyKey(let key): add("\(column("idempotency_key")) = ?", [key])
+            case .finishedBefore(let cutoff):
+                add("COALESCE(\(column("finished_at")), \(column("created_at"))) < ?", [cutoff.timeIntervalSince1970])
+            case .seal(.clear): add("\(column("seal_key")) IS NULL", [])
+            case .seal(.notUnder(let key)): add("\(column("seal_key")) IS NOT NULL AND \(column("seal_key")) <> ?", [key])
             }
         }
         return (clauses, arguments)

@@ -153,6 +153,9 @@ extension SQLiteQueueStore {
                 try db.execute(sql: "DELETE FROM lease WHERE entry_id IN (SELECT value FROM json_each(?))", arguments: [Self.list(ids)])
                 try Self.resolve(db, Self.children(db, of: Self.list(ids)), now: now)
                 return (change, changed.compactMap(\.bodyReference))
+            case .release:
+                try Self.release(db, ids, now: now)
+                return (change, [])
             }
         }
         let (change, files) = dryRun ? try await read(work) : try await write(work)

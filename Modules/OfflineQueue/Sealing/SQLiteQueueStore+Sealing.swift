@@ -35,22 +35,6 @@ extension SQLiteQueueStore {
         }
     }
 
-    func entriesToReseal(_ selection: ResealSelection, after: EntryID?, limit: Int) async throws(QueueError) -> [QueueEntry] {
-        guard schemaVersion >= Schema.firstSealVersion else { return [] }
-        let (condition, key): (String, String?) = switch selection {
-        case .clear: ("seal_key IS NULL", nil)
-        case .notUnder(let id): ("seal_key IS NOT NULL AND seal_key <> ?", id)
-        }
-        var arguments: StatementArguments = [after ?? 0]
-        if let key { _ = arguments.append(contentsOf: [key]) }
-        _ = arguments.append(contentsOf: [limit])
-        let selected = arguments
-        let sql = "SELECT \(entryColumns) FROM \(entrySource) WHERE id > ? AND state <> 'inflight' AND \(condition) ORDER BY id LIMIT ?"
-        return try await read { db in
-            try Row.fetchAll(db, sql: sql, arguments: selected).map { row in try QueueEntry(row: row, path: self.path) }
-        }
-    }
-
     func reseal(_ updates: [ResealUpdate]) async throws(QueueError) -> Set<EntryID> {
         guard !updates.isEmpty else { return [] }
         return try await write { db in

@@ -25,6 +25,6 @@ extension OfflineQueue {
             path: configuration.path, create: configuration.createIfMissing, durability: configuration.durability,
             readOnly: configuration.readOnly, boot: configuration.clock.now().boot, inlineBodyLimit: configuration.inlineBodyLimit
         )
-        self.init(storage: store, configuration: configuration, client: client, monitor: monitor)
+        self.init(storage: store, location: store.location, configuration: configuration, client: client, monitor: monitor)
     }
 }

@@ -17,7 +17,7 @@ extension SQLiteQueueStore {
     }
 
     /// Another process's enqueue rings ``wakeFile``; this process hears it once it drains.
-    func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {
+    func watchRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {
         remoteWake.withLock { $0 = wake }
     }
 

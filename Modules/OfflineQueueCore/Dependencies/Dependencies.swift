@@ -70,11 +70,21 @@ public enum DependencyRule {
     package struct Link: Sendable, Hashable {
         package var child: EntryID
         package var parent: EntryID
+        /// What the child does when this parent dies, where the store read it.
+        package var whenParentDies: ParentDeathPolicy?
 
-        package init(child: EntryID, parent: EntryID) {
+        package init(child: EntryID, parent: EntryID, whenParentDies: ParentDeathPolicy? = nil) {
             self.child = child
             self.parent = parent
+            self.whenParentDies = whenParentDies
         }
+    }
+
+    /// `dependencies` of entry `id` as links: to each parent, with its policy, and from each child.
+    package static func links(of id: EntryID, _ dependencies: EntryDependencies) -> [Link] {
+        dependencies.parents.map { Link(child: id, parent: $0, whenParentDies: dependencies.whenParentDies) }
+            // An entry that waits for itself is its own child: one link, read both ways.
+            + dependencies.children.filter { $0 != id }.map { Link(child: $0, parent: id) }
     }
 
     /// The loop `child` would close by waiting for `parents` as well: the entries from `child`

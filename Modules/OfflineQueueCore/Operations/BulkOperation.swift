@@ -8,6 +8,8 @@ package enum BulkOperation: Sendable, Hashable {
     case retry
     /// Deleted, with their bodies.
     case purge
+    /// Blocked entries stop waiting for their parents: their links dropped, pending, due now.
+    case release
 
     /// The states `selection` matches: its own, or this operation's default (pending, dead and
     /// conflict for a retry, every state for a purge). A retry never touches a delivered
@@ -17,6 +19,7 @@ package enum BulkOperation: Sendable, Hashable {
         switch self {
         case .retry: (selection.states.isEmpty ? [.pending, .dead, .conflict] : selection.states).subtracting([.delivered, .blocked, .superseded])
         case .purge: selection.matchedStates
+        case .release: selection.matchedStates.intersection([.blocked])
         }
     }
 
@@ -37,6 +40,7 @@ package enum BulkOperation: Sendable, Hashable {
             let held = switch self {
             case .retry: match.state == .inflight
             case .purge: match.state == .inflight && match.drainerLives
+            case .release: false
             }
             if held { skipped.append(match.id) } else { changed.append(match) }
         }

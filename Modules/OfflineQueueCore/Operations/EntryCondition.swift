@@ -18,6 +18,15 @@ package enum EntryCondition: Sendable, Hashable {
     case urlPrefix(String)
     case idAbove(EntryID)
     case idAtMost(EntryID)
+    /// One of these ids.
+    case ids([EntryID])
+    /// The entry stored with this idempotency key.
+    case idempotencyKey(String)
+    /// Finished (or, while open, enqueued) before this time, by the wall clock the stored
+    /// times were written with.
+    case finishedBefore(Date)
+    /// Stored in clear, or sealed under another key than this one (what a re-sealing picks).
+    case seal(ResealSelection)
 
     /// Whether `entry` meets this condition at `now` (the wall time of the store's clock).
     package func holds(for entry: QueueEntry, now: Date) -> Bool {
@@ -30,6 +39,11 @@ package enum EntryCondition: Sendable, Hashable {
         case .urlPrefix(let prefix): entry.url.utf8.starts(with: prefix.utf8)
         case .idAbove(let id): entry.id > id
         case .idAtMost(let id): entry.id <= id
+        case .ids(let ids): ids.contains(entry.id)
+        case .idempotencyKey(let key): entry.idempotencyKey == key
+        case .finishedBefore(let cutoff): (entry.finishedAt ?? entry.createdAt) < cutoff
+        case .seal(.clear): entry.seal == nil
+        case .seal(.notUnder(let key)): entry.seal.map { $0.keyID != key } ?? false
         }
     }
 }
@@ -57,6 +71,33 @@ extension EntrySelection {
         if let origin { conditions.append(.origin(origin)) }
         if let after { conditions.append(.idAbove(after)) }
         if let through { conditions.append(.idAtMost(through)) }
+        if let ids { conditions.append(.ids(ids)) }
+        if let finishedBefore { conditions.append(.finishedBefore(finishedBefore)) }
         return conditions
+    }
+}
+
+/// What the operator's one read asks of a store (``QueueOperatorStorage/entries(_:now:)``):
+/// the entries in `states` (every state when empty) past `after` matching every condition,
+/// oldest first, at most `limit`. With `scanLimit`, a page: only the first `scanLimit` rows
+/// (at least `limit`) of its states past `after` are examined, and the conditions matched on
+/// those rows only, so a page over a million rows costs a bounded walk whatever it finds.
+package struct EntryQuery: Sendable, Hashable {
+    package var states: Set<EntryState>
+    package var conditions: [EntryCondition]
+    package var after: EntryID?
+    package var limit: Int
+    package var scanLimit: Int?
+
+    package init(states: Set<EntryState> = [], conditions: [EntryCondition] = [], after: EntryID? = nil, limit: Int, scanLimit: Int? = nil) {
+        self.states = states
+        self.conditions = conditions
+        self.after = after
+        self.limit = limit
+        self.scanLimit = scanLimit
+    }
+
+    package init(_ filter: EntryFilter, scanLimit: Int? = nil) {
+        self.init(states: filter.states, conditions: filter.conditions, after: filter.after, limit: filter.limit, scanLimit: scanLimit)
     }
 }

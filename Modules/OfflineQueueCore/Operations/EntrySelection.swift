@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Which entries a bulk ``OfflineQueue/retry(matching:dryRun:)`` or
 /// ``OfflineQueue/purge(matching:dryRun:)`` changes: every condition that is set must hold.
@@ -36,6 +36,10 @@ public struct EntrySelection: Sendable, Hashable {
     public var through: EntryID?
     /// At most this many entries, the oldest first (those skipped count too): one batch.
     public var limit: Int?
+    /// Only these entries (the engine's retry, purge and release by id).
+    package var ids: [EntryID]?
+    /// Finished (or, while open, enqueued) before this time (a purge by state and age).
+    package var finishedBefore: Date?
 
     /// A selection of the conditions given; those left `nil` (or `states` left empty) do not
     /// narrow it.
@@ -54,5 +58,13 @@ public struct EntrySelection: Sendable, Hashable {
         self.after = after
         self.through = through
         self.limit = limit
+    }
+}
+
+extension EntrySelection {
+    /// The entries among `ids` in `states` (every state when empty).
+    package init(states: Set<EntryState> = [], ids: [EntryID]) {
+        self.init(states: states)
+        self.ids = ids
     }
 }

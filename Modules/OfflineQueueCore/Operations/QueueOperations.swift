@@ -78,7 +78,7 @@ struct QueueOperations: Sendable {
         // has a pool of them, PostgreSQL a pool of connections): the overview takes as long as
         // the longest of them rather than their sum.
         async let counts = Self.result { () async throws(QueueError) in try await recentCounts(maxAge: countsMaxAge) }
-        async let pauses = Self.result { () async throws(QueueError) in try await store.pauseStatus() }
+        async let pauses = Self.result { () async throws(QueueError) in try await store.pauseStatus(now: clock.now()) }
         async let tally = Self.result { () async throws(QueueError) in
             try await watch.storeCall(.counts) { () async throws(QueueError) in
                 try await store.tally(newest: window, now: clock.now())
@@ -111,7 +111,7 @@ struct QueueOperations: Sendable {
         return released
     }
 
-    func pauses() async throws(QueueError) -> PauseStatus { try await store.pauseStatus() }
+    func pauses() async throws(QueueError) -> PauseStatus { try await store.pauseStatus(now: clock.now()) }
 
     func originFlows() async throws(QueueError) -> [OriginFlowStatus] { try await store.originFlows(now: clock.now()) }
 
@@ -157,7 +157,7 @@ struct QueueOperations: Sendable {
     }
 
     func resume(group: String?) async throws(QueueError) -> Bool {
-        let lifted = try await store.resume(group: group)
+        let lifted = try await store.resume(group: group, now: clock.now())
         forgetRecentReads()
         if lifted { wake.fire() }
         return lifted

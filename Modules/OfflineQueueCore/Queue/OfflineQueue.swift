@@ -78,10 +78,14 @@ public final class OfflineQueue: Sendable {
     /// Names this drainer in leases (`host:pid:token:boot` on SQLite, `host:pid:pgN` on
     /// PostgreSQL).
     var owner: String { drainer.store.owner }
+    /// Where the rows live, for messages: a file path, or a database URL without its password.
+    package let location: String
 
     /// A queue over `storage`, any of the stores (see ``QueueStorage``): each store's module
-    /// opens its store and hands it here.
-    package init(storage: any QueueStorage, configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)?) {
+    /// opens its store and hands it here, with where its rows live for messages (`location`:
+    /// a file path, or a database URL without its password).
+    package init(storage: any QueueStorage, location: String, configuration: QueueConfiguration, client: APIClient, monitor: (any NetworkMonitor)?) {
+        self.location = location
         self.configuration = configuration
         self.monitor = monitor
         var clientConfiguration = client.configuration
@@ -95,7 +99,7 @@ public final class OfflineQueue: Sendable {
         self.store = storage
         self.enqueueStore = storage
         self.sealStore = storage
-        self.resealer = QueueResealer(store: storage, bodies: storage, reader: storage, inlineLimit: configuration.inlineBodyLimit)
+        self.resealer = QueueResealer(store: storage, clock: configuration.clock, bodies: storage, reader: storage, inlineLimit: configuration.inlineBodyLimit)
         let metrics = QueueMetrics(configuration.metrics)
         self.metrics = metrics
         let activityBook = ActivityBook(store: storage, clock: configuration.clock)

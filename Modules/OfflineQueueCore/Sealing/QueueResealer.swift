@@ -7,7 +7,8 @@ import HTTPCore
 /// (``QueueEnqueueStorage``) and how stored ones are read (``QueueBodyReading``), and nothing
 /// else of the queue.
 struct QueueResealer: Sendable {
-    let store: any QueueSealStorage
+    let store: any QueueSealStorage & QueueOperatorStorage
+    let clock: QueueClock
     let bodies: any QueueEnqueueStorage
     let reader: any QueueBodyReading
     /// ``QueueConfiguration/inlineBodyLimit``: a re-sealed body is kept as an enqueue keeps it.
@@ -23,7 +24,7 @@ struct QueueResealer: Sendable {
         var summary = ResealSummary()
         var after: EntryID?
         while true {
-            let batch = try await store.entriesToReseal(selection, after: after, limit: max(1, batchSize))
+            let batch = try await store.entriesToReseal(selection, after: after, limit: max(1, batchSize), now: clock.now())
             guard let last = batch.last else { return summary }
             after = last.id
             var updates: [ResealUpdate] = []

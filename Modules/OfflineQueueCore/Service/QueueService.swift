@@ -180,7 +180,7 @@ public struct QueueService: Service {
     /// The loop: drain while there is work and the network is there, wait otherwise; what comes
     /// next is the schedule's word (``ServiceSchedule``), every wait on the queue's clock.
     private func serve(wake: WakeSignal) async throws {
-        logger.info("queue service started", metadata: ["db": "\(queue.store.location)"])
+        logger.info("queue service started", metadata: ["db": "\(queue.location)"])
         queue.watch.progressed()
         do {
             try await queue.watch.storeCall(.sweep) { () async throws(QueueError) in try await queue.sweepOrphanBodies() }

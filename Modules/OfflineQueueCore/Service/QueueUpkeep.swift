@@ -12,14 +12,9 @@ struct QueueUpkeep: Sendable {
     let deliveredRetention: Duration?
 
     func applyRetention(now: Date?) async throws(QueueError) -> RetentionSummary {
-        var summary = RetentionSummary()
-        if let deliveredRetention {
-            let now = now ?? clock.now().wall
-            summary = try await store.deleteDelivered(finishedBefore: now.addingTimeInterval(-deliveredRetention.seconds))
-        }
+        let cutoff = deliveredRetention.map { (now ?? clock.now().wall).addingTimeInterval(-$0.seconds) }
         // Also the pages a purge freed: one short transaction when there are none.
-        summary.releasedPages = try await store.releaseFreePages()
-        return summary
+        return try await store.clean(StoreCleaning(deliveredBefore: cutoff))
     }
 
     func sweepOrphanBodies() async throws(QueueError) { try await store.sweepOrphanBodies() }

@@ -36,10 +36,13 @@ package protocol QueueDrainStorage: QueueBodyReading {
     ///   drain then sends nothing, since it could not be sure to record what it sent.
     func prepareDrain(_ preparation: DrainPreparation, now: QueueTime) async throws(QueueError) -> Int
 
-    /// Calls `wake` whenever another drainer's process enqueues, where the store can tell at
-    /// once (PostgreSQL's `LISTEN`/`NOTIFY`, SQLite's wake file); a store that cannot never
-    /// calls it, and a service then looks at its poll interval.
-    func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void)
+    /// Calls `wake` at each `signal` (``StoreSignal``) until the watch returned stops or goes:
+    /// whenever another process enqueues, or an entry is delivered, dies or goes, where the
+    /// store can tell at once (PostgreSQL's `LISTEN`/`NOTIFY`, SQLite's wake and settled
+    /// files). A store that cannot never calls it and returns a watch that is not live
+    /// (``SettlementWatch/isLive``): a service then looks at its poll interval, a waiter for an
+    /// outcome looks again often.
+    func observe(_ signal: StoreSignal, _ wake: @escaping @Sendable () -> Void) -> SettlementWatch
 
     /// Records `settlements`, runs `chores`, and claims up to `claimLimit` due entries for
     /// ``owner`` under `lease`, in one transaction: the highest priority first, then the
@@ -53,7 +56,8 @@ package protocol QueueDrainStorage: QueueBodyReading {
     /// other drainers to pending first. Settlements' answers change their origins' flow
     /// (``Settlement/flowSignal``) before the claim.
     ///
-    /// A commit whose chores claim nothing (``ClaimChores/claims`` false) records
+    /// A commit renews the leases its chores name (``ClaimChores/renewing``) first. One whose
+    /// chores claim nothing (``ClaimChores/claims`` false) records
     /// `settlements` alone; one whose claim ``owner`` no longer holds changes nothing, and its
     /// id comes back in ``ClaimResult/lost``. After a commit failed with a full disk
     /// (``ClaimChores/onFullDisk``) the store records them in the space the drain's
@@ -62,8 +66,6 @@ package protocol QueueDrainStorage: QueueBodyReading {
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult
-    /// Extends ``owner``'s leases on `ids` to `lease` from `now`; entries it lost are left alone.
-    func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError)
 }
 
 /// A response a parent kept, with the parent (``QueueDrainStorage/keptResponses(of:now:)``).
@@ -164,6 +166,9 @@ package struct ClaimChores: Sendable {
     package var claims = true
     /// Records the settlements in the space set aside for a full disk (and claims nothing).
     package var onFullDisk = false
+    /// Extends ``QueueDrainStorage/owner``'s leases on these entries to the commit's lease from
+    /// its `now`, first; entries it lost are left alone.
+    package var renewing: [EntryID] = []
     /// Take back the entries of drainers that are gone (at most about once a second) and, when
     /// the commit claims, the lapsed leases of other drainers (one that lives but hangs): the
     /// rule PostgreSQL's one statement keeps, and so every store.
@@ -259,9 +264,37 @@ extension QueueDrainStorage {
         _ = try await prepareDrain(DrainPreparation(takesOwnership: false, originLimits: limits), now: now)
     }
 
+    /// Extends ``owner``'s leases on `ids` to `lease` from `now`; entries it lost are left alone.
+    package func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError) {
+        guard !ids.isEmpty else { return }
+        var chores = ClaimChores(claims: false)
+        chores.renewing = ids
+        _ = try await settleAndClaim([], now: now, claimLimit: 0, lease: lease, attemptedSince: nil, chores: chores)
+    }
+
     /// Makes the entries that wait only for the network due now, and nothing else. Returns how many.
     @discardableResult
     package func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int {
         try await prepareDrain(DrainPreparation(takesOwnership: false, wakesNetworkWaiters: true), now: now)
+    }
+}
+
+/// What ``QueueDrainStorage/observe(_:_:)`` hears.
+package enum StoreSignal: Sendable, Hashable {
+    /// Another process enqueued (a drainer's process hears it once it drains).
+    case remoteEnqueues
+    /// Entries were delivered, died or went.
+    case settlements
+}
+
+extension QueueDrainStorage {
+    /// Wakes a drainer when another process enqueues, for as long as the store lives.
+    package func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {
+        _ = observe(.remoteEnqueues, wake)
+    }
+
+    /// Wakes an outcome's waiter when entries settle, until the watch stops.
+    package func observeSettlements(_ wake: @escaping @Sendable () -> Void) async -> SettlementWatch {
+        observe(.settlements, wake)
     }
 }

@@ -12,13 +12,6 @@ package protocol QueueOutcomeStorage: Sendable {
     /// included): no larger than the largest id the queue ever gave.
     func wasIssued(_ id: EntryID) async throws(QueueError) -> Bool
 
-    /// Calls `wake` after entries are delivered, die or are removed, by any process of the
-    /// queue, until the watch is stopped: on SQLite a file beside the queue (`<db>.settled`)
-    /// that settling commits touch and this watches with inotify; on PostgreSQL a `LISTEN` on
-    /// `<schema>.settled`, which a trigger notifies; in memory, the state's own observers.
-    /// Several settlements close together may come as one call. A store that cannot watch
-    /// returns a watch that never calls: the caller's slow re-check is then what finds it.
-    func observeSettlements(_ wake: @escaping @Sendable () -> Void) async -> SettlementWatch
 }
 
 /// A watch of ``QueueOutcomeStorage/observeSettlements(_:)``: stopped by ``stop()``, or when

@@ -9,8 +9,8 @@ package import Foundation
 /// ```swift
 /// let catalog = try await store.sealCatalog()          // the queue's id, its key checks, entries per key
 /// let keys = try await store.sealCatalog(countingEntries: false)   // the id and key checks alone, no entry read
-/// _ = try await store.recordKeyCheck(keyID: "3fa9c01e", checkValue: check)
-/// let batch = try await store.entriesToReseal(.notUnder("8b01d2aa"), after: nil, limit: 64)
+/// _ = try await store.sealCatalog(countingEntries: false, recording: KeyCheck(keyID: "3fa9c01e", value: check))
+/// let batch = try await store.entriesToReseal(.notUnder("8b01d2aa"), after: nil, limit: 64, now: clock.now())
 /// let applied = try await store.reseal(updates)        // one transaction; entries claimed meanwhile are skipped
 /// ```
 package protocol QueueSealStorage: Sendable {
@@ -18,13 +18,12 @@ package protocol QueueSealStorage: Sendable {
     /// key-check value recorded for each key id, and, when `countingEntries`, how many entries
     /// there are under each key id and in clear (a read of every entry; without it
     /// ``SealCatalog/entries`` is empty and no entry is read). Reads only: it touches no entry.
-    func sealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog
-    /// Records `checkValue` for `keyID` unless a value is recorded for it already; returns the
-    /// value recorded, this one or the earlier one.
-    func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String
-    /// Up to `limit` entries that `selection` picks, with ids above `after`, in id order, none
-    /// in flight: the next batch of a re-sealing.
-    func entriesToReseal(_ selection: ResealSelection, after: EntryID?, limit: Int) async throws(QueueError) -> [QueueEntry]
+    /// With `recording`, first records the primary key's check value for its id unless one
+    /// is recorded already (the first writer wins, so two processes opening a new queue
+    /// with different keyrings under one id cannot both succeed): the catalog's
+    /// ``SealCatalog/keyChecks`` then holds the value recorded, which the caller compares
+    /// with its own.
+    func sealCatalog(countingEntries: Bool, recording: KeyCheck?) async throws(QueueError) -> SealCatalog
     /// Replaces the url, headers, body and seal of each entry in `updates`, in one transaction,
     /// where the entry still has the seal key it had when it was read (``ResealUpdate/expectedKeyID``)
     /// and is not in flight. Returns the ids replaced; for the others nothing changed.
@@ -46,7 +45,18 @@ package struct StoredSeal: Sendable, Hashable {
 extension QueueSealStorage {
     /// The whole catalog, entries counted.
     package func sealCatalog() async throws(QueueError) -> SealCatalog {
-        try await sealCatalog(countingEntries: true)
+        try await sealCatalog(countingEntries: true, recording: nil)
+    }
+
+    /// The catalog, entries counted or not.
+    package func sealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
+        try await sealCatalog(countingEntries: countingEntries, recording: nil)
+    }
+
+    /// Records `checkValue` for `keyID` unless a value is recorded for it already; returns the
+    /// value recorded, this one or the earlier one.
+    package func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
+        try await sealCatalog(countingEntries: false, recording: KeyCheck(keyID: keyID, value: checkValue)).keyChecks[keyID] ?? checkValue
     }
 }
 
@@ -94,5 +104,25 @@ package struct ResealUpdate: Sendable {
         self.headers = headers
         self.body = body
         self.seal = seal
+    }
+}
+
+/// A key's check value to record (``QueueSealStorage/sealCatalog(countingEntries:recording:)``).
+package struct KeyCheck: Sendable, Hashable {
+    package var keyID: String
+    package var value: String
+
+    package init(keyID: String, value: String) {
+        self.keyID = keyID
+        self.value = value
+    }
+}
+
+extension QueueSealStorage where Self: QueueOperatorStorage {
+    /// The next `limit` entries past `after` that `selection` picks for re-sealing, none in
+    /// flight, oldest first: one ``QueueOperatorStorage/entries(_:now:)``.
+    package func entriesToReseal(_ selection: ResealSelection, after: EntryID?, limit: Int, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
+        let states = Set(EntryState.allCases).subtracting([.inflight])
+        return try await entries(EntryQuery(states: states, conditions: [.seal(selection)], after: after, limit: max(0, limit)), now: now).entries
     }
 }

@@ -31,9 +31,6 @@
 ///
 /// Every method throws ``QueueError`` only, and leaves nothing half done when it throws.
 package protocol QueueStorage: QueueDrainStorage, QueueEnqueueStorage, QueueOperatorStorage, QueueUpkeepStorage, QueueSealStorage, QueueOutcomeStorage {
-    /// Where the rows live, for messages: a file path, or a database URL without its password.
-    var location: String { get }
-
     /// Lets go of connections and background work; the store is not used afterwards.
     func shutDown() async
 }

@@ -93,27 +93,6 @@ extension PostgresQueueStore {
         }
     }
 
-    func release(_ ids: [EntryID], now: QueueTime) async throws(QueueError) -> [EntryID] {
-        let fleet = try await fleetTime(now)
-        return try await transaction { connection in
-            var released: [EntryID] = []
-            for id in Array(Set(ids)).sorted() {
-                let states = try await connection.query(PostgresQuery(unsafeSQL: self.sql("SELECT state FROM §.entry WHERE id = $1 FOR UPDATE"))
-                    .with(id), logger: self.logger).decodeAll(String.self)
-                guard let state = states.first else { throw QueueError.noSuchEntry(id) }
-                guard state == EntryState.blocked.rawValue else { continue }
-                released.append(id)
-            }
-            guard !released.isEmpty else { return released }
-            try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.entry_edge WHERE child = ANY($1)")).with(released), logger: self.logger)
-            try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
-                UPDATE §.entry SET state = 'pending', next_attempt_at = $2 WHERE id = ANY($1)
-                """)).with(released, fleet), logger: self.logger)
-            try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger)
-            return released
-        }
-    }
-
     func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {
         try await reading { connection in
             var dependencies = EntryDependencies()

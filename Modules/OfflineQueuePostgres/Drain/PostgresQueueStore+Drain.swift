@@ -33,7 +33,9 @@ extension PostgresQueueStore {
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult {
+        if !chores.renewing.isEmpty { try await renewLeases(chores.renewing, now: now, lease: lease) }
         if !chores.claims {
+            guard !settlements.isEmpty else { return ClaimResult() }
             return ClaimResult(lost: chores.onFullDisk ? try await settleOnFullDisk(settlements, now: now) : try await settle(settlements, now: now))
         }
         guard !settlements.isEmpty || claimLimit > 0 || chores.reclaimOrphans else { return ClaimResult() }

@@ -34,7 +34,7 @@ extension PostgresQueueStore {
     /// One connection listening on `<schema>.settled` for all of this store's observers, from
     /// the first to the last. Once it listens it wakes them all: what settled while it
     /// connected is looked at again.
-    func observeSettlements(_ wake: @escaping @Sendable () -> Void) async -> SettlementWatch {
+    func watchSettlements(_ wake: @escaping @Sendable () -> Void) -> SettlementWatch {
         let (observers, listener) = (settledObservers, settledListener)
         let (place, logger, channel) = (place, logger, PostgresSchema.settledChannel(place.schema))
         return observers.observe(wake, start: {

@@ -64,93 +64,17 @@ extension PostgresQueueStore {
 
     // MARK: - Changing
 
-    /// Wakes every drainer, as an enqueue does, when it made entries due.
-    func retry(ids: [EntryID]?, now: QueueTime) async throws(QueueError) -> [EntryID] {
-        let fleet = try await fleetTime(now)
-        return try await transaction { connection in
-            let set = "SET state = 'pending', attempts = 0, dead_reason = NULL, budget_from = $1, next_attempt_at = $1, waiting_network = false, finished_at = NULL"
-            var changed = false
-            let result: [EntryID]
-            if let ids {
-                for id in ids {
-                    let states = try await connection.query(PostgresQuery(unsafeSQL: self.sql("SELECT state FROM §.entry WHERE id = $1 FOR UPDATE"))
-                        .with(id), logger: self.logger).decodeAll(String.self)
-                    guard let state = states.first else { throw QueueError.noSuchEntry(id) }
-                    if state == EntryState.inflight.rawValue { throw QueueError.entryInFlight(id) }
-                    guard let known = EntryState(rawValue: state), BulkOperation.retries(known) else { continue }
-                    try await connection.query(PostgresQuery(unsafeSQL: self.sql("UPDATE §.entry \(set) WHERE id = $2")).with(fleet, id), logger: self.logger)
-                    changed = true
-                }
-                result = ids
-                try await self.reblock(ids, fleet: fleet, on: connection)
-            } else {
-                result = try await connection.query(PostgresQuery(unsafeSQL: self.sql("UPDATE §.entry \(set) WHERE state = 'dead' RETURNING id"))
-                    .with(fleet), logger: self.logger).decodeAll(Int64.self).sorted()
-                changed = !result.isEmpty
-                try await self.reblock(result, fleet: fleet, on: connection)
-            }
-            if changed { try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger) }
-            return result
-        }
-    }
-
-    func purge(_ selection: PurgeSelection, now: QueueTime) async throws(QueueError) -> Int {
-        let lockName = self.lockName
-        let fleet = try await fleetTime(now)
-        return try await transaction { connection in
-            var references: [String] = []
-            var deleted: [EntryID] = []
-            switch selection {
-            case .states(let states, let before):
-                let chosen = states.subtracting([.inflight]).map(\.rawValue).sorted()
-                guard !chosen.isEmpty else { return 0 }
-                for try await (id, reference) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
-                    DELETE FROM §.entry WHERE state = ANY($1) AND ($2::float8 IS NULL OR COALESCE(finished_at, created_at) < $2)
-                    RETURNING id, body_ref
-                    """)).with(chosen, before?.timeIntervalSince1970), logger: self.logger).decode((Int64, String?).self) {
-                    deleted.append(id)
-                    if let reference { references.append(reference) }
-                }
-            case .ids(let given):
-                // An id given twice is one entry, purged once.
-                var seen = Set<EntryID>()
-                let ids = given.filter { seen.insert($0).inserted }
-                for id in ids {
-                    let rows = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
-                        SELECT e.state, e.body_ref, e.state = 'inflight' AND \(Self.drainerLives) FROM §.entry AS e WHERE e.id = $2 FOR UPDATE
-                        """)).with(lockName, id), logger: self.logger)
-                    var found = false
-                    for try await (_, reference, held) in rows.decode((String, String?, Bool).self) {
-                        found = true
-                        if held { throw QueueError.entryInFlight(id) }
-                        if let reference { references.append(reference) }
-                    }
-                    guard found else { throw QueueError.noSuchEntry(id) }
-                    try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.entry WHERE id = $1")).with(id), logger: self.logger)
-                    deleted.append(id)
-                }
-            }
-            // Entries that waited for a purged one are decided, and woken when due.
-            try await self.resolveChildren(of: deleted, fleet: fleet, on: connection)
-            if !deleted.isEmpty { try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger) }
-            if !references.isEmpty {
-                try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.body WHERE ref = ANY($1)")).with(references), logger: self.logger)
-            }
-            return deleted.count
-        }
-    }
-
     // MARK: - Reading
 
-    func entry(_ id: EntryID, now: QueueTime) async throws(QueueError) -> QueueEntry? {
-        try await entries(at: now, where: "id = $1", id).first
+    /// The operator's one read (``QueueOperatorStorage/entries(_:now:)``): a page when the
+    /// query bounds its scan, else every match up to its limit.
+    func entries(_ query: EntryQuery, now: QueueTime) async throws(QueueError) -> EntryPage {
+        if let scanLimit = query.scanLimit { return try await page(query, scanLimit: scanLimit, now: now) }
+        let found = try await list(query, now: now)
+        return EntryPage(entries: found, next: query.limit > 0 && found.count == query.limit ? found.last?.id : nil)
     }
 
-    func entry(idempotencyKey key: String, now: QueueTime) async throws(QueueError) -> QueueEntry? {
-        try await entries(at: now, where: "idempotency_key = $1", key).first
-    }
-
-    func entries(_ filter: EntryFilter, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
+    private func list(_ filter: EntryQuery, now: QueueTime) async throws(QueueError) -> [QueueEntry] {
         var binds = PostgresBinds()
         var clauses = Self.stateClauses(filter.states, &binds) + Self.clauses(filter.conditions, alias: nil, &binds)
         if let after = filter.after { clauses.append("id > \(binds.add(after))") }
@@ -161,7 +85,7 @@ extension PostgresQueueStore {
     /// The entries of `filter` among the first `scanLimit` rows of its states past its cursor
     /// (walked by id through the `(state, id)` index or the primary key); group, name and
     /// origin are matched on those rows only.
-    func entryPage(_ filter: EntryFilter, scanLimit: Int, now: QueueTime) async throws(QueueError) -> EntryPage {
+    private func page(_ filter: EntryQuery, scanLimit: Int, now: QueueTime) async throws(QueueError) -> EntryPage {
         var windowBinds = PostgresBinds()
         var window = Self.stateClauses(filter.states, &windowBinds)
         if let after = filter.after { window.append("id > \(windowBinds.add(after))") }
@@ -229,6 +153,13 @@ extension PostgresQueueStore {
             case .urlPrefix(let prefix): clauses.append("starts_with(\(column("url")), \(binds.add(prefix)))")
             case .idAbove(let id): clauses.append("\(column("id")) > \(binds.add(id))")
             case .idAtMost(let id): clauses.append("\(column("id")) <= \(binds.add(id))")
+            case .ids(let ids) where ids.count == 1: clauses.append("\(column("id")) = \(binds.add(ids[0]))")
+            case .ids(let ids): clauses.append("\(column("id")) = ANY(\(binds.add(ids)))")
+            case .idempotencyKey(let key): clauses.append("\(column("idempotency_key")) = \(binds.add(key))")
+            case .finishedBefore(let cutoff):
+                clauses.append("COALESCE(\(column("finished_at")), \(column("created_at"))) < \(binds.add(cutoff.timeIntervalSince1970))")
+            case .seal(.clear): clauses.append("\(column("seal_key")) IS NULL")
+            case .seal(.notUnder(let key)): clauses.append("\(column("seal_key")) IS NOT NULL AND \(column("seal_key")) <> \(binds.add(key))")
             }
         }
         return clauses

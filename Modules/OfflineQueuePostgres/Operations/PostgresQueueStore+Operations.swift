@@ -134,6 +134,12 @@ extension PostgresQueueStore {
                 if !bodies.isEmpty {
                     try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.body WHERE ref = ANY($1)")).with(bodies), logger: self.logger)
                 }
+            case .release:
+                try await connection.query(PostgresQuery(unsafeSQL: self.sql("DELETE FROM §.entry_edge WHERE child = ANY($1)")).with(ids), logger: self.logger)
+                try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
+                    UPDATE §.entry SET state = 'pending', next_attempt_at = $2 WHERE id = ANY($1) AND state = 'blocked'
+                    """)).with(ids, fleet), logger: self.logger)
+                try await connection.query("SELECT pg_notify(\(self.channel), '')", logger: self.logger)
             }
             return change
         }

@@ -40,21 +40,6 @@ extension PostgresQueueStore {
         }
     }
 
-    /// The entries' times are read on the system's clocks: a re-sealing reads none of them.
-    func entriesToReseal(_ selection: ResealSelection, after: EntryID?, limit: Int) async throws(QueueError) -> [QueueEntry] {
-        let now = QueueClock.system.now()
-        let bound = Int64(max(0, limit))
-        return switch selection {
-        case .clear:
-            try await entries(at: now, where: "id > $1 AND state <> 'inflight' AND seal_key IS NULL ORDER BY id LIMIT $2", after ?? 0, bound)
-        case .notUnder(let key):
-            try await entries(
-                at: now, where: "id > $1 AND state <> 'inflight' AND seal_key IS NOT NULL AND seal_key <> $2 ORDER BY id LIMIT $3",
-                after ?? 0, key, bound
-            )
-        }
-    }
-
     func reseal(_ updates: [ResealUpdate]) async throws(QueueError) -> Set<EntryID> {
         guard !updates.isEmpty else { return [] }
         let statement = sql("""

@@ -45,7 +45,7 @@ extension OfflineQueue {
             place, create: configuration.createIfMissing, readOnly: configuration.readOnly,
             connections: max(4, configuration.concurrency / 2 + 2), durability: configuration.durability, logger: logger
         )
-        return OfflineQueue(storage: store, configuration: configuration, client: client, monitor: monitor)
+        return OfflineQueue(storage: store, location: store.location, configuration: configuration, client: client, monitor: monitor)
     }
 
     /// Stores `requests` inside the caller's own PostgreSQL transaction, open on `connection`:
@@ -72,7 +72,7 @@ extension OfflineQueue {
     ///   seal and cannot; what the server refused as `QueueError.io(path:reason:)`.
     public func enqueue(_ requests: [QueuedRequest], on connection: PostgresConnection) async throws(QueueError) -> [Ticket] {
         guard let store = store as? PostgresQueueStore else {
-            throw .invalidRequest("the transactional outbox needs a PostgreSQL queue; this one is \(store.location)")
+            throw .invalidRequest("the transactional outbox needs a PostgreSQL queue; this one is \(location)")
         }
         return try await admit(requests, into: PostgresOutbox(store: store, connection: connection), announcing: false)
     }

@@ -158,7 +158,7 @@ final class PostgresQueueStore: QueueStorage {
         await running.value
     }
 
-    func observeRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {
+    func watchRemoteEnqueues(_ wake: @escaping @Sendable () -> Void) {
         self.wake.withLock { $0 = wake }
     }
 
