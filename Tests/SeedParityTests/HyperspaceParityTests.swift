@@ -1,3 +1,4 @@
+import CombineAdapters
 import CourierTesting
 import Foundation
 import HTTPCore

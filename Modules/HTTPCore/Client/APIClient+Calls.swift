@@ -2,7 +2,8 @@ public import Foundation
 import HTTPTypes
 
 extension APIClient {
-    /// A plain call: validates the status and drops the body.
+    /// A plain call: validates the status and drops the body. A `Request<Void>` (a DELETE,
+    /// say) is sent here too, as any endpoint is.
     @discardableResult
     public func send(_ endpoint: some Endpoint) async throws(NetworkError) -> Response<Void> {
         try await perform(endpoint, read: Self.dropBody)
@@ -86,12 +87,6 @@ extension APIClient {
     @discardableResult
     public func send(_ request: Request<Data>) async throws(NetworkError) -> Response<Data> {
         try await data(request)
-    }
-
-    /// Sends an ad-hoc request with no result (a DELETE, say); validates the status.
-    @discardableResult
-    public func send(_ request: Request<Void>) async throws(NetworkError) -> Response<Void> {
-        try await perform(request, read: Self.dropBody)
     }
 
     /// Streams the body to `destination`, replacing any file there only when the whole body

@@ -16,7 +16,12 @@ final class SharedRead<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var generation = 0
     }
 
+    /// Where the age of what is kept is read: the queue's clock.
+    private let clock: QueueClock
     private let state = LockedBox(State())
+
+    /// An empty cache whose values age on `clock`'s boot clock.
+    init(clock: QueueClock) { self.clock = clock }
 
     private enum Found {
         case cached(Value)
@@ -26,17 +31,20 @@ final class SharedRead<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The value of `key` no older than `maxAge`, read by `read` when there is none (`read`
     /// runs at most once at a time). A failed read is not kept: the next caller tries again.
     func value(for key: Key, maxAge: Duration, read: @escaping @Sendable () async -> Result<Value, QueueError>) async throws(QueueError) -> Value {
-        let now = BootClock.uptime()
+        let now = clock.now().uptime
         let found = state.withLock { state -> Found in
-            if let last = state.last, last.key == key, now - last.at <= maxAge.seconds { return .cached(last.value) }
+            // A `maxAge` of zero keeps nothing, even on a clock that has not moved (a manual one).
+            if let last = state.last, last.key == key, maxAge > .zero, now - last.at <= maxAge.seconds { return .cached(last.value) }
             if let reading = state.reading, reading.key == key, reading.generation == state.generation { return .reading(reading.task) }
             let shared = self.state
+            let clock = self.clock
             let generation = state.generation
             let reading = Task {
                 let result = await read()
+                let readAt = clock.now().uptime
                 shared.withLock { state in
                     guard state.generation == generation else { return }
-                    if case .success(let value) = result { state.last = (key, value, BootClock.uptime()) }
+                    if case .success(let value) = result { state.last = (key, value, readAt) }
                     if state.reading?.key == key { state.reading = nil }
                 }
                 return result
@@ -63,7 +71,7 @@ final class SharedRead<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// A value read elsewhere (counts at the end of a drain), kept for the next readers.
     func offer(_ value: Value, for key: Key) {
-        let now = BootClock.uptime()
+        let now = clock.now().uptime
         state.withLock { $0.last = (key, value, now) }
     }
 }

@@ -20,9 +20,20 @@ struct QueueOperations: Sendable {
     /// Takes the backlog of every count read, for the activity per minute.
     let activityBook: ActivityBook
     /// The counts of ``OfflineQueue/recentCounts(maxAge:)``, shared within the process.
-    let countsCache = CountsCache()
+    let countsCache: CountsCache
     /// The overview, read at most once per interval however many console viewers ask.
-    let overviewCache = SharedRead<OverviewShape, QueueOverview>()
+    let overviewCache: SharedRead<OverviewShape, QueueOverview>
+
+    init(store: any QueueOperatorStorage, clock: QueueClock, wake: WakeSignal, watch: ServiceWatch, metrics: QueueMetrics, activityBook: ActivityBook) {
+        self.store = store
+        self.clock = clock
+        self.wake = wake
+        self.watch = watch
+        self.metrics = metrics
+        self.activityBook = activityBook
+        countsCache = CountsCache(clock: clock)
+        overviewCache = SharedRead(clock: clock)
+    }
 
     // MARK: Looking
 

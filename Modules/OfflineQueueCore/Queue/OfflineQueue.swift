@@ -68,8 +68,8 @@ public final class OfflineQueue: Sendable {
     let enqueueTargets = ParsedURLs { text throws(QueueError) in try EnqueueTarget(text) }
     /// Counters, timers and gauges, through swift-metrics.
     let metrics: QueueMetrics
-    /// The sends and store calls under way, for a service's watchdog.
-    let watch = ServiceWatch()
+    /// The sends and store calls under way, for a service's watchdog, on the queue's clock.
+    let watch: ServiceWatch
     /// What this process counted for the activity per minute and has not yet stored.
     let activityBook: ActivityBook
     /// The origins' circuits as this process knows them (``OriginHealth``): for
@@ -102,6 +102,8 @@ public final class OfflineQueue: Sendable {
         self.resealer = QueueResealer(store: storage, clock: configuration.clock, bodies: storage, reader: storage, inlineLimit: configuration.inlineBodyLimit)
         let metrics = QueueMetrics(configuration.metrics)
         self.metrics = metrics
+        let watch = ServiceWatch(clock: configuration.clock)
+        self.watch = watch
         let activityBook = ActivityBook(store: storage, clock: configuration.clock)
         self.activityBook = activityBook
         self.operations = QueueOperations(

@@ -32,9 +32,10 @@ public import ServiceLifecycle
 /// goes round, for a supervisor's watchdog.
 ///
 /// Every wait of the service (the poll, the next due time, retention's interval, the shutdown
-/// grace, the gauges' interval) is on the queue's clock (``QueueConfiguration/clock``), so a
-/// test that gives the queue a ``ManualQueueClock`` moves them all; ``liveness()`` alone reads
-/// the boot clock, as a watchdog outside the process would.
+/// grace, the gauges' interval) and ``liveness()`` are on the queue's clock
+/// (``QueueConfiguration/clock``), so a test that gives the queue a ``ManualQueueClock`` moves
+/// them all; the system clock, the default, reads the boot clock, as a watchdog outside the
+/// process would.
 public struct QueueService: Service {
     /// The queue the service drains.
     public let queue: OfflineQueue
@@ -77,7 +78,7 @@ public struct QueueService: Service {
     /// watchdog that pings only while it is alive lets a supervisor restart a hung process
     /// (whose leases die with it).
     public func liveness() -> ServiceLiveness {
-        queue.watch.liveness(at: BootClock.uptime(), storeCallLimit: storeCallLimit, idleLimit: pollInterval + Self.loopMargin)
+        queue.watch.liveness(at: queue.configuration.clock.now().uptime, storeCallLimit: storeCallLimit, idleLimit: pollInterval + Self.loopMargin)
     }
 
     /// How long past `pollInterval` a loop may take to go round before it counts as wedged.

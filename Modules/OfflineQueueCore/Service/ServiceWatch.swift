@@ -1,7 +1,8 @@
 import HTTPCore
 
-/// What a queue's drains and services are doing right now, on the boot clock: the sends and
-/// store calls under way with when each began, and when anything last moved. A watchdog asks it
+/// What a queue's drains and services are doing right now, on the boot clock of the queue's
+/// clock (``QueueConfiguration/clock``): the sends and store calls under way with when each
+/// began, and when anything last moved. A watchdog asks it
 /// whether the service is alive (``QueueService/liveness()``): a loop that turns is not enough
 /// when a send hangs on a server that never answers, or a store call never returns.
 ///
@@ -30,10 +31,22 @@ final class ServiceWatch: Sendable {
         var sends: [EntryID: Send] = [:]
         var calls: [UInt64: (call: StoreCall, started: Double)] = [:]
         var nextCall: UInt64 = 0
-        var lastProgress = BootClock.uptime()
+        var lastProgress: Double
     }
 
-    private let state = LockedBox(State())
+    /// Where the watch reads the boot clock: the queue's clock.
+    private let clock: QueueClock
+    private let state: LockedBox<State>
+
+    /// A watch that reads the boot clock through `clock`; nothing has moved yet, so it counts
+    /// from now.
+    init(clock: QueueClock) {
+        self.clock = clock
+        state = LockedBox(State(lastProgress: clock.now().uptime))
+    }
+
+    /// The boot clock's reading now.
+    private var uptime: Double { clock.now().uptime }
 
     /// How long past its timeout a send may run before a watchdog calls it stuck: time for the
     /// transport to notice its own deadline and for plugins around the exchange.
@@ -41,7 +54,7 @@ final class ServiceWatch: Sendable {
 
     /// A send of `entry` begins; it may take `timeout` and `margin` more before it is overdue.
     func sendBegan(_ entry: EntryID, timeout: Duration, margin: Duration) {
-        let now = BootClock.uptime()
+        let now = uptime
         state.withLock { state in
             state.sends[entry] = Send(entry: entry, started: now, limit: now + (timeout + margin).seconds)
             state.lastProgress = now
@@ -49,7 +62,7 @@ final class ServiceWatch: Sendable {
     }
 
     func sendEnded(_ entry: EntryID) {
-        let now = BootClock.uptime()
+        let now = uptime
         state.withLock { state in
             state.sends.removeValue(forKey: entry)
             state.lastProgress = now
@@ -65,7 +78,7 @@ final class ServiceWatch: Sendable {
 
     /// A store call begins; returns its number for ``storeCallEnded(_:)``.
     func storeCallBegan(_ call: StoreCall) -> UInt64 {
-        let now = BootClock.uptime()
+        let now = uptime
         return state.withLock { state -> UInt64 in
             state.nextCall &+= 1
             state.calls[state.nextCall] = (call, now)
@@ -74,7 +87,7 @@ final class ServiceWatch: Sendable {
     }
 
     func storeCallEnded(_ id: UInt64) {
-        let now = BootClock.uptime()
+        let now = uptime
         state.withLock { state in
             state.calls.removeValue(forKey: id)
             state.lastProgress = now
@@ -83,7 +96,7 @@ final class ServiceWatch: Sendable {
 
     /// A loop went round, or a drain moved: the service is not wedged.
     func progressed() {
-        let now = BootClock.uptime()
+        let now = uptime
         state.withLock { $0.lastProgress = now }
     }
 

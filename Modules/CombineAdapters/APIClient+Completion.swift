@@ -1,5 +1,6 @@
 public import Dispatch
 public import Foundation
+public import HTTPCore
 
 /// A call started with a completion handler: cancel it to cancel the request on the wire.
 public final class CallHandle: Sendable {
@@ -7,7 +8,7 @@ public final class CallHandle: Sendable {
 
     init(_ task: Task<Void, Never>) { self.task = task }
 
-    /// Cancels the call; the completion then receives ``NetworkError/cancelled`` (unless the
+    /// Cancels the call; the completion then receives `NetworkError.cancelled` (unless the
     /// result was already delivered).
     public func cancel() { task.cancel() }
 
@@ -15,7 +16,8 @@ public final class CallHandle: Sendable {
     public var isCancelled: Bool { task.isCancelled }
 }
 
-/// Completion-handler variants of every call kind, for code ported from Hyperspace or Leash.
+/// Completion-handler variants of every call kind, for code ported from Hyperspace or Leash
+/// (`import CombineAdapters`, beside the publishers; they need nothing but Dispatch).
 ///
 /// The result is delivered on the queue you name. Name one your program runs: on Linux the
 /// main queue runs only under `dispatchMain()` or a run loop.
