@@ -354,7 +354,7 @@ let package = Package(
             .product(name: "MetricsTestKit", package: "swift-metrics"),
         ]),
         // Browser/console_driver.py drives headless Chromium for the console's browser tests.
-        tests("SyncTests", ["OfflineQueue", "OfflineQueueCore", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")], exclude: ["Browser/console_driver.py"]),
+        tests("SyncTests", ["OfflineQueue", "OfflineQueueCore", "HTTPCore", "CourierTesting", "TestSupport", httpTypes, .product(name: "GRDB", package: "GRDB.swift")], exclude: ["Browser/console_driver.py", "Samples"]),
         tests("OfflineQueueTests", [
             "OfflineQueue", "OfflineQueueCore", "OfflineQueuePostgres", "QueueEncryption", "QueueSystemd", "HTTPCore", "Reachability", "AsyncHTTPClientTransport", "CourierTesting", "TestSupport", "QueueTestSupport", httpTypes,
             .product(name: "GRDB", package: "GRDB.swift"),

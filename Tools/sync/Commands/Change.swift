@@ -45,17 +45,32 @@ struct Retry: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reporting {
-            try await options.withQueue(create: false, readOnly: selection.dryRun) { queue in
-                guard ids.isEmpty else {
-                    let changed = try await queue.retry(ids)
-                    if options.json { Output.json(["retried": changed]) } else { print("\(changed.count) entries due now") }
-                    return
-                }
-                let change = try await queue.retry(matching: selection.selection(adding: dead ? [.dead] : []), dryRun: selection.dryRun)
-                BulkReport.print(change, verb: "retry", json: options.json, jsonObject: ["retried": change.ids], done: "\(change.ids.count) entries due now")
-            }
+        try await Runner.run(options, QueueAccess(readOnly: selection.dryRun)) { queue in
+            guard ids.isEmpty else { return RetryReport(retried: try await queue.retry(ids)) }
+            let change = try await queue.retry(matching: selection.selection(adding: dead ? [.dead] : []), dryRun: selection.dryRun)
+            return RetryReport(retried: change.ids, bulk: BulkReport(change, verb: "retry"))
         }
+    }
+}
+
+/// What `sync retry` prints: the ids made due, with what a selection skipped (``BulkReport``).
+struct RetryReport: Report {
+    var retried: [EntryID]
+    var bulk: BulkReport?
+
+    enum CodingKeys: String, CodingKey {
+        case retried
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(retried, forKey: .retried)
+        try bulk?.encode(to: encoder)
+    }
+
+    func printText() {
+        guard let bulk else { return print("\(retried.count) entries due now") }
+        bulk.printText(done: "\(retried.count) entries due now")
     }
 }
 
@@ -103,23 +118,38 @@ struct Purge: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reporting {
-            try await options.withQueue(create: false, readOnly: selection.dryRun) { queue in
-                guard ids.isEmpty else {
-                    let count = try await queue.purge(.ids(ids))
-                    if options.json { Output.json(["purged": count]) } else { print("\(count) entries purged") }
-                    return
-                }
-                var states: Set<EntryState> = []
-                if delivered { states.insert(.delivered) }
-                if dead { states.insert(.dead) }
-                let change = try await queue.purge(matching: selection.selection(adding: states), dryRun: selection.dryRun)
-                BulkReport.print(
-                    change, verb: "purge", json: options.json, jsonObject: ["purged": change.ids.count, "ids": change.ids],
-                    done: "\(change.ids.count) entries purged"
-                )
-            }
+        try await Runner.run(options, QueueAccess(readOnly: selection.dryRun)) { queue in
+            guard ids.isEmpty else { return PurgeReport(purged: try await queue.purge(.ids(ids))) }
+            var states: Set<EntryState> = []
+            if delivered { states.insert(.delivered) }
+            if dead { states.insert(.dead) }
+            let change = try await queue.purge(matching: selection.selection(adding: states), dryRun: selection.dryRun)
+            return PurgeReport(purged: change.ids.count, ids: change.ids, bulk: BulkReport(change, verb: "purge"))
         }
+    }
+}
+
+/// What `sync purge` prints: how many entries went and, for a selection, which, with what it
+/// skipped (``BulkReport``).
+struct PurgeReport: Report {
+    var purged: Int
+    var ids: [EntryID]?
+    var bulk: BulkReport?
+
+    enum CodingKeys: String, CodingKey {
+        case purged, ids
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(purged, forKey: .purged)
+        try container.encodeIfPresent(ids, forKey: .ids)
+        try bulk?.encode(to: encoder)
+    }
+
+    func printText() {
+        guard let bulk else { return print("\(purged) entries purged") }
+        bulk.printText(done: "\(purged) entries purged")
     }
 }
 
@@ -153,18 +183,26 @@ struct Release: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reporting {
-            try await options.withQueue(create: false) { queue in
-                let chosen = stuck ? try await queue.stuckEntries() : ids
-                let released = chosen.isEmpty ? [] : try await queue.release(chosen)
-                if options.json {
-                    Output.json(["released": released])
-                } else {
-                    print("\(released.count) entries released, due now" + (released.isEmpty ? "" : ": " + released.map(String.init).joined(separator: ", ")))
-                    let left = Set(chosen).subtracting(released).sorted()
-                    if !left.isEmpty { print("not blocked, left as they are: " + left.map(String.init).joined(separator: ", ")) }
-                }
-            }
+        try await Runner.run(options, .changing) { queue in
+            let chosen = stuck ? try await queue.stuckEntries() : ids
+            return ReleaseReport(released: chosen.isEmpty ? [] : try await queue.release(chosen), chosen: chosen)
         }
+    }
+}
+
+/// What `sync release` prints: the entries released; in text also those left as they were.
+struct ReleaseReport: Report {
+    var released: [EntryID]
+    /// The entries asked for.
+    var chosen: [EntryID]
+
+    enum CodingKeys: String, CodingKey {
+        case released
+    }
+
+    func printText() {
+        print("\(released.count) entries released, due now" + (released.isEmpty ? "" : ": " + released.map(String.init).joined(separator: ", ")))
+        let left = Set(chosen).subtracting(released).sorted()
+        if !left.isEmpty { print("not blocked, left as they are: " + left.map(String.init).joined(separator: ", ")) }
     }
 }

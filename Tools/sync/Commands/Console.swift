@@ -58,18 +58,16 @@ struct ConsoleServe: AsyncParsableCommand {
         let address = ListenAddress(self.address)!
         let users = try console.loadUsers()
         try ConsoleOptions.checked(users: users, address: address, option: "--address")
-        try await reporting {
-            try await options.withQueue(create: false) { queue in
-                let queueConsole = console.console(queue: queue, users: users, logger: logger)
-                let router = queueConsole.router()
-                let path = queueConsole.prefix + "/"
-                let server = HTTPServer(router: router, address: address, what: "the console", announcements: [("serving the console", path)], logger: logger)
-                if users.isEmpty {
-                    logger.notice("the console has no users: anyone who can connect to \(address) may act on the queue")
-                }
-                let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-                try await group.run()
+        try await Runner.serve(options, .changing) { queue in
+            let queueConsole = console.console(queue: queue, users: users, logger: logger)
+            let router = queueConsole.router()
+            let path = queueConsole.prefix + "/"
+            let server = HTTPServer(router: router, address: address, what: "the console", announcements: [("serving the console", path)], logger: logger)
+            if users.isEmpty {
+                logger.notice("the console has no users: anyone who can connect to \(address) may act on the queue")
             }
+            let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            try await group.run()
         }
         logger.info("sync console stopped")
     }

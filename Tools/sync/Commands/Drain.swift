@@ -64,73 +64,81 @@ struct Drain: AsyncParsableCommand {
     private func drain(through transport: AsyncHTTPClientTransport) async throws {
         let monitor = network.makeMonitor(transport: transport)
         await NetworkOptions.settle(monitor)
-        let (summary, stuck): (DrainSummary, [EntryID]) = try await reporting {
-            try await options.withQueue(
-                create: false, transport: transport, monitor: monitor,
-                concurrency: sending.concurrency, timeout: sending.timeoutDuration, flow: try flow.flow(),
-                templates: try secrets.templates()
-            ) { queue in
-                let due = try await queue.counts().pending
-                let progress = options.json ? nil : ProgressBar(total: due)
-                let events = queue.events()
-                let watcher = Task {
-                    for await event in events {
-                        switch event {
-                        case .delivered: progress?.delivered()
-                        case .willRetry: progress?.retried()
-                        case .deadLettered: progress?.deadLettered()
-                        default: break
-                        }
+        let access = QueueAccess(
+            transport: transport, monitor: monitor, concurrency: sending.concurrency, timeout: sending.timeoutDuration, flow: try flow.flow(),
+            templates: try secrets.templates()
+        )
+        try await Runner.run(options, access) { queue in
+            let due = try await queue.counts().pending
+            let progress = options.json ? nil : ProgressBar(total: due)
+            let events = queue.events()
+            let watcher = Task {
+                for await event in events {
+                    switch event {
+                    case .delivered: progress?.delivered()
+                    case .willRetry: progress?.retried()
+                    case .deadLettered: progress?.deadLettered()
+                    default: break
                     }
                 }
-                let drain = Task { try await queue.drain(once ? .once : .untilIdle) }
-                let interrupts = Interrupts { drain.cancel() }
-                defer { interrupts.cancel() }
-                let summary: DrainSummary
-                do {
-                    summary = try await drain.value
-                } catch let error as QueueError where error.kind == .diskFull {
-                    // Not the enqueue's "nothing was stored": what was sent is recorded.
-                    complain("""
-                        the disk holding \(error.path ?? options.shownPath) is full: the drain stopped sending, and the outcome \
-                        of every request it sent is recorded; the entries it did not send stay \
-                        pending (free space, then drain again)
-                        """)
-                    throw SysExit.ioError
-                }
-                watcher.cancel()
-                await watcher.value
-                progress?.finish()
-                return (summary, summary.stuck > 0 ? try await queue.stuckEntries() : [])
             }
+            let drain = Task { try await queue.drain(once ? .once : .untilIdle) }
+            let interrupts = Interrupts { drain.cancel() }
+            defer { interrupts.cancel() }
+            let summary: DrainSummary
+            do {
+                summary = try await drain.value
+            } catch let error as QueueError where error.kind == .diskFull {
+                // Not the enqueue's "nothing was stored": what was sent is recorded.
+                complain("""
+                    the disk holding \(error.path ?? options.shownPath) is full: the drain stopped sending, and the outcome \
+                    of every request it sent is recorded; the entries it did not send stay \
+                    pending (free space, then drain again)
+                    """)
+                throw SysExit.ioError
+            }
+            watcher.cancel()
+            await watcher.value
+            progress?.finish()
+            let stuck = summary.stuck > 0 ? try await queue.stuckEntries() : []
+            return DrainReport(summary: summary, stuck: stuck, network: monitor.map { "\($0.status)" })
         }
-        report(summary, stuck: stuck, monitor: monitor)
-        // Entries that nothing will release need an operator: trying again later changes nothing.
-        if !stuck.isEmpty { throw SysExit.dataError }
-        if summary.remaining > 0 || summary.inflightElsewhere > 0 { throw SysExit.tryAgain }
+    }
+}
+
+/// What `sync drain` prints: what it delivered, what failed and what remains; its exit status
+/// says whether anything remains (75) or needs an operator (65).
+struct DrainReport: Report {
+    var summary: DrainSummary
+    var stuck: [EntryID]
+    /// The network's status as the monitor saw it, when there is one.
+    var network: String?
+
+    enum CodingKeys: String, CodingKey {
+        case stuck, delivered, failed, dead, remaining, paused, reclaimed, conflicts, dropped, offline
+        case inflightElsewhere = "inflight_elsewhere", nextAttemptAt = "next_attempt_at"
     }
 
-    private func report(_ summary: DrainSummary, stuck: [EntryID], monitor: (any NetworkMonitor)?) {
-        if options.json {
-            Output.json([
-                "stuck": stuck,
-                "delivered": summary.delivered,
-                "failed": summary.failed,
-                "dead": summary.dead,
-                "remaining": summary.remaining,
-                "paused": summary.paused,
-                "inflight_elsewhere": summary.inflightElsewhere,
-                "reclaimed": summary.reclaimed,
-                "conflicts": summary.conflicts,
-                "dropped": summary.dropped,
-                "offline": summary.offline,
-                "next_attempt_at": Output.timestamp(summary.nextAttemptAt),
-            ])
-            return
-        }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(stuck, forKey: .stuck)
+        try container.encode(summary.delivered, forKey: .delivered)
+        try container.encode(summary.failed, forKey: .failed)
+        try container.encode(summary.dead, forKey: .dead)
+        try container.encode(summary.remaining, forKey: .remaining)
+        try container.encode(summary.paused, forKey: .paused)
+        try container.encode(summary.inflightElsewhere, forKey: .inflightElsewhere)
+        try container.encode(summary.reclaimed, forKey: .reclaimed)
+        try container.encode(summary.conflicts, forKey: .conflicts)
+        try container.encode(summary.dropped, forKey: .dropped)
+        try container.encode(summary.offline, forKey: .offline)
+        try container.encode(Timestamp(summary.nextAttemptAt), forKey: .nextAttemptAt)
+    }
+
+    func printText() {
         print("delivered \(summary.delivered), failed \(summary.failed) (will retry), dead \(summary.dead), remaining \(summary.remaining)")
-        if summary.offline, let monitor {
-            print("the network is not there (\(monitor.status)); entries wait for it")
+        if summary.offline, let network {
+            print("the network is not there (\(network)); entries wait for it")
         }
         if summary.reclaimed > 0 {
             print("\(summary.reclaimed) entries were taken back from a drainer that is gone")
@@ -153,6 +161,12 @@ struct Drain: AsyncParsableCommand {
             let drainers = summary.otherDrainers.map(Output.drainer).joined(separator: ", ")
             print("\(summary.inflightElsewhere) entries are in flight under another drainer (\(drainers)); it is still sending them")
         }
+    }
+
+    func finish() throws {
+        // Entries that nothing will release need an operator: trying again later changes nothing.
+        if !stuck.isEmpty { throw SysExit.dataError }
+        if summary.remaining > 0 || summary.inflightElsewhere > 0 { throw SysExit.tryAgain }
     }
 }
 

@@ -188,31 +188,15 @@ struct Enqueue: AsyncParsableCommand {
             }
         }
         let trace = Self.traceContext(ProcessInfo.processInfo.environment)
-        try await reporting {
-            try await options.withQueue(create: true, secrets: storeSecrets ? .store : .reject) { queue in
-                let options = EnqueueOptions(
-                    group: group, priority: priority, idempotencyKey: idempotencyKey, after: after, whenParentDies: whenParentDies.policy,
-                    keepResponse: keeping, coalescingKey: coalescingKey
-                )
-                if count > 1 {
-                    try await enqueueMany(queue, headers: parsed, body: body, options: options, trace: trace)
-                    return
-                }
-                var request = QueuedRequest(method: method, url: url, headers: parsed, body: body, name: name, options: options)
-                request.traceContext = trace
-                let ticket = try await queue.enqueue([request])[0]
-                if self.options.json {
-                    var object: [String: Any] = ["id": ticket.id, "idempotency_key": ticket.idempotencyKey, "deduplicated": ticket.deduplicated]
-                    if let superseded = ticket.superseded { object["superseded"] = superseded }
-                    Output.json(object)
-                } else {
-                    print(ticket.id)
-                    if ticket.deduplicated { complain("an entry with idempotency key \(ticket.idempotencyKey) was already queued; nothing new stored") }
-                    if let superseded = ticket.superseded {
-                        complain("replaced the request waiting under \(coalescingKey ?? ""); the old one is kept as entry \(superseded), superseded")
-                    }
-                }
-            }
+        try await Runner.run(options, QueueAccess(create: true, secrets: storeSecrets ? .store : .reject)) { queue in
+            let options = EnqueueOptions(
+                group: group, priority: priority, idempotencyKey: idempotencyKey, after: after, whenParentDies: whenParentDies.policy,
+                keepResponse: keeping, coalescingKey: coalescingKey
+            )
+            if count > 1 { return try await enqueueMany(queue, headers: parsed, body: body, options: options, trace: trace) }
+            var request = QueuedRequest(method: method, url: url, headers: parsed, body: body, name: name, options: options)
+            request.traceContext = trace
+            return EnqueueReport(try await queue.enqueue([request])[0], coalescingKey: coalescingKey)
         }
     }
 
@@ -228,7 +212,7 @@ struct Enqueue: AsyncParsableCommand {
     /// The hidden `--count N`: N copies in transactions of 1,000, for load tests.
     private func enqueueMany(
         _ queue: OfflineQueue, headers: [(name: String, value: String)], body: RequestBody?, options: EnqueueOptions, trace: TraceContext?
-    ) async throws {
+    ) async throws -> EnqueueManyReport {
         var first: EntryID?
         var last: EntryID?
         for start in stride(from: 0, to: count, by: 1000) {
@@ -241,10 +225,52 @@ struct Enqueue: AsyncParsableCommand {
             first = first ?? tickets.first?.id
             last = tickets.last?.id
         }
-        if self.options.json {
-            Output.json(["first_id": first.map { $0 as Any } ?? NSNull(), "last_id": last.map { $0 as Any } ?? NSNull(), "count": count])
-        } else {
-            print("\(count) entries, ids \(first ?? 0)…\(last ?? 0)")
+        return EnqueueManyReport(firstID: first, lastID: last, count: count)
+    }
+}
+
+/// What `sync enqueue` prints: the entry's id (all a script needs in text), its idempotency
+/// key, whether an entry with that key was there already, and the entry it superseded.
+struct EnqueueReport: Report {
+    var id: EntryID
+    var idempotencyKey: String
+    var deduplicated: Bool
+    var superseded: EntryID?
+    /// `--replace`, for the message about the request it replaced.
+    var coalescingKey: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, deduplicated, superseded, idempotencyKey = "idempotency_key"
+    }
+
+    init(_ ticket: Ticket, coalescingKey: String?) {
+        id = ticket.id
+        idempotencyKey = ticket.idempotencyKey
+        deduplicated = ticket.deduplicated
+        superseded = ticket.superseded
+        self.coalescingKey = coalescingKey
+    }
+
+    func printText() {
+        print(id)
+        if deduplicated { complain("an entry with idempotency key \(idempotencyKey) was already queued; nothing new stored") }
+        if let superseded {
+            complain("replaced the request waiting under \(coalescingKey ?? ""); the old one is kept as entry \(superseded), superseded")
         }
+    }
+}
+
+/// What the hidden `sync enqueue --count N` prints: the first and last ids, and how many.
+struct EnqueueManyReport: Report {
+    @OrNull var firstID: EntryID?
+    @OrNull var lastID: EntryID?
+    var count: Int
+
+    enum CodingKeys: String, CodingKey {
+        case count, firstID = "first_id", lastID = "last_id"
+    }
+
+    func printText() {
+        print("\(count) entries, ids \(firstID ?? 0)…\(lastID ?? 0)")
     }
 }

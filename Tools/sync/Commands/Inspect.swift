@@ -66,26 +66,33 @@ struct List: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reporting {
-            try await options.withQueue(create: false, readOnly: true) { queue in
-                let entries = try await queue.entries(EntryFilter(states: state.states, group: group, limit: limit))
-                let pauses = try await queue.pauses()
-                let held = { (entry: QueueEntry) in entry.state == .pending && pauses.holds(entry) }
-                switch options.json ? .json : format ?? .table {
-                case .json:
-                    Output.json(entries.map { entry in
-                        var object = Output.object(entry, full: false)
-                        object["paused"] = held(entry)
-                        return object
-                    })
-                case .csv:
-                    FileHandle.standardOutput.write(Data(CSV.document(entries, held: held).utf8))
-                case .table:
-                    let now = Date()
-                    for entry in entries { print(Output.line(entry, now: now, held: held(entry))) }
-                }
-            }
+        let format: ListFormat = options.json ? .json : self.format ?? .table
+        try await Runner.run(options, .reading, json: format == .json) { queue in
+            let entries = try await queue.entries(EntryFilter(states: state.states, group: group, limit: limit))
+            let pauses = try await queue.pauses()
+            return ListReport(entries: entries, held: { $0.state == .pending && pauses.holds($0) }, format: format)
         }
+    }
+}
+
+/// What `sync list` prints: an array of entries (``EntrySummary`` with `paused`), a table or CSV.
+struct ListReport: Report {
+    var entries: [QueueEntry]
+    var held: (QueueEntry) -> Bool
+    var format: ListFormat
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(entries.map { EntrySummary($0, paused: held($0)) })
+    }
+
+    func printText() {
+        if format == .csv {
+            FileHandle.standardOutput.write(Data(CSV.document(entries, held: held).utf8))
+            return
+        }
+        let now = Date()
+        for entry in entries { print(Output.line(entry, now: now, held: held(entry))) }
     }
 }
 
@@ -108,43 +115,91 @@ struct Show: AsyncParsableCommand {
     var revealSecrets = false
 
     func run() async throws {
-        try await reporting {
-            try await options.withQueue(create: false, readOnly: true) { queue in
-                guard let entry = try await queue.entry(id) else { throw QueueError.noSuchEntry(id) }
-                var object = Output.object(entry, full: true, reveal: revealSecrets, bodyFolder: DatabaseLocation.isPostgresURL(options.path) ? nil : options.path + ".bodies")
-                let links = try await queue.dependencies(of: id)
-                if !links.parents.isEmpty {
-                    object["after"] = links.parents
-                    object["when_parent_dies"] = links.whenParentDies?.rawValue
-                }
-                if !links.children.isEmpty { object["waited_for_by"] = links.children }
-                if let keeping = entry.keepResponse { object["keeps_response"] = Output.object(keeping) }
-                if !entry.responseSources.isEmpty { object["takes_values_from"] = entry.responseSources }
-                let kept = try await Output.keptResponse(of: entry, in: queue)
-                if let kept { object["response"] = kept }
-                if options.json {
-                    Output.json(object)
-                    return
-                }
-                let order = ["id", "state", "method", "url", "idempotency_key", "group", "priority", "attempts", "created_at",
-                             "last_attempt_at", "next_attempt_at", "finished_at", "waiting_for_network", "lease_owner",
-                             "lease_expires_at", "last_status", "dead_reason", "last_error", "response_excerpt", "name", "scopes", "sealed_key_id", "trace_id", "traceparent", "tracestate",
-                             "after", "when_parent_dies", "takes_values_from", "waited_for_by", "coalescing_key"]
-                for key in order {
-                    let value = object[key]
-                    if value == nil || value is NSNull { continue }
-                    let text = (value as? [EntryID]).map { $0.map(String.init).joined(separator: ", ") } ?? "\(value!)"
-                    print("\(key): \(Output.terminalSafe(text))")
-                }
-                print(entry.sealKeyID == nil ? "headers:" : "headers: sealed (the URL's path and query, the headers and the body)")
-                for (name, value) in Output.headers(entry, reveal: revealSecrets) { print(Output.terminalSafe("  \(name): \(value)")) }
-                if let body = object["body"] as? [String: Any] {
-                    print("body: \(body["length"] ?? 0) bytes, \(body["stored"] ?? "")\((body["path"] as? String).map { " at \($0)" } ?? "")")
-                    if let text = body["text"] as? String { print(Output.terminalSafe(text, keepingLineBreaks: true)) }
-                }
-                if let kept { Output.printKeptResponse(kept) }
-            }
+        let bodyFolder = DatabaseLocation.isPostgresURL(options.path) ? nil : options.path + ".bodies"
+        try await Runner.run(options, .reading) { queue in
+            guard let entry = try await queue.entry(id) else { throw QueueError.noSuchEntry(id) }
+            return ShowReport(
+                entry: entry, reveal: revealSecrets, bodyFolder: bodyFolder, links: try await queue.dependencies(of: id),
+                response: try await KeptResponseReport.of(entry, in: queue)
+            )
         }
+    }
+}
+
+/// What `sync show` prints: the entry in full (``EntrySummary`` and ``EntryDetail``), the
+/// entries it waits for and that wait for it, what of its response it keeps and the response.
+struct ShowReport: Report {
+    var entry: QueueEntry
+    var summary: EntrySummary
+    var detail: EntryDetail
+    var links: Links
+    var reveal: Bool
+
+    /// The keys `sync show` adds to an entry's: each left out when it has nothing to say.
+    struct Links: Encodable {
+        var after: [EntryID]?
+        var whenParentDies: String?
+        var waitedForBy: [EntryID]?
+        var keepsResponse: KeepingReport?
+        var takesValuesFrom: [EntryID]?
+        var response: KeptResponseReport?
+
+        enum CodingKeys: String, CodingKey {
+            case after, response
+            case whenParentDies = "when_parent_dies", waitedForBy = "waited_for_by", keepsResponse = "keeps_response"
+            case takesValuesFrom = "takes_values_from"
+        }
+    }
+
+    init(entry: QueueEntry, reveal: Bool, bodyFolder: String?, links: EntryDependencies, response: KeptResponseReport?) {
+        self.entry = entry
+        self.reveal = reveal
+        summary = EntrySummary(entry, reveal: reveal)
+        detail = EntryDetail(entry, reveal: reveal, bodyFolder: bodyFolder)
+        self.links = Links(
+            after: links.parents.isEmpty ? nil : links.parents,
+            whenParentDies: links.parents.isEmpty ? nil : links.whenParentDies?.rawValue,
+            waitedForBy: links.children.isEmpty ? nil : links.children,
+            keepsResponse: entry.keepResponse.map(KeepingReport.init),
+            takesValuesFrom: entry.responseSources.isEmpty ? nil : entry.responseSources,
+            response: response
+        )
+    }
+
+    /// One JSON object: the three parts' keys side by side.
+    func encode(to encoder: any Encoder) throws {
+        try summary.encode(to: encoder)
+        try detail.encode(to: encoder)
+        try links.encode(to: encoder)
+    }
+
+    /// The fields printed as `key: value` lines, in this order; `nil` ones are left out.
+    var fields: [(String, String?)] {
+        let ids = { (ids: [EntryID]?) in ids.map { $0.map(String.init).joined(separator: ", ") } }
+        return [
+            ("id", String(summary.id)), ("state", summary.state), ("method", summary.method), ("url", summary.url),
+            ("idempotency_key", detail.idempotencyKey), ("group", summary.group), ("priority", String(summary.priority)),
+            ("attempts", String(summary.attempts)), ("created_at", summary.createdAt.text), ("last_attempt_at", detail.lastAttemptAt?.text),
+            ("next_attempt_at", summary.nextAttemptAt?.text), ("finished_at", detail.finishedAt?.text),
+            ("waiting_for_network", String(detail.waitingForNetwork)), ("lease_owner", summary.leaseOwner),
+            ("lease_expires_at", detail.leaseExpiresAt?.text), ("last_status", summary.lastStatus.map(String.init)),
+            ("dead_reason", detail.deadReason), ("last_error", detail.lastError), ("response_excerpt", detail.responseExcerpt),
+            ("name", detail.name), ("scopes", detail.scopes.isEmpty ? "" : "\(detail.scopes)"), ("sealed_key_id", detail.sealedKeyID), ("trace_id", summary.traceID),
+            ("traceparent", detail.traceparent), ("tracestate", detail.tracestate), ("after", ids(links.after)),
+            ("when_parent_dies", links.whenParentDies), ("takes_values_from", ids(links.takesValuesFrom)),
+            ("waited_for_by", ids(links.waitedForBy)), ("coalescing_key", detail.coalescingKey),
+        ]
+    }
+
+    func printText() {
+        for case let (key, value?) in fields { print("\(key): \(Output.terminalSafe(value))") }
+        print(entry.sealKeyID == nil ? "headers:" : "headers: sealed (the URL's path and query, the headers and the body)")
+        for header in detail.headers { print(Output.terminalSafe("  \(header.name): \(header.value)")) }
+        if let body = detail.body {
+            print("body: \(body.length) bytes, \(body.stored)\(body.path.map { " at \($0)" } ?? "")")
+            if let text = body.text { print(Output.terminalSafe(text, keepingLineBreaks: true)) }
+        }
+        links.response?.printText()
     }
 }
 
@@ -173,87 +228,140 @@ struct Stats: AsyncParsableCommand {
     @OptionGroup var options: QueueOptions
 
     func run() async throws {
-        try await reporting {
-            try await options.withQueue(create: false, readOnly: true) { queue in
-                let counts = try await queue.counts()
-                let pauses = try await queue.pauses()
-                let origins = try await queue.originFlows()
-                let age = counts.oldestPendingCreatedAt.map { max(0, Date().timeIntervalSince($0)) }
-                let stuck = counts.stuck > 0 ? try await queue.stuckEntries() : []
-                if options.json {
-                    Output.json([
-                        "origins": origins.map { flow -> [String: Any] in
-                            [
-                                "origin": flow.origin, "paused_until": Output.timestamp(flow.pausedUntil),
-                                "pause_status": flow.pauseStatus.map { $0 as Any } ?? NSNull(),
-                                "concurrency": flow.concurrency.map { $0 as Any } ?? NSNull(),
-                                "limit": flow.limit.map { $0.text as Any } ?? NSNull(), "inflight": flow.inflight,
-                                "failures": flow.failures,
-                                "circuit": flow.circuit.map { circuit -> Any in
-                                    [
-                                        "open_since": Output.timestamp(circuit.openedAt), "next_probe_at": Output.timestamp(circuit.nextProbeAt),
-                                        "failures": circuit.failures, "last_error": circuit.lastError.map { $0 as Any } ?? NSNull(),
-                                    ] as [String: Any]
-                                } ?? NSNull(),
-                            ]
-                        },
-                        "paused": pauses.queuePaused,
-                        "paused_groups": pauses.pausedGroups,
-                        "pending_paused": pauses.pendingHeld,
-                        "pending": counts.pending,
-                        "due": counts.due,
-                        "due_held_by_flow": counts.heldByFlow,
-                        "inflight": counts.inflight,
-                        "inflight_orphaned": counts.inflightOrphaned,
-                        "delivered": counts.delivered,
-                        "dead": counts.dead,
-                        "blocked": counts.blocked,
-                        "stuck": stuck,
-                        "superseded": counts.superseded,
-                        "conflict": counts.conflict,
-                        "oldest_pending_age_seconds": age.map { ($0 * 1000).rounded() / 1000 as Any } ?? NSNull(),
-                        "next_attempt_at": Output.timestamp(counts.nextAttemptAt),
-                        "last_delivered_at": Output.timestamp(counts.lastDeliveredAt),
-                    ])
-                    return
-                }
-                if pauses.queuePaused { print("PAUSED     the whole queue (sync resume)") }
-                if !pauses.pausedGroups.isEmpty {
-                    print(Output.terminalSafe("paused groups  \(pauses.pausedGroups.joined(separator: ", ")) (sync resume --group G)"))
-                }
-                for flow in origins {
-                    var parts: [String] = []
-                    if let circuit = flow.circuit {
-                        parts.append(
-                            "circuit OPEN since \(Output.iso(circuit.openedAt)) after \(circuit.failures) failures in a row"
-                                + (circuit.lastError.map { " (last: \($0))" } ?? "")
-                                + ", next probe \(Output.relative(circuit.nextProbeAt)) (sync resume --origin closes it)"
-                        )
-                    } else if flow.failures > 0 {
-                        parts.append("\(flow.failures) failures in a row")
-                    }
-                    if let until = flow.pausedUntil {
-                        parts.append("paused until \(Output.iso(until)) (\(Output.relative(until)))" + (flow.pauseStatus.map { " after a \($0)" } ?? ""))
-                    }
-                    if let concurrency = flow.concurrency { parts.append("concurrency shrunk to \(concurrency)") }
-                    if let limit = flow.limit { parts.append("limit " + String(limit.text.dropFirst(limit.origin.count + 1))) }
-                    parts.append("\(flow.inflight) in flight")
-                    print(Output.terminalSafe("origin     \(flow.origin): " + parts.joined(separator: ", ")))
-                }
-                print("pending    \(counts.pending)" + (pauses.pendingHeld > 0 ? " (\(pauses.pendingHeld) held by a pause)" : ""))
-                print("due        \(counts.due)" + (counts.heldByFlow > 0 ? " (\(counts.heldByFlow) more held by their origins' flow)" : ""))
-                print("inflight   \(counts.inflight)" + (counts.inflightOrphaned > 0 ? " (\(counts.inflightOrphaned) under a drainer that is gone)" : ""))
-                print("delivered  \(counts.delivered)")
-                print("dead       \(counts.dead)")
-                if counts.blocked > 0 { print("blocked    \(counts.blocked) (waiting for entries to be delivered first)") }
-                if !stuck.isEmpty { print(StuckReport.line(stuck)) }
-                if counts.superseded > 0 { print("superseded \(counts.superseded) (replaced before they were sent, or dropped after a conflict)") }
-                if counts.conflict > 0 { print("conflict   \(counts.conflict) (the server answered with a conflict: sync list --state conflict; retry or purge)") }
-                print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")
-                print("next attempt    \(counts.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
-                print("last delivery   \(counts.lastDeliveredAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
+        try await Runner.run(options, .reading) { queue in
+            let counts = try await queue.counts()
+            return StatsReport(
+                counts: counts, pauses: try await queue.pauses(), flows: try await queue.originFlows(),
+                stuck: counts.stuck > 0 ? try await queue.stuckEntries() : []
+            )
+        }
+    }
+}
+
+/// What `sync stats` prints: the counts per state, the pauses, the origins held by flow
+/// control, the oldest pending age and the next due time.
+struct StatsReport: Report {
+    var counts: QueueCounts
+    var pauses: PauseStatus
+    var flows: [OriginFlowStatus]
+    var stuck: [EntryID]
+    /// The oldest pending entry's age in seconds, to the millisecond.
+    var age: Double?
+
+    init(counts: QueueCounts, pauses: PauseStatus, flows: [OriginFlowStatus], stuck: [EntryID]) {
+        self.counts = counts
+        self.pauses = pauses
+        self.flows = flows
+        self.stuck = stuck
+        age = counts.oldestPendingCreatedAt.map { max(0, Date().timeIntervalSince($0)) }
+    }
+
+    /// An origin held by flow control, in JSON.
+    struct Origin: Encodable {
+        var origin: String
+        @OrNull var pausedUntil: Timestamp?
+        @OrNull var pauseStatus: Int?
+        @OrNull var concurrency: Int?
+        @OrNull var limit: String?
+        var inflight: Int
+        var failures: Int
+        @OrNull var circuit: Circuit?
+
+        enum CodingKeys: String, CodingKey {
+            case origin, concurrency, limit, inflight, failures, circuit
+            case pausedUntil = "paused_until", pauseStatus = "pause_status"
+        }
+
+        struct Circuit: Encodable {
+            var openSince: Timestamp
+            var nextProbeAt: Timestamp
+            var failures: Int
+            @OrNull var lastError: String?
+
+            enum CodingKeys: String, CodingKey {
+                case failures, openSince = "open_since", nextProbeAt = "next_probe_at", lastError = "last_error"
             }
         }
+
+        init(_ flow: OriginFlowStatus) {
+            origin = flow.origin
+            pausedUntil = Timestamp(flow.pausedUntil)
+            pauseStatus = flow.pauseStatus
+            concurrency = flow.concurrency
+            limit = flow.limit?.text
+            inflight = flow.inflight
+            failures = flow.failures
+            circuit = flow.circuit.map {
+                Circuit(openSince: Timestamp($0.openedAt), nextProbeAt: Timestamp($0.nextProbeAt), failures: $0.failures, lastError: $0.lastError)
+            }
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case origins, paused, pending, due, inflight, delivered, dead, blocked, stuck, superseded, conflict
+        case pausedGroups = "paused_groups", pendingPaused = "pending_paused", dueHeldByFlow = "due_held_by_flow"
+        case inflightOrphaned = "inflight_orphaned", oldestPendingAgeSeconds = "oldest_pending_age_seconds"
+        case nextAttemptAt = "next_attempt_at", lastDeliveredAt = "last_delivered_at"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(flows.map(Origin.init), forKey: .origins)
+        try container.encode(pauses.queuePaused, forKey: .paused)
+        try container.encode(pauses.pausedGroups, forKey: .pausedGroups)
+        try container.encode(pauses.pendingHeld, forKey: .pendingPaused)
+        try container.encode(counts.pending, forKey: .pending)
+        try container.encode(counts.due, forKey: .due)
+        try container.encode(counts.heldByFlow, forKey: .dueHeldByFlow)
+        try container.encode(counts.inflight, forKey: .inflight)
+        try container.encode(counts.inflightOrphaned, forKey: .inflightOrphaned)
+        try container.encode(counts.delivered, forKey: .delivered)
+        try container.encode(counts.dead, forKey: .dead)
+        try container.encode(counts.blocked, forKey: .blocked)
+        try container.encode(stuck, forKey: .stuck)
+        try container.encode(counts.superseded, forKey: .superseded)
+        try container.encode(counts.conflict, forKey: .conflict)
+        try container.encode(age.map { ($0 * 1000).rounded() / 1000 }, forKey: .oldestPendingAgeSeconds)
+        try container.encode(Timestamp(counts.nextAttemptAt), forKey: .nextAttemptAt)
+        try container.encode(Timestamp(counts.lastDeliveredAt), forKey: .lastDeliveredAt)
+    }
+
+    func printText() {
+        if pauses.queuePaused { print("PAUSED     the whole queue (sync resume)") }
+        if !pauses.pausedGroups.isEmpty {
+            print(Output.terminalSafe("paused groups  \(pauses.pausedGroups.joined(separator: ", ")) (sync resume --group G)"))
+        }
+        for flow in flows {
+            var parts: [String] = []
+            if let circuit = flow.circuit {
+                parts.append(
+                    "circuit OPEN since \(Output.iso(circuit.openedAt)) after \(circuit.failures) failures in a row"
+                        + (circuit.lastError.map { " (last: \($0))" } ?? "")
+                        + ", next probe \(Output.relative(circuit.nextProbeAt)) (sync resume --origin closes it)"
+                )
+            } else if flow.failures > 0 {
+                parts.append("\(flow.failures) failures in a row")
+            }
+            if let until = flow.pausedUntil {
+                parts.append("paused until \(Output.iso(until)) (\(Output.relative(until)))" + (flow.pauseStatus.map { " after a \($0)" } ?? ""))
+            }
+            if let concurrency = flow.concurrency { parts.append("concurrency shrunk to \(concurrency)") }
+            if let limit = flow.limit { parts.append("limit " + String(limit.text.dropFirst(limit.origin.count + 1))) }
+            parts.append("\(flow.inflight) in flight")
+            print(Output.terminalSafe("origin     \(flow.origin): " + parts.joined(separator: ", ")))
+        }
+        print("pending    \(counts.pending)" + (pauses.pendingHeld > 0 ? " (\(pauses.pendingHeld) held by a pause)" : ""))
+        print("due        \(counts.due)" + (counts.heldByFlow > 0 ? " (\(counts.heldByFlow) more held by their origins' flow)" : ""))
+        print("inflight   \(counts.inflight)" + (counts.inflightOrphaned > 0 ? " (\(counts.inflightOrphaned) under a drainer that is gone)" : ""))
+        print("delivered  \(counts.delivered)")
+        print("dead       \(counts.dead)")
+        if counts.blocked > 0 { print("blocked    \(counts.blocked) (waiting for entries to be delivered first)") }
+        if !stuck.isEmpty { print(StuckReport.line(stuck)) }
+        if counts.superseded > 0 { print("superseded \(counts.superseded) (replaced before they were sent, or dropped after a conflict)") }
+        if counts.conflict > 0 { print("conflict   \(counts.conflict) (the server answered with a conflict: sync list --state conflict; retry or purge)") }
+        print("oldest pending  \(age.map { Output.duration($0) + " old" } ?? "-")")
+        print("next attempt    \(counts.nextAttemptAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
+        print("last delivery   \(counts.lastDeliveredAt.map { "\(Output.iso($0)) (\(Output.relative($0)))" } ?? "-")")
     }
 }
 

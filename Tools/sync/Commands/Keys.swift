@@ -110,12 +110,7 @@ struct KeysList: ParsableCommand {
     }
 
     func run() throws {
-        let keyring = try options.load()
-        if options.json {
-            Output.json(keyring.keys.map { Output.object($0, in: keyring) })
-            return
-        }
-        for key in keyring.keys { print(Output.line(key, in: keyring)) }
+        try Runner.emit(KeysListReport(try options.load()), json: options.json)
     }
 }
 
@@ -142,10 +137,9 @@ struct KeysStatus: AsyncParsableCommand {
 
     func run() async throws {
         let keyring = try options.keys.loadIfFound()
-        let status = try await reporting {
-            try await options.withQueue(create: false, readOnly: true, sealing: .off) { queue in try await queue.sealStatus() }
+        try await Runner.run(options, QueueAccess(readOnly: true, sealing: .off)) { queue in
+            KeysStatusReport(status: try await queue.sealStatus(), keyring: keyring)
         }
-        Output.status(status, keyring: keyring, json: options.json)
     }
 }
 
@@ -166,27 +160,14 @@ struct ResealOptions: ParsableArguments {
     func reseal(_ scope: ResealScope, options: QueueOptions, command: String) async throws {
         let keyring = try options.keys.loadRequired(by: "sync keys \(command)")
         let primary = keyring.primary.id.rawValue
-        let (summary, remaining) = try await reporting {
-            try await options.withQueue(create: false, sealing: .on(keyring)) { queue in
-                let summary = try await queue.reseal(scope, keyring: keyring, batchSize: batch)
-                let status = try await queue.sealStatus()
-                let remaining = switch scope {
-                case .clear: status.clear
-                case .otherKeys: status.sealed.filter { $0.key != primary }.values.reduce(0, +)
-                }
-                return (summary, remaining)
+        try await Runner.run(options, QueueAccess(sealing: .on(keyring))) { queue in
+            let summary = try await queue.reseal(scope, keyring: keyring, batchSize: batch)
+            let status = try await queue.sealStatus()
+            let remaining = switch scope {
+            case .clear: status.clear
+            case .otherKeys: status.sealed.filter { $0.key != primary }.values.reduce(0, +)
             }
-        }
-        Output.resealed(summary, remaining: remaining, under: keyring.primary.id, json: options.json)
-        guard summary.skipped == 0 && remaining == 0 else {
-            let left = scope == .clear ? "in clear" : "under other keys"
-            let count = remaining > 0 ? remaining : summary.skipped
-            let entries = count == 1 ? "1 entry is" : "\(count) entries are"
-            complain("""
-                \(entries) still \(left) (in flight while this ran, or stored meanwhile by a process with \
-                another keyring): run sync keys \(command) again
-                """)
-            throw SysExit.tryAgain
+            return ResealReport(summary: summary, remaining: remaining, keyID: primary, scope: scope, command: command)
         }
     }
 }

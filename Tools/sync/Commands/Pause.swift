@@ -56,16 +56,25 @@ struct Resume: AsyncParsableCommand {
             try await target.apply(paused: false) { queue, group throws(QueueError) in try await queue.resume(group: group) }
             return
         }
-        try await reporting {
-            try await target.options.withQueue(create: false) { queue in
-                let changed = try await queue.resume(origin: origin)
-                if target.options.json {
-                    Output.json(["origin": origin, "paused": false, "changed": changed])
-                    return
-                }
-                print(Output.terminalSafe(changed ? "origin \(origin) resumed" : "origin \(origin) was not paused or slowed"))
-            }
+        try await Runner.run(target.options, .changing) { queue in
+            OriginResumeReport(origin: origin, changed: try await queue.resume(origin: origin))
         }
+    }
+}
+
+/// What `sync resume --origin` prints: the origin, and whether it was paused or slowed.
+struct OriginResumeReport: Report {
+    var origin: String
+    var paused = false
+    var changed: Bool
+
+    init(origin: String, changed: Bool) {
+        self.origin = origin
+        self.changed = changed
+    }
+
+    func printText() {
+        print(Output.terminalSafe(changed ? "origin \(origin) resumed" : "origin \(origin) was not paused or slowed"))
     }
 }
 
@@ -78,16 +87,21 @@ struct PauseTarget: ParsableArguments {
 
     /// Opens the queue, applies `change` (which says whether anything changed), and reports.
     func apply(paused: Bool, _ change: (OfflineQueue, String?) async throws(QueueError) -> Bool) async throws {
-        try await reporting {
-            try await options.withQueue(create: false) { queue in
-                let changed = try await change(queue, group)
-                if options.json {
-                    Output.json(["group": group.map { $0 as Any } ?? NSNull(), "paused": paused, "changed": changed])
-                    return
-                }
-                let what = group.map { "group \($0)" } ?? "the queue"
-                print(Output.terminalSafe(changed ? "\(what) \(paused ? "paused" : "resumed")" : "\(what) was already \(paused ? "paused" : "not paused")"))
-            }
+        try await Runner.run(options, .changing) { queue in
+            PauseReport(group: group, paused: paused, changed: try await change(queue, group))
         }
+    }
+}
+
+/// What `sync pause` and `sync resume` print: the group (`null` for the whole queue), whether
+/// it is paused now, and whether that changed anything.
+struct PauseReport: Report {
+    @OrNull var group: String?
+    var paused: Bool
+    var changed: Bool
+
+    func printText() {
+        let what = group.map { "group \($0)" } ?? "the queue"
+        print(Output.terminalSafe(changed ? "\(what) \(paused ? "paused" : "resumed")" : "\(what) was already \(paused ? "paused" : "not paused")"))
     }
 }

@@ -143,32 +143,30 @@ struct Run: AsyncParsableCommand {
         telemetry: (any Service)?, logger: Logger
     ) async throws {
         let monitor = network.makeMonitor(transport: transport)
-        try await reporting {
-            try await options.withQueue(
-                create: true, transport: transport, monitor: monitor,
-                concurrency: sending.concurrency, timeout: sending.timeoutDuration, flow: try flow.flow(),
-                templates: try secrets.templates()
-            ) { queue in
-                let grace = Duration.seconds(5)
-                let notifier = SystemdNotifier()
-                let service = queue.service(
-                    pollInterval: Seconds.duration(poll), shutdownGrace: grace, storeCallLimit: Seconds.duration(storeTimeout), logger: logger
-                )
-                // The exporter first: a group stops its services in reverse order, so it stops
-                // last and flushes the spans of the sends the queue service let finish.
-                var services: [any Service] = telemetry.map { [$0] } ?? []
-                services.append(service)
-                services += servers(queue: queue, console: console, registry: registry, logger: logger)
-                if let notifier {
-                    services.append(SystemdQueueService(notifier: notifier, service: service, shutdownGrace: grace, logger: logger))
-                }
-                let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-                logger.info("sync run starting", metadata: [
-                    "db": "\(options.shownPath)", "concurrency": "\(sending.concurrency)", "connections_per_host": "\(sending.connectionsPerHost)",
-                    "network": "\(monitor.map { "\($0.status)" } ?? "not monitored")",
-                ])
-                try await group.run()
+        let access = QueueAccess(
+            create: true, transport: transport, monitor: monitor, concurrency: sending.concurrency, timeout: sending.timeoutDuration,
+            flow: try flow.flow(), templates: try secrets.templates()
+        )
+        try await Runner.serve(options, access) { queue in
+            let grace = Duration.seconds(5)
+            let notifier = SystemdNotifier()
+            let service = queue.service(
+                pollInterval: Seconds.duration(poll), shutdownGrace: grace, storeCallLimit: Seconds.duration(storeTimeout), logger: logger
+            )
+            // The exporter first: a group stops its services in reverse order, so it stops
+            // last and flushes the spans of the sends the queue service let finish.
+            var services: [any Service] = telemetry.map { [$0] } ?? []
+            services.append(service)
+            services += servers(queue: queue, console: console, registry: registry, logger: logger)
+            if let notifier {
+                services.append(SystemdQueueService(notifier: notifier, service: service, shutdownGrace: grace, logger: logger))
             }
+            let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            logger.info("sync run starting", metadata: [
+                "db": "\(options.shownPath)", "concurrency": "\(sending.concurrency)", "connections_per_host": "\(sending.connectionsPerHost)",
+                "network": "\(monitor.map { "\($0.status)" } ?? "not monitored")",
+            ])
+            try await group.run()
         }
     }
 }

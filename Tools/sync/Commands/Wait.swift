@@ -45,49 +45,67 @@ struct Wait: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let outcome = try await reporting {
-            try await options.withQueue(create: false, readOnly: true) { queue in
-                try await queue.outcome(
-                    of: id, timeout: timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) }, recheck: .milliseconds(Int64(max(0.01, recheck) * 1000))
-                )
-            }
+        try await Runner.run(options, .reading) { queue in
+            let outcome = try await queue.outcome(
+                of: id, timeout: timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) }, recheck: .milliseconds(Int64(max(0.01, recheck) * 1000))
+            )
+            return WaitReport(id: id, outcome: outcome, timeout: timeout)
         }
-        guard let outcome else {
-            if options.json { Output.json(["id": id, "outcome": NSNull()]) } else { complain("entry \(id) is still open after \(timeout ?? 0) s") }
-            throw SysExit.tryAgain
-        }
-        var object: [String: Any] = ["id": id, "outcome": outcome.name]
+    }
+}
+
+/// What `sync wait` prints: the entry's id and how it ended (`outcome` null while it is open),
+/// with the status and response of a delivery, or why it died; its exit status says it too.
+struct WaitReport: Report {
+    var id: EntryID
+    /// `nil` when the entry was still open at the timeout.
+    var outcome: EntryOutcome?
+    var timeout: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case id, outcome, status, response, error, deadReason = "dead_reason"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(outcome?.name, forKey: .outcome)
         switch outcome {
         case .delivered(let status, let response):
-            object["status"] = status.map { $0 as Any } ?? NSNull()
-            object["response"] = response.map { Output.object($0) as Any } ?? NSNull()
+            try container.encode(status, forKey: .status)
+            try container.encode(response.map(KeptResponseReport.kept), forKey: .response)
         case .dead(let reason, let error):
-            object["dead_reason"] = reason?.rawValue ?? NSNull()
-            object["error"] = error ?? NSNull()
-        case .purged:
-            break
+            try container.encode(reason?.rawValue, forKey: .deadReason)
+            try container.encode(error, forKey: .error)
         case .superseded(let error):
-            object["error"] = error ?? NSNull()
+            try container.encode(error, forKey: .error)
+        case .purged, nil:
+            break
         }
-        if options.json {
-            Output.json(object)
-        } else {
-            switch outcome {
-            case .delivered(let status, let response):
-                print("delivered\(status.map { " \($0)" } ?? "")")
-                if let response { Output.printKeptResponse(Output.object(response)) }
-            case .dead(let reason, let error):
-                print(Output.terminalSafe("dead\(reason.map { " (\($0.rawValue))" } ?? ""): \(error ?? "")"))
-            case .purged:
-                print("purged")
-            case .superseded(let error):
-                print(Output.terminalSafe("superseded: \(error ?? "")"))
-            }
-        }
+    }
+
+    func printText() {
         switch outcome {
+        case nil:
+            complain("entry \(id) is still open after \(timeout ?? 0) s")
+        case .delivered(let status, let response):
+            print("delivered\(status.map { " \($0)" } ?? "")")
+            response.map(KeptResponseReport.kept)?.printText()
+        case .dead(let reason, let error):
+            print(Output.terminalSafe("dead\(reason.map { " (\($0.rawValue))" } ?? ""): \(error ?? "")"))
+        case .purged:
+            print("purged")
+        case .superseded(let error):
+            print(Output.terminalSafe("superseded: \(error ?? "")"))
+        }
+    }
+
+    func finish() throws {
+        switch outcome {
+        case nil: throw SysExit.tryAgain
         case .delivered: return
-        case .dead: throw Self.dead
-        case .purged, .superseded: throw Self.purged
+        case .dead: throw Wait.dead
+        case .purged, .superseded: throw Wait.purged
         }
     }
 }

@@ -82,15 +82,6 @@ func sysExit(for error: SealError, keyring path: String, creating: Bool = false)
     }
 }
 
-/// Runs `body`, turning queue errors into one line on standard error and a sysexits status.
-func reporting<T>(_ body: () async throws -> T) async throws -> T {
-    do {
-        return try await body()
-    } catch let error as QueueError {
-        throw sysExit(for: error)
-    }
-}
-
 /// Runs `body`, turning a keyring error about the keyring at `path` into one line on standard
 /// error and a sysexits status; `creating` as for ``sysExit(for:keyring:creating:)``.
 func reporting<T>(keyring path: String, creating: Bool = false, _ body: () throws(SealError) -> T) throws -> T {

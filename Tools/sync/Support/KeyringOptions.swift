@@ -42,7 +42,7 @@ struct KeyringOptions: ParsableArguments {
     func write(creating: Bool, _ change: (String) throws(SealError) -> Keyring) throws {
         let path = source.file ?? ""
         let keyring = try reporting(keyring: path, creating: creating) { () throws(SealError) in try change(path) }
-        Output.added(keyring, path: path, json: json, created: creating)
+        try Runner.emit(KeyAddedReport(keyring, path: path, created: creating), json: json)
     }
 
     /// Reads the keyring from `--keyring`, else from the credential. Says what went wrong and

@@ -69,8 +69,7 @@ struct LineLogHandler: LogHandler {
         case .json:
             var object: [String: String] = ["ts": time, "level": "\(event.level)", "msg": event.message.description, "logger": label]
             for (key, value) in fields { object[key] = value.description }
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-            line = String(decoding: data, as: UTF8.self)
+            line = String(decoding: Output.jsonData(object), as: UTF8.self)
         }
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }

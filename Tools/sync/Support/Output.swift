@@ -6,16 +6,16 @@ import Plugins
 
 /// Printing data as text or as one JSON document.
 enum Output {
-    /// Prints `value` (dictionaries, arrays, strings, numbers, booleans, `NSNull`) as JSON.
-    static func json(_ value: Any) {
-        let data = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("null".utf8)
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    /// Prints `value` as one JSON document on one line: keys sorted, slashes unescaped.
+    static func json(_ value: some Encodable) {
+        FileHandle.standardOutput.write(jsonData(value) + Data("\n".utf8))
     }
 
-    /// `date` as ISO 8601 with milliseconds, UTC; `NSNull` for `nil`, as JSON wants.
-    static func timestamp(_ date: Date?) -> Any {
-        guard let date else { return NSNull() }
-        return iso(date)
+    /// `value` as one line of JSON, keys sorted, slashes unescaped; `null` if it cannot be encoded.
+    static func jsonData(_ value: some Encodable) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(value)) ?? Data("null".utf8)
     }
 
     static func iso(_ date: Date) -> String {
@@ -100,60 +100,5 @@ enum Output {
         let parts = owner.split(separator: ":")
         guard parts.count >= 2 else { return owner }
         return "process \(parts[1]) on \(parts[0])"
-    }
-
-    /// One entry as a JSON object; `full` adds headers and the body.
-    static func object(_ entry: QueueEntry, full: Bool, reveal: Bool = false, bodyFolder: String? = nil) -> [String: Any] {
-        var object: [String: Any] = [
-            "id": entry.id,
-            "state": entry.state.rawValue,
-            "method": entry.method,
-            "url": url(entry, reveal: reveal),
-            "attempts": entry.attempts,
-            "next_attempt_at": entry.state == .pending ? timestamp(nextAttempt(entry)) : NSNull(),
-            "last_status": entry.lastStatus.map { $0 as Any } ?? NSNull(),
-            "group": entry.group.map { $0 as Any } ?? NSNull(),
-            "priority": entry.priority,
-            "created_at": timestamp(entry.createdAt),
-            "lease_owner": entry.state == .inflight ? entry.leaseOwner.map { $0 as Any } ?? NSNull() : NSNull(),
-            // The trace the entry was enqueued in, which its deliveries continue.
-            "trace_id": entry.traceContext.map { $0.traceID as Any } ?? NSNull(),
-        ]
-        guard full else { return object }
-        object["traceparent"] = entry.traceContext.map { $0.traceparent as Any } ?? NSNull()
-        object["tracestate"] = entry.traceContext?.tracestate.map { $0 as Any } ?? NSNull()
-        object["idempotency_key"] = entry.idempotencyKey
-        object["headers"] = headers(entry, reveal: reveal).map { ["name": $0.0, "value": $0.1] }
-        object["scopes"] = entry.scopes
-        object["name"] = entry.name
-        object["last_attempt_at"] = timestamp(entry.lastAttemptAt)
-        object["finished_at"] = timestamp(entry.finishedAt)
-        object["waiting_for_network"] = entry.waitingForNetwork
-        object["lease_expires_at"] = timestamp(entry.leaseExpiresAt)
-        object["dead_reason"] = entry.deadReason.map { $0.rawValue as Any } ?? NSNull()
-        object["last_error"] = entry.lastError.map { $0 as Any } ?? NSNull()
-        object["response_excerpt"] = entry.responseExcerpt.map { $0 as Any } ?? NSNull()
-        object["body"] = body(entry, bodyFolder: bodyFolder)
-        // A sealed entry's URL is its origin alone, its headers are empty and its body is
-        // sealed: the key id says so (`sync keys status`).
-        object["sealed_key_id"] = entry.sealKeyID.map { $0 as Any } ?? NSNull()
-        if let key = entry.coalescingKey { object["coalescing_key"] = key }
-        return object
-    }
-
-    static func body(_ entry: QueueEntry, bodyFolder: String?) -> Any {
-        switch entry.body {
-        case nil:
-            return NSNull()
-        case .inline(let data):
-            var body: [String: Any] = ["length": entry.bodyLength ?? data.count, "stored": "inline"]
-            if entry.sealKeyID == nil, data.count <= 4096, let text = String(data: data, encoding: .utf8) { body["text"] = text }
-            return body
-        case .file(let name, let length):
-            // A file beside a SQLite database; chunks in the body table of a PostgreSQL one.
-            let length = entry.bodyLength ?? length
-            guard let bodyFolder else { return ["length": length, "stored": "apart", "ref": name] }
-            return ["length": length, "stored": "file", "path": bodyFolder + "/" + name]
-        }
     }
 }

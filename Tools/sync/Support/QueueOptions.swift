@@ -91,34 +91,15 @@ struct QueueOptions: ParsableArguments {
         return QueueSealing(mode: mode ?? .on, keyring: keyring)
     }
 
-    /// Opens the queue, runs `body` with it, and closes it however `body` ends. The close
-    /// waits for the writer's work, so the last connection to a SQLite file goes before the
-    /// process exits and takes the file's `-wal` and `-shm` with it (a user who may only read
-    /// the folder can then still read the file).
-    ///
-    /// Commands that only read or change existing entries pass `create: false`, so a mistyped
-    /// path is a clear "no such database" (66); commands that only read pass `readOnly: true`
-    /// too, so they work for a user who may not write the file.
-    ///
-    /// `sealing`: the queue's sealing; by default what ``configuredSealing(environment:)``
-    /// makes of `--keyring` and `--sealing`, checked before anything is created.
-    func withQueue<T>(
-        create: Bool,
-        readOnly: Bool = false,
-        sealing: QueueSealing? = nil,
-        secrets: SecretHandling = .reject,
-        transport: (any Transport)? = nil,
-        monitor: (any NetworkMonitor)? = nil,
-        concurrency: Int = 8,
-        timeout: Duration = .seconds(30),
-        flow: FlowControl = FlowControl(),
-        templates: HeaderTemplates = HeaderTemplates(),
-        _ body: (OfflineQueue) async throws -> T
-    ) async throws -> T {
-        let sealing = try sealing ?? configuredSealing()
+    /// Opens the queue as `access` says, runs `body` with it, and closes it however `body`
+    /// ends. The close waits for the writer's work, so the last connection to a SQLite file
+    /// goes before the process exits and takes the file's `-wal` and `-shm` with it (a user who
+    /// may only read the folder can then still read the file).
+    func withQueue<T>(_ access: QueueAccess, _ body: (OfflineQueue) async throws -> T) async throws -> T {
+        let sealing = try access.sealing ?? configuredSealing()
         let path = self.path
         // A database URL is never a file path: no folder is made for it.
-        if create && !DatabaseLocation.isPostgresURL(path) {
+        if access.create && !DatabaseLocation.isPostgresURL(path) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             do {
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -126,19 +107,19 @@ struct QueueOptions: ParsableArguments {
                 throw QueueError.cannotCreate(path: folder.path, reason: (error as NSError).localizedDescription)
             }
         }
-        var configuration = QueueConfiguration(path: path, createIfMissing: create, concurrency: concurrency)
-        configuration.secrets = secrets
-        configuration.templates = templates
-        configuration.readOnly = readOnly
+        var configuration = QueueConfiguration(path: path, createIfMissing: access.create, concurrency: access.concurrency)
+        configuration.secrets = access.secrets
+        configuration.templates = access.templates
+        configuration.readOnly = access.readOnly
         configuration.sealing = sealing
-        configuration.flow = flow
+        configuration.flow = access.flow
         let client = APIClient(
-            configuration: ClientConfiguration(baseURL: URL(string: "http://localhost")!, timeout: timeout),
-            transport: transport ?? UnusedTransport()
+            configuration: ClientConfiguration(baseURL: URL(string: "http://localhost")!, timeout: access.timeout),
+            transport: access.transport ?? UnusedTransport()
         )
         let queue = DatabaseLocation.isPostgresURL(path)
-            ? try await OfflineQueue.open(configuration: configuration, client: client, monitor: monitor)
-            : try OfflineQueue(configuration: configuration, client: client, monitor: monitor)
+            ? try await OfflineQueue.open(configuration: configuration, client: client, monitor: access.monitor)
+            : try OfflineQueue(configuration: configuration, client: client, monitor: access.monitor)
         do {
             let result = try await body(queue)
             await queue.close()
@@ -148,6 +129,33 @@ struct QueueOptions: ParsableArguments {
             throw error
         }
     }
+}
+
+/// How a command opens the queue (``QueueOptions/withQueue(_:_:)``).
+///
+/// Commands that only read or change existing entries leave `create` false, so a mistyped
+/// path is a clear "no such database" (66); commands that only read set `readOnly` too
+/// (``reading``), so they work for a user who may not write the file.
+///
+/// `sealing`: the queue's sealing; by default what ``QueueOptions/configuredSealing(environment:)``
+/// makes of `--keyring` and `--sealing`, checked before anything is created.
+struct QueueAccess {
+    var create = false
+    var readOnly = false
+    var sealing: QueueSealing?
+    var secrets: SecretHandling = .reject
+    var transport: (any Transport)?
+    var monitor: (any NetworkMonitor)?
+    var concurrency = 8
+    var timeout: Duration = .seconds(30)
+    var flow = FlowControl()
+    var templates = HeaderTemplates()
+
+    /// For a command that only reads the queue.
+    static var reading: QueueAccess { QueueAccess(readOnly: true) }
+
+    /// For a command that changes the queue's entries but makes no queue.
+    static var changing: QueueAccess { QueueAccess() }
 }
 
 /// The transport of commands that never send: making a real one would start event loops for

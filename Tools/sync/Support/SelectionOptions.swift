@@ -83,28 +83,42 @@ struct SelectionOptions: ParsableArguments {
     }
 }
 
-/// How a bulk change is reported: text lines or one JSON object.
-enum BulkReport {
-    /// Prints `change`. `verb` is what the command does (`retry`, `purge`), `key` its JSON key.
-    static func print(_ change: BulkChange, verb: String, json: Bool, jsonObject: [String: Any], done: String) {
-        if json {
-            var object = jsonObject
-            object["skipped"] = change.skipped
-            object["dry_run"] = change.dryRun
-            if change.dryRun { object["entries"] = change.entries.map { Output.object($0, full: false) } }
-            Output.json(object)
-            return
-        }
+/// What a bulk change of a selection did, beside the key of the command (`retried`,
+/// `purged`): the entries in flight it skipped, whether it was a dry run, and on a dry run the
+/// entries it would change (as `sync list` shows them).
+struct BulkReport: Encodable {
+    var change: BulkChange
+    /// What the command does (`retry`, `purge`).
+    var verb: String
+
+    init(_ change: BulkChange, verb: String) {
+        self.change = change
+        self.verb = verb
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case skipped, entries, dryRun = "dry_run"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(change.skipped, forKey: .skipped)
+        try container.encode(change.dryRun, forKey: .dryRun)
+        if change.dryRun { try container.encode(change.entries.map { EntrySummary($0) }, forKey: .entries) }
+    }
+
+    /// Prints what would change on a dry run, `done` otherwise, and the entries skipped.
+    func printText(done: String) {
         if change.dryRun {
-            Swift.print("would \(verb) \(change.ids.count) entries\(change.ids.isEmpty ? "" : ":")")
+            print("would \(verb) \(change.ids.count) entries\(change.ids.isEmpty ? "" : ":")")
             let now = Date()
-            for entry in change.entries { Swift.print(Output.line(entry, now: now)) }
+            for entry in change.entries { print(Output.line(entry, now: now)) }
         } else {
-            Swift.print(done)
+            print(done)
         }
         if !change.skipped.isEmpty {
             let ids = change.skipped.map(String.init).joined(separator: " ")
-            Swift.print("\(change.skipped.count) entries in flight \(change.dryRun ? "would be" : "were") left alone: \(ids)")
+            print("\(change.skipped.count) entries in flight \(change.dryRun ? "would be" : "were") left alone: \(ids)")
         }
     }
 }
