@@ -56,10 +56,10 @@ struct ClaimCostTests {
 
             // Flow control (issue 49): a limit that does not bind (another origin's) walks the
             // same rows; one that binds on the claim's origin takes what its bucket allows.
-            try await queue.store.storeOriginLimits([try OriginLimit("https://elsewhere.test", requestsPerSecond: 1000, burst: 1000)], now: QueueClock.system.now())
+            try await queue.store.storeOriginLimits([try FlowControl.OriginLimit("https://elsewhere.test", requestsPerSecond: 1000, burst: 1000)], now: QueueClock.system.now())
             let unbound = try Self.sqliteClaim(path: store.path)
             let origin = server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-            try await queue.store.storeOriginLimits([try OriginLimit(origin, requestsPerSecond: 1, burst: 10)], now: QueueClock.system.now())
+            try await queue.store.storeOriginLimits([try FlowControl.OriginLimit(origin, requestsPerSecond: 1, burst: 10)], now: QueueClock.system.now())
             let bound = try Self.sqliteClaim(path: store.path)
             print("""
                 claim cost, SQLite, with flow rows: a limit on another origin: a claim of \(unbound.claimed), \(unbound.steps) VM steps, \

@@ -49,7 +49,7 @@ struct CoalescingTests {
             let fourth = try await contract.storage.insert([Self.edit("e4", coalescing: "note-7")], now: contract.now)[0]
             #expect(fourth.id == third.id && fourth.superseded != nil)
             // The one in flight dies: the waiting edit goes anyway (it waited for the send, not its success).
-            let rejected = Transition.deadLetter(.init(.rejected, status: 422, error: "HTTP 422"))
+            let rejected = EntryLifecycle.Transition.deadLetter(.init(.rejected, status: 422, error: "HTTP 422"))
             let next = try await contract.claim(settling: [Settlement(id: first.id, transition: rejected)]).claimed
             #expect(Set(next.map(\.id)) == [other, third.id], "\(next.map(\.id))")
             #expect(next.first { $0.id == third.id }?.idempotencyKey == "e4")

@@ -45,7 +45,7 @@ struct ConflictTests {
 
     /// The resolver the app registers: on a 412, re-read the note's ETag with a GET of its
     /// own and send the edit again under it; anything else is left for an operator.
-    static func rereadingETag(_ server: TestHTTPServer, calls: LockedBox<Int>) -> ConflictResolver {
+    static func rereadingETag(_ server: TestHTTPServer, calls: LockedBox<Int>) -> QueueConflict.Resolver {
         { conflict in
             calls.withLock { $0 += 1 }
             guard conflict.response.status.code == 412, let path = URL(string: conflict.request.url)?.path else { return .leave }

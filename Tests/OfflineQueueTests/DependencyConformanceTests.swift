@@ -12,8 +12,8 @@ import TestSupport
 /// the group order and the counts around them.
 @Suite("Store conformance: entries that wait for others, on every store")
 struct DependencyConformanceTests {
-    private static let delivered = Transition.deliver(status: 201)
-    private static let rejected = Transition.deadLetter(.init(.rejected, status: 422, error: "HTTP 422"))
+    private static let delivered = EntryLifecycle.Transition.deliver(status: 201)
+    private static let rejected = EntryLifecycle.Transition.deadLetter(.init(.rejected, status: 422, error: "HTTP 422"))
 
     private func state(_ contract: Contract, _ id: EntryID) async throws -> EntryState? {
         try await contract.storage.entry(id, now: contract.now)?.state

@@ -333,7 +333,7 @@ struct DrainMachineTests {
     func pausedOriginsGoBack() throws {
         let a = "https://a.test/x", b = "https://b.test/y"
         var machine = Self.started(limit: 1, claimed: [Self.entry(1, url: a), Self.entry(2, url: a), Self.entry(3, url: b), Self.entry(4, url: a)])
-        let pause = Transition.retry(.init(after: .seconds(30), consumesAttempt: false, status: 429, error: "HTTP 429", originPause: .seconds(30)))
+        let pause = EntryLifecycle.Transition.retry(.init(after: .seconds(30), consumesAttempt: false, status: 429, error: "HTTP 429", originPause: .seconds(30)))
         machine.finished(Settlement(id: 1, transition: pause, url: a), networkGone: false, at: Self.ms(5))
         guard case .start(let next) = machine.next(at: Self.ms(5)) else { Issue.record("expected a start"); return }
         #expect(next.map(\.id) == [3], "the other origin's entry goes; the paused one's go back")
@@ -370,7 +370,7 @@ struct DrainMachineTests {
         guard case .start(let second) = machine.next(at: Self.ms(5)) else { Issue.record("expected a start"); return }
         #expect(second.map(\.id) == [3], "one finished, one more starts")
         // A 429 with Retry-After: the four waiting in hand go back unsent; nothing more starts.
-        let pause = Transition.retry(.init(after: .seconds(30), consumesAttempt: false, status: 429, error: "HTTP 429", originPause: .seconds(30)))
+        let pause = EntryLifecycle.Transition.retry(.init(after: .seconds(30), consumesAttempt: false, status: 429, error: "HTTP 429", originPause: .seconds(30)))
         machine.finished(Settlement(id: 2, transition: pause, url: a), networkGone: false, at: Self.ms(6))
         let commit = try #require(Self.expectCommit(&machine, at: Self.ms(100)))
         #expect(Set(commit.settlements.filter { $0.transition == .release }.map(\.id)) == [4, 5, 6])

@@ -9,7 +9,7 @@ import Testing
 struct EntryLifecycleTests {
     let policy = DeliveryPolicy(backoff: Backoff(base: .seconds(1), multiplier: 2, cap: .seconds(60)), maxAttempts: 4, maxAge: .seconds(3600))
 
-    func next(_ outcome: AttemptOutcome, attempts: Int = 0, age seconds: Double = 10, random: Double = 0.5) -> Transition {
+    func next(_ outcome: EntryLifecycle.AttemptOutcome, attempts: Int = 0, age seconds: Double = 10, random: Double = 0.5) -> EntryLifecycle.Transition {
         EntryLifecycle.transition(after: outcome, attempts: attempts, age: .seconds(seconds), policy: policy, unitRandom: random)
     }
 

@@ -32,11 +32,11 @@ struct FlowConformanceTests {
     }
 
     /// How `entry`'s attempt ended, as the drain settles it (with its URL).
-    static func settlement(_ entry: QueueEntry, _ transition: Transition) -> Settlement {
+    static func settlement(_ entry: QueueEntry, _ transition: EntryLifecycle.Transition) -> Settlement {
         Settlement(id: entry.id, transition: transition, url: entry.url)
     }
 
-    static func tooMany(after: Duration?, status: Int = 429) -> Transition {
+    static func tooMany(after: Duration?, status: Int = 429) -> EntryLifecycle.Transition {
         .retry(.init(after: after ?? .seconds(1), consumesAttempt: after == nil, status: status, error: "HTTP \(status)", originPause: after))
     }
 
@@ -129,7 +129,7 @@ struct FlowConformanceTests {
     func staleClaimTakesNoTokenTwice(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
         try await removing(contract) {
-            try await contract.storage.storeOriginLimits([try OriginLimit(Self.a, requestsPerSecond: 10, burst: 2)], now: contract.now)
+            try await contract.storage.storeOriginLimits([try FlowControl.OriginLimit(Self.a, requestsPerSecond: 10, burst: 2)], now: contract.now)
             _ = try await contract.insert(Self.specs(Self.a, 10))
             let other = try await contract.drainer()
             #expect(try await Self.commit(contract, limit: 1).claimed.count == 1, "t: one of the burst of 2")
@@ -153,7 +153,7 @@ struct FlowConformanceTests {
     func dueTokenTakenOnTime(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
         try await removing(contract) {
-            try await contract.storage.storeOriginLimits([try OriginLimit(Self.a, requestsPerSecond: 10, burst: 1)], now: contract.now)
+            try await contract.storage.storeOriginLimits([try FlowControl.OriginLimit(Self.a, requestsPerSecond: 10, burst: 1)], now: contract.now)
             _ = try await contract.insert(Self.specs(Self.a, 41))
             #expect(try await Self.commit(contract, limit: 5).claimed.count == 1, "the burst of 1")
             var taken: [Int] = []
@@ -169,7 +169,7 @@ struct FlowConformanceTests {
     func limits(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
         try await removing(contract) {
-            try await contract.storage.storeOriginLimits([try OriginLimit(Self.a, requestsPerSecond: 4, burst: 2)], now: contract.now)
+            try await contract.storage.storeOriginLimits([try FlowControl.OriginLimit(Self.a, requestsPerSecond: 4, burst: 2)], now: contract.now)
             _ = try await contract.insert(Self.specs(Self.a, 10) + Self.specs(Self.b, 2))
             let first = try await Self.commit(contract)
             #expect(first.claimed.filter { $0.url.hasPrefix(Self.a) }.count == 2, "the burst")
@@ -188,11 +188,11 @@ struct FlowConformanceTests {
             #expect(flows.map(\.origin) == [Self.a] && flows.first?.limit?.requestsPerSecond == 4 && flows.first?.inflight == 5)
 
             // A cap of 6 in flight, no rate: 5 are in flight, one more may go.
-            try await contract.storage.storeOriginLimits([try OriginLimit(Self.a, concurrency: 6)], now: contract.now)
+            try await contract.storage.storeOriginLimits([try FlowControl.OriginLimit(Self.a, concurrency: 6)], now: contract.now)
             let capped = try await Self.commit(contract, other)
             #expect(capped.claimed.count == 1 && capped.heldFor == nil, "held by its cap: no time frees it, a settlement does")
             // Limits set by another drainer replace them: none left, no row.
-            try await contract.storage.storeOriginLimits([try OriginLimit(Self.b, concurrency: 1)], now: contract.now)
+            try await contract.storage.storeOriginLimits([try FlowControl.OriginLimit(Self.b, concurrency: 1)], now: contract.now)
             #expect(try await other.originFlows().map(\.origin) == [Self.b])
             #expect(try await Self.commit(contract, other).claimed.count == 4, "the rest of the first origin, freed")
             await other.close()
@@ -203,8 +203,8 @@ struct FlowConformanceTests {
     func patternLimits(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
         try await removing(contract) {
-            let pattern = try OriginLimit("https://*.p.test", requestsPerSecond: 4, burst: 2)
-            try await contract.storage.storeOriginLimits([pattern, try OriginLimit("https://own.p.test", concurrency: 1)], now: contract.now)
+            let pattern = try FlowControl.OriginLimit("https://*.p.test", requestsPerSecond: 4, burst: 2)
+            try await contract.storage.storeOriginLimits([pattern, try FlowControl.OriginLimit("https://own.p.test", concurrency: 1)], now: contract.now)
             let x = "https://x.p.test", y = "https://a.y.p.test", own = "https://own.p.test"
             let apex = "https://p.test", port = "https://x.p.test:8443"
             _ = try await contract.insert([x, y, own, apex, port].flatMap { Self.specs($0, 4) })
@@ -221,21 +221,21 @@ struct FlowConformanceTests {
             #expect(refilled.claimed.map(\.url).filter { $0.hasPrefix(x + "/") }.count == 1 && refilled.claimed.count == 2, "a token each")
             let flows = try await other.originFlows()
             #expect(flows.map(\.origin) == ["https://*.p.test", y, own, x])
-            let derived = try OriginLimit(x, requestsPerSecond: 4, burst: 2)
+            let derived = try FlowControl.OriginLimit(x, requestsPerSecond: 4, burst: 2)
             #expect(flows.first { $0.origin == x }?.limit == derived)
 
             // A pause makes the row of an origin the pattern matches: it holds the pattern's limit.
             let late = "https://late.q.test"
             _ = try await contract.insert(Self.specs(late, 1))
             let lateEntry = try #require(try await Self.commit(contract, other).claimed.first { $0.url.hasPrefix(late) })
-            try await contract.storage.storeOriginLimits([pattern, try OriginLimit("https://*.q.test", concurrency: 3)], now: contract.now)
+            try await contract.storage.storeOriginLimits([pattern, try FlowControl.OriginLimit("https://*.q.test", concurrency: 3)], now: contract.now)
             _ = try await Self.commit(contract, other, settling: [Self.settlement(lateEntry, Self.tooMany(after: .seconds(30)))], limit: 0)
             let lateFlow = try #require(try await other.originFlows().first { $0.origin == late })
-            let lateLimit = try OriginLimit(late, concurrency: 3)
+            let lateLimit = try FlowControl.OriginLimit(late, concurrency: 3)
             #expect(lateFlow.pausedUntil != nil && lateFlow.limit == lateLimit)
 
             // Limits without the patterns: the rows they gave hold nothing more and go; a pause stays.
-            try await contract.storage.storeOriginLimits([try OriginLimit(own, concurrency: 1)], now: contract.now)
+            try await contract.storage.storeOriginLimits([try FlowControl.OriginLimit(own, concurrency: 1)], now: contract.now)
             let left = try await other.originFlows()
             #expect(left.map(\.origin) == [late, own] && left.first?.limit == nil && left.first?.pausedUntil != nil)
             await other.close()
@@ -254,8 +254,8 @@ struct FlowConformanceTests {
         }
         #expect(OriginLimitTable.matches(pattern: "https://*.example.com:8443", origin: "https://a.example.com:8443"))
         let table = OriginLimitTable([
-            try OriginLimit(pattern, requestsPerSecond: 1), try OriginLimit("https://*.api.example.com", requestsPerSecond: 2),
-            try OriginLimit("https://own.api.example.com", requestsPerSecond: 3),
+            try FlowControl.OriginLimit(pattern, requestsPerSecond: 1), try FlowControl.OriginLimit("https://*.api.example.com", requestsPerSecond: 2),
+            try FlowControl.OriginLimit("https://own.api.example.com", requestsPerSecond: 3),
         ])
         #expect(table.limit(for: "https://a.example.com")?.requestsPerSecond == 1)
         #expect(table.limit(for: "https://v1.api.example.com")?.requestsPerSecond == 2, "the longer pattern")
@@ -265,14 +265,14 @@ struct FlowConformanceTests {
 
     @Test("a limit reads as it is written, and bad limits are refused with what is wrong")
     func limitText() throws {
-        let limit = try OriginLimit(parsing: "https://api.example.com:8443=10/s,burst=5,concurrency=4")
+        let limit = try FlowControl.OriginLimit(parsing: "https://api.example.com:8443=10/s,burst=5,concurrency=4")
         #expect(limit.origin == "https://api.example.com:8443" && limit.requestsPerSecond == 10 && limit.burst == 5 && limit.concurrency == 4)
-        #expect(try OriginLimit(parsing: limit.text) == limit)
-        #expect(try OriginLimit(parsing: "http://127.0.0.1:8080/=concurrency=2").origin == "http://127.0.0.1:8080")
-        let pattern = try OriginLimit(parsing: "https://*.example.com:8443=2/s")
+        #expect(try FlowControl.OriginLimit(parsing: limit.text) == limit)
+        #expect(try FlowControl.OriginLimit(parsing: "http://127.0.0.1:8080/=concurrency=2").origin == "http://127.0.0.1:8080")
+        let pattern = try FlowControl.OriginLimit(parsing: "https://*.example.com:8443=2/s")
         #expect(pattern.isPattern && pattern.origin == "https://*.example.com:8443" && !limit.isPattern)
         for bad in ["https://a.*.test=1/s", "https://*=1/s", "https://x*.test=1/s", "https://*.*.test=1/s", "https://u@a.test=1/s", "https://a.test", "https://a.test/path=1/s", "ftp://a.test=1/s", "https://a.test=0/s", "https://a.test=1/s,burst=0", "https://a.test=fast"] {
-            #expect(throws: QueueError.self, "\(bad)") { try OriginLimit(parsing: bad) }
+            #expect(throws: QueueError.self, "\(bad)") { try FlowControl.OriginLimit(parsing: bad) }
         }
     }
 }

@@ -118,7 +118,7 @@ struct FlowProcessTests {
                         #expect(rate >= floor, "\(kind): \(rate) requests a second")
                     }
                 }
-                #expect(flows.first?.limit == (try OriginLimit(origin, requestsPerSecond: 10, burst: 5)), "\(kind): the fleet's stored limit: \(flows)")
+                #expect(flows.first?.limit == (try FlowControl.OriginLimit(origin, requestsPerSecond: 10, burst: 5)), "\(kind): the fleet's stored limit: \(flows)")
                 #expect(try await queue.counts().delivered == total)
                 await server.shutdown()
             }

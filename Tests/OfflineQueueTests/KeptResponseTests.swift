@@ -67,8 +67,8 @@ struct KeptResponseTests {
             let other = try await contract.drainer()
             let ids = try await contract.insert([Spec(), Spec(), Spec()])
             #expect(try await contract.claim(other).claimed.count == 3)
-            let rejected = Transition.deadLetter(.init(.rejected, status: 422, error: "HTTP 422"))
-            for (id, transition) in [(ids[0], Transition.deliver(status: 200)), (ids[1], rejected)] {
+            let rejected = EntryLifecycle.Transition.deadLetter(.init(.rejected, status: 422, error: "HTTP 422"))
+            for (id, transition) in [(ids[0], EntryLifecycle.Transition.deliver(status: 200)), (ids[1], rejected)] {
                 let before = heard.count
                 _ = try await contract.settle([Settlement(id: id, transition: transition)], by: other)
                 #expect(await heard.reaches(before + 1), "heard \(transition)")

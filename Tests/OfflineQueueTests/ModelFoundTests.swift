@@ -11,8 +11,8 @@ import TestSupport
 /// (Docs/ModelCheck.md lists each with the shrunk program that found it).
 @Suite("Store conformance: what the model check found")
 struct ModelFoundTests {
-    private static let delivered = Transition.deliver(status: 200)
-    private static let rejected = Transition.deadLetter(.init(.rejected, status: 422, error: "HTTP 422"))
+    private static let delivered = EntryLifecycle.Transition.deliver(status: 200)
+    private static let rejected = EntryLifecycle.Transition.deadLetter(.init(.rejected, status: 422, error: "HTTP 422"))
 
     @Test("an id given twice to a purge is one entry, purged once", arguments: StoreKind.allCases)
     func purgeTwice(_ kind: StoreKind) async throws {
@@ -106,7 +106,7 @@ struct ModelFoundTests {
         try await removing(contract) {
             let ids = try await contract.insert([Spec(), Spec()])
             #expect(try await contract.claim().claimed.count == 2)
-            let gone = Transition.retry(.init(after: .seconds(30), consumesAttempt: false, waitingForNetwork: true, error: "offline"))
+            let gone = EntryLifecycle.Transition.retry(.init(after: .seconds(30), consumesAttempt: false, waitingForNetwork: true, error: "offline"))
             _ = try await contract.settle(ids.map { Settlement(id: $0, transition: gone) })
             contract.clock.advance(by: .seconds(31))
             #expect(try await contract.claim(limit: 1).claimed.map(\.id) == [ids[0]], "due again after the recheck")
@@ -121,9 +121,9 @@ struct ModelFoundTests {
         try await removing(contract) {
             let paused = try await contract.insert([Spec(url: "https://paused.test/a")])[0]
             #expect(try await contract.claim().claimed.map(\.id) == [paused])
-            let busy = Transition.retry(.init(after: .seconds(60), consumesAttempt: false, status: 429, error: "HTTP 429", originPause: .seconds(30)))
+            let busy = EntryLifecycle.Transition.retry(.init(after: .seconds(60), consumesAttempt: false, status: 429, error: "HTTP 429", originPause: .seconds(30)))
             _ = try await contract.settle([Settlement(id: paused, transition: busy, url: "https://paused.test/a")])
-            try await contract.storage.storeOriginLimits([try OriginLimit("https://capped.test", concurrency: 1)], now: contract.now)
+            try await contract.storage.storeOriginLimits([try FlowControl.OriginLimit("https://capped.test", concurrency: 1)], now: contract.now)
             let capped = try await contract.insert([Spec(url: "https://capped.test/1"), Spec(url: "https://capped.test/2")])
             let result = try await contract.claim()
             #expect(result.claimed.map(\.id) == [capped[0]])
@@ -141,7 +141,7 @@ struct ModelFoundTests {
             let ids = try await contract.insert([Spec(url: "https://a.test/1"), Spec(url: "https://a.test/2")])
             #expect(try await contract.claim(limit: 2).claimed.count == 2)
             contract.clock.advance(by: .seconds(100))
-            let dead = Transition.deadLetter(.init(.rejected, status: 400, error: "HTTP 400"))
+            let dead = EntryLifecycle.Transition.deadLetter(.init(.rejected, status: 400, error: "HTTP 400"))
             _ = try await contract.settle(ids.map { Settlement(id: $0, transition: dead, url: "https://a.test/x") })
             contract.clock.reboot(uptime: 5)
             _ = try await contract.storage.retry(ids: [ids[0]], now: contract.now)
@@ -157,10 +157,10 @@ struct ModelFoundTests {
         let contract = try await Contract(kind)
         try await removing(contract) {
             try await contract.storage.storeOriginLimits([
-                try OriginLimit("https://a.test", requestsPerSecond: 2, burst: 1, concurrency: 2),
-                try OriginLimit("https://a.test", requestsPerSecond: 10, burst: 3, concurrency: 3),
+                try FlowControl.OriginLimit("https://a.test", requestsPerSecond: 2, burst: 1, concurrency: 2),
+                try FlowControl.OriginLimit("https://a.test", requestsPerSecond: 10, burst: 3, concurrency: 3),
             ], now: contract.now)
-            #expect(try await contract.storage.originFlows(now: contract.now).map(\.limit) == [try OriginLimit("https://a.test", requestsPerSecond: 10, burst: 3, concurrency: 3)])
+            #expect(try await contract.storage.originFlows(now: contract.now).map(\.limit) == [try FlowControl.OriginLimit("https://a.test", requestsPerSecond: 10, burst: 3, concurrency: 3)])
             _ = try await contract.insert((0..<4).map { Spec(url: "https://a.test/\($0)") })
             // A full bucket of the last limit's 3, not the first's 1.
             #expect(try await contract.claim(limit: 4).claimed.count == 3)
@@ -198,7 +198,7 @@ struct ModelFoundTests {
     func probeFirst(_ kind: StoreKind) async throws {
         let contract = try await Contract(kind)
         try await removing(contract) {
-            try await contract.storage.storeOriginLimits([try OriginLimit("https://a.test", openAfter: 1)], now: contract.now)
+            try await contract.storage.storeOriginLimits([try FlowControl.OriginLimit("https://a.test", openAfter: 1)], now: contract.now)
             // b.test's entry waits a second, so only a.test's is claimed at first.
             let later = contract.now.wall.addingTimeInterval(1)
             let other = try await contract.insert([Spec(notBefore: later, url: "https://b.test/1")])[0]

@@ -138,7 +138,7 @@ struct OriginHealthTests {
             await #expect {
                 _ = try await app.data(Request<Data>.get("/work?n=online"))
             } throws: { error in
-                guard let error = error as? NetworkError, case .underlying(let cause) = error, let refused = cause as? CircuitOpen else { return false }
+                guard let error = error as? NetworkError, case .underlying(let cause) = error, let refused = cause as? OriginHealth.CircuitOpen else { return false }
                 return refused.origin == backend.origin && refused.circuit.lastError == "HTTP 503"
             }
             // Through the queue: stored at once, as when the network is gone.

@@ -235,7 +235,7 @@ final class ModelRunner {
             let expected = model.wakeNetworkWaiters(now: clock)
             try expect(woken == expected, step: index, "network waiters woken: store \(woken), model \(expected)")
         case .limits(let specs):
-            let limits = specs.compactMap { try? OriginLimit($0.origin, requestsPerSecond: $0.rate, burst: $0.burst, concurrency: $0.concurrency, openAfter: $0.openAfter) }
+            let limits = specs.compactMap { try? FlowControl.OriginLimit($0.origin, requestsPerSecond: $0.rate, burst: $0.burst, concurrency: $0.concurrency, openAfter: $0.openAfter) }
             try await anyStore().storeOriginLimits(limits, now: now)
             model.storeOriginLimits(limits, now: clock)
         case .retry(let keys):
@@ -411,18 +411,18 @@ final class ModelRunner {
     /// a conflict resolver's decision.
     private func settlement(_ id: Int, _ outcome: ModelProgram.Outcome, jitter: Double, probe: Bool) -> (QueueModel.Settlement, Settlement) {
         guard let entry = model.entries[id] else {
-            let transition = Transition.deliver(status: 200)
+            let transition = EntryLifecycle.Transition.deliver(status: 200)
             return (QueueModel.Settlement(id: id, transition: transition, keeps: false, url: ""), Settlement(id: storeID(id), transition: transition))
         }
         let policy = entry.delivery?.applied(to: Self.policy) ?? Self.policy
         let age = Duration.clamped(seconds: max(0, t - entry.budget)) ?? .zero
         var replacement: QueueModel.NewEntry?
-        let transition: Transition
+        let transition: EntryLifecycle.Transition
         var unwell: String?
         if let expired = EntryLifecycle.admit(age: age, policy: policy) {
             transition = expired
         } else {
-            let attempt: AttemptOutcome = switch outcome {
+            let attempt: EntryLifecycle.AttemptOutcome = switch outcome {
             case .ok(let status): .delivered(status: status)
             case .reject(let status), .serverError(let status): .rejected(status: status, retryAfter: nil, excerpt: nil)
             case .conflict(let status, _): .rejected(status: status, retryAfter: nil, excerpt: "conflict")
@@ -598,7 +598,7 @@ final class ModelRunner {
         var group: String?
         var priority: Int
         var lastStatus: Int?
-        var deadReason: DeadReason?
+        var deadReason: EntryLifecycle.DeadReason?
         var waiting: Bool
         var coalescing: String?
         var owner: Int?

@@ -38,7 +38,7 @@ struct QueueModel {
         var state: EntryState = .pending
         var attempts = 0
         var lastStatus: Int?
-        var deadReason: DeadReason?
+        var deadReason: EntryLifecycle.DeadReason?
         var waiting = false
         /// When it is due, on the model's clock, and as the wall stamp the store writes beside it.
         var due: Double
@@ -311,7 +311,7 @@ struct QueueModel {
     /// What a settlement says of its entry, computed by the caller from the engine's rules.
     struct Settlement {
         var id: Int
-        var transition: Transition
+        var transition: EntryLifecycle.Transition
         var keeps: Bool
         /// The conflict resolver's new request, for a `.retry` that replaces the entry.
         var replacement: NewEntry?
@@ -598,7 +598,7 @@ struct QueueModel {
         return woken
     }
 
-    mutating func storeOriginLimits(_ limits: [OriginLimit], now: Clock) {
+    mutating func storeOriginLimits(_ limits: [FlowControl.OriginLimit], now: Clock) {
         let table = OriginLimitTable(limits)
         let rows = Dictionary(flowRows(now: now).map { ($0.origin, $0) }, uniquingKeysWith: { first, _ in first })
         guard !table.agrees(with: rows.mapValues(\.limit)) else { return }
@@ -841,7 +841,7 @@ struct QueueModel {
         var pausedFor: Double?
         var pauseStatus: Int?
         var concurrency: Int?
-        var limit: OriginLimit?
+        var limit: FlowControl.OriginLimit?
         var inflight: Int
         /// The open circuit: seconds to its next probe, its failures, the last of them.
         var probeIn: Double?

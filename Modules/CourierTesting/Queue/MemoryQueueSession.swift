@@ -122,7 +122,7 @@ final class MemoryQueueSession: QueueStorage {
         }
     }
 
-    func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
+    func storeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) async throws(QueueError) {
         if store.state.withLock({ $0.storeOriginLimits(limits, now: now) }) { store.ring() }
     }
 
@@ -235,7 +235,7 @@ final class MemoryQueueSession: QueueStorage {
         return lifted
     }
 
-    func originFlows(now: QueueTime) async throws(QueueError) -> [OriginFlowStatus] {
+    func originFlows(now: QueueTime) async throws(QueueError) -> [FlowControl.OriginStatus] {
         store.state.withLock { $0.originFlows(now: now) }
     }
 

@@ -90,7 +90,7 @@ extension MemoryQueueState {
     }
 
     /// Returns whether the stored limits changed.
-    mutating func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) -> Bool {
+    mutating func storeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) -> Bool {
         let table = OriginLimitTable(limits)
         guard !table.agrees(with: flows.mapValues(\.limit)) else { return false }
         for origin in Set(flows.keys).union(limits.map(\.origin)) {
@@ -101,7 +101,7 @@ extension MemoryQueueState {
         return true
     }
 
-    func originFlows(now: QueueTime) -> [OriginFlowStatus] {
+    func originFlows(now: QueueTime) -> [FlowControl.OriginStatus] {
         let inflight = inflightByOrigin()
         return flows.values.filter { !$0.isIdle(at: now.uptime) }.sorted { $0.origin < $1.origin }.map { row in
             row.status(at: now.uptime, inflight: inflight[row.origin[...], default: 0]) { now.wallTime(atUptime: $0) }

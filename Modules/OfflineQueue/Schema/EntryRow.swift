@@ -68,7 +68,7 @@ extension QueueEntry {
         let stateText: String = row[.state]
         let lastError: String? = row[.lastError]
         let state: EntryState
-        let deadReason: DeadReason?
+        let deadReason: EntryLifecycle.DeadReason?
         do throws(UnknownStoredValue) {
             state = try UnknownStoredValue.state(stateText, id: id)
             deadReason = try UnknownStoredValue.deadReason(row[.deadReason], id: id)
@@ -116,8 +116,8 @@ extension QueueEntry {
 
     /// The reason a dead row of schema 3 or older, read without migrating it, kept as the
     /// prefix of its last error (`expired: older than …`).
-    private static func legacyDeadReason(state: EntryState, lastError: String?) -> DeadReason? {
+    private static func legacyDeadReason(state: EntryState, lastError: String?) -> EntryLifecycle.DeadReason? {
         guard state == .dead, let lastError, let colon = lastError.range(of: ": ") else { return nil }
-        return DeadReason(rawValue: String(lastError[..<colon.lowerBound]))
+        return EntryLifecycle.DeadReason(rawValue: String(lastError[..<colon.lowerBound]))
     }
 }

@@ -3,7 +3,7 @@
 /// applies the verdict in the transaction that settles, retries or purges a parent, and at
 /// enqueue, and asks again for the children of every child that died (the death cascades);
 /// a child made due cascades nothing, since its own children wait for its delivery.
-public enum DependencyRule {
+package enum DependencyRule {
     /// What a child's parent is, as the store reads it in the deciding transaction.
     package struct Parent: Sendable, Hashable {
         package var id: EntryID
@@ -27,7 +27,7 @@ public enum DependencyRule {
         /// Every parent is delivered, or dead and the policy proceeds.
         case due
         /// A parent died (or was purged unsent) and the policy dies with it.
-        case dead(Transition.DeadLetter)
+        case dead(EntryLifecycle.Transition.DeadLetter)
     }
 
     /// The verdict for a child whose parents are `parents` and whose policy is `policy`. A
@@ -58,9 +58,9 @@ public enum DependencyRule {
     }
 
     /// Why a child died with its parent.
-    package static func deadLetter(parent: EntryID, purged: Bool) -> Transition.DeadLetter {
+    package static func deadLetter(parent: EntryID, purged: Bool) -> EntryLifecycle.Transition.DeadLetter {
         let what = purged ? "was purged before it was delivered" : "is dead"
-        return Transition.DeadLetter(.parentDead, consumesAttempt: false, error: "entry \(parent) it waits for \(what); not sent")
+        return EntryLifecycle.Transition.DeadLetter(.parentDead, consumesAttempt: false, error: "entry \(parent) it waits for \(what); not sent")
     }
 
     /// The most entries one entry may wait for.

@@ -10,7 +10,7 @@ extension QueueDrainer {
     ///
     /// - Throws: only what stops the drain: a store that fails, or a sealed response that does
     ///   not open (``QueueError/Kind/keyUnavailable``, ``QueueError/Kind/sealBroken``).
-    func takeValues(into entry: inout QueueEntry, body: inout RequestBody?, sealing: EntrySealing) async throws(QueueError) -> AttemptOutcome? {
+    func takeValues(into entry: inout QueueEntry, body: inout RequestBody?, sealing: EntrySealing) async throws(QueueError) -> EntryLifecycle.AttemptOutcome? {
         let kept = try await store.keptResponses(of: entry.responseSources, now: configuration.clock.now())
         var responses: [EntryID: KeptResponse] = [:]
         for (id, parent) in kept { responses[id] = try sealing.open(parent.response, of: parent.entry) }

@@ -48,7 +48,7 @@ public struct DrainSummary: Sendable, Hashable, Codable {
     public init() {}
 
     /// Counts one recorded transition.
-    mutating func count(_ transition: Transition) {
+    mutating func count(_ transition: EntryLifecycle.Transition) {
         switch transition {
         case .deliver: delivered += 1
         case .retry(let retry):

@@ -22,7 +22,7 @@ extension QueueDrainer {
         let age = Duration.seconds(max(0, configuration.clock.now().uptime - entry.budgetUptime))
         let sent = ContinuousClock.now
         watch.sendBegan(entry.id, timeout: entry.timeout ?? client.configuration.timeout, margin: ServiceWatch.sendMargin)
-        let outcome: AttemptOutcome
+        let outcome: EntryLifecycle.AttemptOutcome
         var trace: SentTrace?
         // Only an entry that keeps its response carries a box for it: the others' frames stay as they were.
         let keeping = entry.keepResponse == nil ? nil : KeptResponseBox()
@@ -44,7 +44,7 @@ extension QueueDrainer {
         case .interrupted, .invalid: break   // cut short, or never sent
         default: metrics.attempted(entry.name, duration: ContinuousClock.now - sent)
         }
-        var transition: Transition
+        var transition: EntryLifecycle.Transition
         var replacement: Settlement.Replacement?
         if case .interrupted = outcome {
             transition = .release
@@ -119,7 +119,7 @@ extension QueueDrainer {
     func attempt(
         _ entry: QueueEntry, age: Duration, policy: DeliveryPolicy, sealing: EntrySealing, ahead: Result<OpenedEntry, QueueError>? = nil,
         sentTrace: inout SentTrace?, keeping: KeptResponseBox? = nil, conflicts: ConflictBox? = nil, unwell: inout String?
-    ) async throws(QueueError) -> AttemptOutcome {
+    ) async throws(QueueError) -> EntryLifecycle.AttemptOutcome {
         if Task.isCancelled { return .interrupted }
         // An entry too old at its claim is not sent; `settlements` turns it into an expiry.
         if EntryLifecycle.admit(age: age, policy: policy) != nil {
@@ -199,7 +199,7 @@ extension QueueDrainer {
     /// A failed send in the lifecycle's terms. `secrets` are values the request carried
     /// (resolved templates, credential fields) that must not come to rest in the row: a server
     /// that echoes request headers into its error body would otherwise store them.
-    func classify(_ error: NetworkError, secrets: SecretScrubber = SecretScrubber()) -> AttemptOutcome {
+    func classify(_ error: NetworkError, secrets: SecretScrubber = SecretScrubber()) -> EntryLifecycle.AttemptOutcome {
         if case .cancelled = error { return .interrupted }
         if Self.isNetworkGone(error, monitor: monitor) { return .networkGone(message: secrets.scrub(error.description)) }
         if let response = error.response {

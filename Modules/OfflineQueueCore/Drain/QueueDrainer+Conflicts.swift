@@ -2,13 +2,13 @@ import Foundation
 import HTTPCore
 
 /// Conflicts the app decides: an answer the entry's ``StatusRules`` call a conflict goes to the
-/// queue's ``ConflictResolver`` inside the attempt, while the drainer still holds the entry, and
+/// queue's ``QueueConflict/Resolver`` inside the attempt, while the drainer still holds the entry, and
 /// its decision becomes the attempt's settlement, recorded in the drain's next commit.
 extension QueueDrainer {
     /// The queue's resolver, and how a request it answers with is prepared: as an enqueue
     /// prepares one (validated, sealed when the queue seals, its body stored), by the queue.
     struct ConflictHandling: Sendable {
-        let resolver: ConflictResolver
+        let resolver: QueueConflict.Resolver
         let prepare: @Sendable (QueuedRequest, QueueEntry) async throws(QueueError) -> NewEntry
     }
 
@@ -39,8 +39,8 @@ extension QueueDrainer {
     /// is invalid, or the disk is full) leaves the entry for an operator, the reason in its
     /// last error.
     func settle(
-        _ conflict: Transition.Conflict, of entry: QueueEntry, met: QueueConflict?, handling: ConflictHandling?
-    ) async -> (Transition, Settlement.Replacement?) {
+        _ conflict: EntryLifecycle.Transition.Conflict, of entry: QueueEntry, met: QueueConflict?, handling: ConflictHandling?
+    ) async -> (EntryLifecycle.Transition, Settlement.Replacement?) {
         guard let handling, let met else { return (.conflict(conflict), nil) }
         switch await handling.resolver(met) {
         case .leave:
@@ -56,7 +56,7 @@ extension QueueDrainer {
             do throws(QueueError) {
                 let new = try await handling.prepare(request, entry)
                 let reason = "answered HTTP \(conflict.status) (a conflict); replaced by the app's conflict resolver with a new request, now entry \(entry.id)"
-                let retry = Transition.Retry(after: .zero, status: conflict.status, error: "\(conflict.error); sent again as the conflict resolver rewrote it",
+                let retry = EntryLifecycle.Transition.Retry(after: .zero, status: conflict.status, error: "\(conflict.error); sent again as the conflict resolver rewrote it",
                                              excerpt: conflict.excerpt)
                 return (.retry(retry), Settlement.Replacement(entry: new, reason: reason))
             } catch {

@@ -50,7 +50,7 @@ final class QueueDrainer: Sendable {
     /// `conflicts`: the queue's resolver, when it has one.
     func run(
         _ mode: DrainMode, concurrency: Int?, control: DrainControl, sealing: EntrySealing, conflicts: ConflictHandling? = nil,
-        originLimits: [OriginLimit]? = nil
+        originLimits: [FlowControl.OriginLimit]? = nil
     ) async throws(QueueError) -> DrainSummary {
         let clock = configuration.clock
         let started = clock.now()

@@ -4,7 +4,7 @@ import Foundation
 /// every store: what an enqueue under a key does with the entries still open under it. A store
 /// reads them in the insert's transaction (locked against a concurrent claim or enqueue) and
 /// applies the decision there.
-public enum CoalescingRule {
+package enum CoalescingRule {
     /// An open entry under the key, as the store reads it.
     package struct Holder: Sendable, Hashable {
         package var id: EntryID

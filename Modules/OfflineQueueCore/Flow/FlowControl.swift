@@ -27,7 +27,7 @@ public struct FlowControl: Sendable, Hashable {
     /// Limits by origin, held by every drainer of the queue. A drainer that sets any stores
     /// them as the queue's (replacing those another stored); one that sets none leaves the
     /// stored ones as they are.
-    public var limits: [OriginLimit]
+    public var limits: [FlowControl.OriginLimit]
     /// The longest a `Retry-After` pauses an origin: one hour unless set.
     public var maxPause: Duration
     /// Deliveries in a row that grow a halved concurrency by one: 8 unless set.
@@ -42,7 +42,7 @@ public struct FlowControl: Sendable, Hashable {
     /// no reconnect spread, and circuits as ``OriginHealth/init(openAfter:probeInterval:maxProbeInterval:storesWhileOpen:)``
     /// sets them. A `growAfter` below 1 counts as 1.
     public init(
-        limits: [OriginLimit] = [], maxPause: Duration = .seconds(3600), growAfter: Int = 8, reconnectSpread: Duration? = nil,
+        limits: [FlowControl.OriginLimit] = [], maxPause: Duration = .seconds(3600), growAfter: Int = 8, reconnectSpread: Duration? = nil,
         health: OriginHealth = OriginHealth()
     ) {
         self.limits = limits
@@ -76,166 +76,170 @@ public struct FlowControl: Sendable, Hashable {
     }
 }
 
-/// A limit on what the queue sends to one origin, held across every drainer of the queue.
-///
-/// ```swift
-/// try OriginLimit("https://api.example.com", requestsPerSecond: 10)              // 10/s, one at a time in a burst
-/// try OriginLimit("https://api.example.com", requestsPerSecond: 50, burst: 10)  // 50/s, 10 at once after a lull
-/// try OriginLimit("https://api.example.com", concurrency: 4)                    // 4 in flight at most
-/// try OriginLimit(parsing: "https://api.example.com=10/s,burst=5,concurrency=4")
-/// try OriginLimit("https://flaky.example.com", openAfter: 20)                   // its circuit opens after 20 failures in a row
-/// ```
-public struct OriginLimit: Sendable, Hashable, Codable {
-    /// The origin, as an entry's URL begins: scheme, host and port if any (`https://api.example.com:8443`);
-    /// or a pattern, `*.` before a domain (`https://*.example.com`), which gives each origin it
-    /// matches a limit of its own (see ``isPattern``).
-    public var origin: String
-    /// Requests a second at most; `nil`: no rate limit.
-    public var requestsPerSecond: Double?
-    /// Requests that may go at once after a lull (the bucket's size): 1 unless set.
-    public var burst: Int
-    /// Requests in flight at most; `nil`: no cap.
-    public var concurrency: Int?
-    /// Failures in a row that open this origin's circuit (``OriginHealth``), in place of the
-    /// queue's ``OriginHealth/openAfter``; 0 never opens it. `nil`: the queue's.
-    public var openAfter: Int?
+extension FlowControl {
+    /// A limit on what the queue sends to one origin, held across every drainer of the queue.
+    ///
+    /// ```swift
+    /// try OriginLimit("https://api.example.com", requestsPerSecond: 10)              // 10/s, one at a time in a burst
+    /// try OriginLimit("https://api.example.com", requestsPerSecond: 50, burst: 10)  // 50/s, 10 at once after a lull
+    /// try OriginLimit("https://api.example.com", concurrency: 4)                    // 4 in flight at most
+    /// try OriginLimit(parsing: "https://api.example.com=10/s,burst=5,concurrency=4")
+    /// try OriginLimit("https://flaky.example.com", openAfter: 20)                   // its circuit opens after 20 failures in a row
+    /// ```
+    public struct OriginLimit: Sendable, Hashable, Codable {
+        /// The origin, as an entry's URL begins: scheme, host and port if any (`https://api.example.com:8443`);
+        /// or a pattern, `*.` before a domain (`https://*.example.com`), which gives each origin it
+        /// matches a limit of its own (see ``isPattern``).
+        public var origin: String
+        /// Requests a second at most; `nil`: no rate limit.
+        public var requestsPerSecond: Double?
+        /// Requests that may go at once after a lull (the bucket's size): 1 unless set.
+        public var burst: Int
+        /// Requests in flight at most; `nil`: no cap.
+        public var concurrency: Int?
+        /// Failures in a row that open this origin's circuit (``OriginHealth``), in place of the
+        /// queue's ``OriginHealth/openAfter``; 0 never opens it. `nil`: the queue's.
+        public var openAfter: Int?
 
-    /// - Throws: ``QueueError/invalidRequest(_:)`` for an origin that is not `http(s)://host[:port]`
-    ///   or `http(s)://*.domain[:port]`, a rate that is not positive, a burst or concurrency below
-    ///   1, an `openAfter` below 0, or none of a rate, a concurrency and an `openAfter`.
-    public init(_ origin: String, requestsPerSecond: Double? = nil, burst: Int = 1, concurrency: Int? = nil, openAfter: Int? = nil) throws(QueueError) {
-        var text = origin
-        while text.hasSuffix("/") { text.removeLast() }
-        // A pattern is checked as the origin it would be with a label in place of its `*`.
-        var probe = text
-        if let star = probe.range(of: "://*.") { probe.replaceSubrange(star, with: "://x.") }
-        guard !probe.contains("*"), let url = URL(string: probe), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty, url.path.isEmpty, url.query == nil, url.fragment == nil, url.user == nil,
-              FlowOrigin.key(ofURL: probe).map({ $0 == probe[...] }) ?? false else {
-            throw .invalidRequest(
-                "\(origin.debugDescription) is not an origin (http or https, a host or *.domain, a port if any, nothing after)"
-            )
-        }
-        if let requestsPerSecond, !(requestsPerSecond > 0 && requestsPerSecond.isFinite) {
-            throw .invalidRequest("the rate for \(text) must be a positive number of requests a second, not \(requestsPerSecond)")
-        }
-        guard burst >= 1 else { throw .invalidRequest("the burst for \(text) must be at least 1, not \(burst)") }
-        if let concurrency, concurrency < 1 { throw .invalidRequest("the concurrency for \(text) must be at least 1, not \(concurrency)") }
-        if let openAfter, openAfter < 0 { throw .invalidRequest("open-after for \(text) must be 0 (never) or more, not \(openAfter)") }
-        guard requestsPerSecond != nil || concurrency != nil || openAfter != nil else {
-            throw .invalidRequest("a limit for \(text) needs a rate (requestsPerSecond), a concurrency, or open-after")
-        }
-        self.origin = text
-        self.requestsPerSecond = requestsPerSecond
-        self.burst = burst
-        self.concurrency = concurrency
-        self.openAfter = openAfter
-    }
-
-    /// A limit as `sync run --origin-limit` and configuration files write it:
-    /// `ORIGIN=RATE/s[,burst=N][,concurrency=N][,open-after=N]`, `ORIGIN=concurrency=N` or
-    /// `ORIGIN=open-after=N`.
-    public init(parsing text: String) throws(QueueError) {
-        guard let equals = text.firstIndex(of: "=") else {
-            throw .invalidRequest("\(text.debugDescription) is not ORIGIN=RATE/s[,burst=N][,concurrency=N][,open-after=N]")
-        }
-        let origin = String(text[..<equals])
-        var rate: Double?
-        var burst = 1
-        var concurrency: Int?
-        var openAfter: Int?
-        for part in text[text.index(after: equals)...].split(separator: ",") {
-            let part = part.trimmingCharacters(in: .whitespaces)
-            if part.hasSuffix("/s"), let value = Double(part.dropLast(2)) {
-                rate = value
-            } else if part.hasPrefix("burst="), let value = Int(part.dropFirst(6)) {
-                burst = value
-            } else if part.hasPrefix("concurrency="), let value = Int(part.dropFirst(12)) {
-                concurrency = value
-            } else if part.hasPrefix("open-after="), let value = Int(part.dropFirst(11)) {
-                openAfter = value
-            } else {
-                throw .invalidRequest("\(part.debugDescription) in \(text.debugDescription) is not RATE/s, burst=N, concurrency=N or open-after=N")
+        /// - Throws: ``QueueError/invalidRequest(_:)`` for an origin that is not `http(s)://host[:port]`
+        ///   or `http(s)://*.domain[:port]`, a rate that is not positive, a burst or concurrency below
+        ///   1, an `openAfter` below 0, or none of a rate, a concurrency and an `openAfter`.
+        public init(_ origin: String, requestsPerSecond: Double? = nil, burst: Int = 1, concurrency: Int? = nil, openAfter: Int? = nil) throws(QueueError) {
+            var text = origin
+            while text.hasSuffix("/") { text.removeLast() }
+            // A pattern is checked as the origin it would be with a label in place of its `*`.
+            var probe = text
+            if let star = probe.range(of: "://*.") { probe.replaceSubrange(star, with: "://x.") }
+            guard !probe.contains("*"), let url = URL(string: probe), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                  let host = url.host, !host.isEmpty, url.path.isEmpty, url.query == nil, url.fragment == nil, url.user == nil,
+                  FlowOrigin.key(ofURL: probe).map({ $0 == probe[...] }) ?? false else {
+                throw .invalidRequest(
+                    "\(origin.debugDescription) is not an origin (http or https, a host or *.domain, a port if any, nothing after)"
+                )
             }
+            if let requestsPerSecond, !(requestsPerSecond > 0 && requestsPerSecond.isFinite) {
+                throw .invalidRequest("the rate for \(text) must be a positive number of requests a second, not \(requestsPerSecond)")
+            }
+            guard burst >= 1 else { throw .invalidRequest("the burst for \(text) must be at least 1, not \(burst)") }
+            if let concurrency, concurrency < 1 { throw .invalidRequest("the concurrency for \(text) must be at least 1, not \(concurrency)") }
+            if let openAfter, openAfter < 0 { throw .invalidRequest("open-after for \(text) must be 0 (never) or more, not \(openAfter)") }
+            guard requestsPerSecond != nil || concurrency != nil || openAfter != nil else {
+                throw .invalidRequest("a limit for \(text) needs a rate (requestsPerSecond), a concurrency, or open-after")
+            }
+            self.origin = text
+            self.requestsPerSecond = requestsPerSecond
+            self.burst = burst
+            self.concurrency = concurrency
+            self.openAfter = openAfter
         }
-        try self.init(origin, requestsPerSecond: rate, burst: burst, concurrency: concurrency, openAfter: openAfter)
-    }
 
-    /// Whether ``origin`` is a pattern (`https://*.example.com`). A pattern's limit is held by
-    /// each origin it matches on its own, a bucket and a concurrency each: `*` stands for one
-    /// label or more (`a.example.com`, `a.b.example.com`, not `example.com`), and the scheme and
-    /// port are as written. An origin's own limit comes before a pattern's; of two patterns, the
-    /// longer.
-    public var isPattern: Bool { origin.contains("*") }
+        /// A limit as `sync run --origin-limit` and configuration files write it:
+        /// `ORIGIN=RATE/s[,burst=N][,concurrency=N][,open-after=N]`, `ORIGIN=concurrency=N` or
+        /// `ORIGIN=open-after=N`.
+        public init(parsing text: String) throws(QueueError) {
+            guard let equals = text.firstIndex(of: "=") else {
+                throw .invalidRequest("\(text.debugDescription) is not ORIGIN=RATE/s[,burst=N][,concurrency=N][,open-after=N]")
+            }
+            let origin = String(text[..<equals])
+            var rate: Double?
+            var burst = 1
+            var concurrency: Int?
+            var openAfter: Int?
+            for part in text[text.index(after: equals)...].split(separator: ",") {
+                let part = part.trimmingCharacters(in: .whitespaces)
+                if part.hasSuffix("/s"), let value = Double(part.dropLast(2)) {
+                    rate = value
+                } else if part.hasPrefix("burst="), let value = Int(part.dropFirst(6)) {
+                    burst = value
+                } else if part.hasPrefix("concurrency="), let value = Int(part.dropFirst(12)) {
+                    concurrency = value
+                } else if part.hasPrefix("open-after="), let value = Int(part.dropFirst(11)) {
+                    openAfter = value
+                } else {
+                    throw .invalidRequest("\(part.debugDescription) in \(text.debugDescription) is not RATE/s, burst=N, concurrency=N or open-after=N")
+                }
+            }
+            try self.init(origin, requestsPerSecond: rate, burst: burst, concurrency: concurrency, openAfter: openAfter)
+        }
 
-    /// As ``init(parsing:)`` reads it.
-    public var text: String {
-        var parts: [String] = []
-        if let requestsPerSecond { parts.append("\(requestsPerSecond.formatted(.number.grouping(.never)))/s") }
-        if requestsPerSecond != nil && burst != 1 { parts.append("burst=\(burst)") }
-        if let concurrency { parts.append("concurrency=\(concurrency)") }
-        if let openAfter { parts.append("open-after=\(openAfter)") }
-        return origin + "=" + parts.joined(separator: ",")
+        /// Whether ``origin`` is a pattern (`https://*.example.com`). A pattern's limit is held by
+        /// each origin it matches on its own, a bucket and a concurrency each: `*` stands for one
+        /// label or more (`a.example.com`, `a.b.example.com`, not `example.com`), and the scheme and
+        /// port are as written. An origin's own limit comes before a pattern's; of two patterns, the
+        /// longer.
+        public var isPattern: Bool { origin.contains("*") }
+
+        /// As ``init(parsing:)`` reads it.
+        public var text: String {
+            var parts: [String] = []
+            if let requestsPerSecond { parts.append("\(requestsPerSecond.formatted(.number.grouping(.never)))/s") }
+            if requestsPerSecond != nil && burst != 1 { parts.append("burst=\(burst)") }
+            if let concurrency { parts.append("concurrency=\(concurrency)") }
+            if let openAfter { parts.append("open-after=\(openAfter)") }
+            return origin + "=" + parts.joined(separator: ",")
+        }
     }
 }
 
-/// An origin's flow as an operator sees it (``OfflineQueue/originFlows()``, `sync stats`, the
-/// console): paused until when and why, the concurrency allowed now, the limit set.
-public struct OriginFlowStatus: Sendable, Hashable, Codable {
-    /// The origin (`https://api.example.com:8443`), or the pattern a limit was set for
-    /// (`https://*.example.com`).
-    public var origin: String
-    /// When a `Retry-After` pause ends (a wall time, for showing); `nil` when none is in force.
-    public var pausedUntil: Date?
-    /// The status that paused it.
-    public var pauseStatus: Int?
-    /// The concurrency 429s and 503s without `Retry-After` shrank it to; `nil` when not shrunk.
-    public var concurrency: Int?
-    /// The limit stored for it, if any.
-    public var limit: OriginLimit?
-    /// Its entries in flight now, in every drainer.
-    public var inflight: Int
-    /// Its circuit, when open (``OriginHealth``).
-    public var circuit: Circuit?
-    /// The answers in a row that said its server is unwell, since its last delivery: the
-    /// circuit opens when they reach ``OriginHealth/openAfter``.
-    public var failures: Int
-
-    /// An origin's open circuit.
-    public struct Circuit: Sendable, Hashable, Codable {
-        /// When it opened (a wall time, for showing).
-        public var openedAt: Date
-        /// When the next probe may go (a wall time, for showing); past: due, or in flight.
-        public var nextProbeAt: Date
-        /// The answers in a row that said the server is unwell, since its last delivery.
+extension FlowControl {
+    /// An origin's flow as an operator sees it (``OfflineQueue/originFlows()``, `sync stats`, the
+    /// console): paused until when and why, the concurrency allowed now, the limit set.
+    public struct OriginStatus: Sendable, Hashable, Codable {
+        /// The origin (`https://api.example.com:8443`), or the pattern a limit was set for
+        /// (`https://*.example.com`).
+        public var origin: String
+        /// When a `Retry-After` pause ends (a wall time, for showing); `nil` when none is in force.
+        public var pausedUntil: Date?
+        /// The status that paused it.
+        public var pauseStatus: Int?
+        /// The concurrency 429s and 503s without `Retry-After` shrank it to; `nil` when not shrunk.
+        public var concurrency: Int?
+        /// The limit stored for it, if any.
+        public var limit: FlowControl.OriginLimit?
+        /// Its entries in flight now, in every drainer.
+        public var inflight: Int
+        /// Its circuit, when open (``OriginHealth``).
+        public var circuit: Circuit?
+        /// The answers in a row that said its server is unwell, since its last delivery: the
+        /// circuit opens when they reach ``OriginHealth/openAfter``.
         public var failures: Int
-        /// The last of them, in words (`HTTP 502`, a reset).
-        public var lastError: String?
 
-        /// A circuit as an operator sees it: open since `openedAt`, probed next at `nextProbeAt`,
-        /// after `failures` unwell answers in a row, the last of them `lastError`.
-        public init(openedAt: Date, nextProbeAt: Date, failures: Int, lastError: String?) {
-            self.openedAt = openedAt
-            self.nextProbeAt = nextProbeAt
-            self.failures = failures
-            self.lastError = lastError
+        /// An origin's open circuit.
+        public struct Circuit: Sendable, Hashable, Codable {
+            /// When it opened (a wall time, for showing).
+            public var openedAt: Date
+            /// When the next probe may go (a wall time, for showing); past: due, or in flight.
+            public var nextProbeAt: Date
+            /// The answers in a row that said the server is unwell, since its last delivery.
+            public var failures: Int
+            /// The last of them, in words (`HTTP 502`, a reset).
+            public var lastError: String?
+
+            /// A circuit as an operator sees it: open since `openedAt`, probed next at `nextProbeAt`,
+            /// after `failures` unwell answers in a row, the last of them `lastError`.
+            public init(openedAt: Date, nextProbeAt: Date, failures: Int, lastError: String?) {
+                self.openedAt = openedAt
+                self.nextProbeAt = nextProbeAt
+                self.failures = failures
+                self.lastError = lastError
+            }
         }
-    }
 
-    /// The flow of `origin`; unless told otherwise not paused, not shrunk, unlimited, with its
-    /// circuit closed and nothing in flight.
-    public init(
-        origin: String, pausedUntil: Date? = nil, pauseStatus: Int? = nil, concurrency: Int? = nil, limit: OriginLimit? = nil, inflight: Int = 0,
-        circuit: Circuit? = nil, failures: Int = 0
-    ) {
-        self.failures = failures
-        self.origin = origin
-        self.pausedUntil = pausedUntil
-        self.pauseStatus = pauseStatus
-        self.concurrency = concurrency
-        self.limit = limit
-        self.inflight = inflight
-        self.circuit = circuit
+        /// The flow of `origin`; unless told otherwise not paused, not shrunk, unlimited, with its
+        /// circuit closed and nothing in flight.
+        public init(
+            origin: String, pausedUntil: Date? = nil, pauseStatus: Int? = nil, concurrency: Int? = nil, limit: FlowControl.OriginLimit? = nil, inflight: Int = 0,
+            circuit: Circuit? = nil, failures: Int = 0
+        ) {
+            self.failures = failures
+            self.origin = origin
+            self.pausedUntil = pausedUntil
+            self.pauseStatus = pauseStatus
+            self.concurrency = concurrency
+            self.limit = limit
+            self.inflight = inflight
+            self.circuit = circuit
+        }
     }
 }
 
@@ -354,7 +358,7 @@ package struct OriginFlow: Sendable, Hashable {
     /// The token bucket: tokens at `refilledAt`.
     package var tokens: Double = 0
     package var refilledAt: Double = 0
-    /// The stored limit's failures that open the circuit (``OriginLimit/openAfter``), when
+    /// The stored limit's failures that open the circuit (``FlowControl/OriginLimit/openAfter``), when
     /// not the queue's.
     package var openAfter: Int?
     /// Answers in a row that said the server is unwell, since its last delivery
@@ -374,13 +378,13 @@ package struct OriginFlow: Sendable, Hashable {
         self.origin = origin
     }
 
-    package var limit: OriginLimit? {
+    package var limit: FlowControl.OriginLimit? {
         guard rate != nil || cap != nil || openAfter != nil else { return nil }
-        return try? OriginLimit(origin, requestsPerSecond: rate, burst: burst ?? 1, concurrency: cap, openAfter: openAfter)
+        return try? FlowControl.OriginLimit(origin, requestsPerSecond: rate, burst: burst ?? 1, concurrency: cap, openAfter: openAfter)
     }
 
     /// Sets the stored limit, keeping the bucket's tokens (at most a full bucket).
-    package mutating func set(_ limit: OriginLimit?, now: Double) {
+    package mutating func set(_ limit: FlowControl.OriginLimit?, now: Double) {
         let startsBucket = rate == nil && limit?.requestsPerSecond != nil
         rate = limit?.requestsPerSecond
         burst = limit.map(\.burst)
@@ -472,9 +476,9 @@ package struct OriginFlow: Sendable, Hashable {
 
     /// The row as an operator sees it at `now` (a reading of the store's clock, which
     /// `wallTime` turns into a wall time), with `inflight` of its entries in flight.
-    package func status(at now: Double, inflight: Int, wallTime: (Double) -> Date) -> OriginFlowStatus {
+    package func status(at now: Double, inflight: Int, wallTime: (Double) -> Date) -> FlowControl.OriginStatus {
         let paused = isPaused(at: now)
-        return OriginFlowStatus(
+        return FlowControl.OriginStatus(
             origin: origin, pausedUntil: paused ? pausedUntil.map(wallTime) : nil, pauseStatus: paused ? pauseStatus : nil,
             concurrency: window, limit: limit, inflight: inflight, circuit: circuit(wallTime), failures: failures
         )
@@ -482,9 +486,9 @@ package struct OriginFlow: Sendable, Hashable {
 
     /// The open circuit as an operator sees it, `wallTime` turning a reading of the store's
     /// clock into a wall time; `nil` when closed.
-    package func circuit(_ wallTime: (Double) -> Date) -> OriginFlowStatus.Circuit? {
+    package func circuit(_ wallTime: (Double) -> Date) -> FlowControl.OriginStatus.Circuit? {
         guard let openUntil else { return nil }
-        return OriginFlowStatus.Circuit(
+        return FlowControl.OriginStatus.Circuit(
             openedAt: Date(timeIntervalSince1970: openedAt ?? 0), nextProbeAt: wallTime(openUntil), failures: failures, lastError: lastFailure
         )
     }

@@ -6,11 +6,11 @@ import HTTPCore
 /// holds the pattern's limit as the origin's own. Store-neutral: each store keeps its rows by
 /// these rules (PostgreSQL in SQL, `origin_matches` and `pattern_for`, the same ones).
 package struct OriginLimitTable {
-    private var exact: [String: OriginLimit] = [:]
+    private var exact: [String: FlowControl.OriginLimit] = [:]
     /// The patterns, the longest (the most specific) first.
-    private(set) var patterns: [OriginLimit] = []
+    private(set) var patterns: [FlowControl.OriginLimit] = []
 
-    package init(_ limits: [OriginLimit]) {
+    package init(_ limits: [FlowControl.OriginLimit]) {
         for limit in limits { exact[limit.origin] = limit }
         patterns = exact.values.filter(\.isPattern).sorted { ($0.origin.utf8.count, $1.origin) > ($1.origin.utf8.count, $0.origin) }
     }
@@ -34,13 +34,13 @@ package struct OriginLimitTable {
     }
 
     /// The most specific pattern matching `origin`.
-    package func pattern(for origin: some StringProtocol) -> OriginLimit? {
+    package func pattern(for origin: some StringProtocol) -> FlowControl.OriginLimit? {
         guard !origin.contains("*") else { return nil }
         return patterns.first { Self.matches(pattern: $0.origin, origin: origin) }
     }
 
     /// The limit the row of `origin` holds: its own, else its pattern's (as its own).
-    package func limit(for origin: String) -> OriginLimit? {
+    package func limit(for origin: String) -> FlowControl.OriginLimit? {
         if let own = exact[origin] { return own }
         guard var derived = pattern(for: origin) else { return nil }
         derived.origin = origin
@@ -49,7 +49,7 @@ package struct OriginLimitTable {
 
     /// Whether the stored rows' limits (by origin, `nil` for a row with none) are already what
     /// these limits make of them: a drainer that starts with the same limits writes nothing.
-    package func agrees(with stored: [String: OriginLimit?]) -> Bool {
+    package func agrees(with stored: [String: FlowControl.OriginLimit?]) -> Bool {
         exact.keys.allSatisfy { stored[$0] != nil } && stored.allSatisfy { origin, limit in limit == self.limit(for: origin) }
     }
 }

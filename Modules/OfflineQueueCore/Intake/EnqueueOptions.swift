@@ -57,7 +57,7 @@ public struct EnqueueOptions: Sendable, Hashable {
 /// What becomes of an entry when an entry it waits for (``EnqueueOptions/after``) dies, or is
 /// purged before it was delivered: the caller's choice, per entry.
 public enum ParentDeathPolicy: String, Sendable, Hashable, Codable, CaseIterable {
-    /// It dies too, with a reason naming the parent (``DeadReason/parentDead``). The default.
+    /// It dies too, with a reason naming the parent (``EntryLifecycle/DeadReason/parentDead``). The default.
     case die
     /// It stays blocked until an operator retries the parent and the parent is delivered. A
     /// parent purged unsent can no longer be retried: then it dies.

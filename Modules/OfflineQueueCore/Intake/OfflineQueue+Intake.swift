@@ -48,7 +48,7 @@ extension OfflineQueue {
         }
     }
 
-    /// A conflict resolver's request (``ConflictResolution/send(_:)``) prepared for `entry`'s
+    /// A conflict resolver's request (``QueueConflict/Resolution/send(_:)``) prepared for `entry`'s
     /// place as an enqueue prepares one (validated, sealed when the queue seals, its body
     /// stored), with the entry's group and priority; its own links and coalescing key are not
     /// read (the entry keeps its own).

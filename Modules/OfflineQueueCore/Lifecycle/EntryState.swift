@@ -18,12 +18,12 @@ public enum EntryState: String, Sendable, Hashable, CaseIterable, Codable, Custo
     case dead
     /// Replaced, before it was sent, by a newer request enqueued under the same coalescing key
     /// (``EnqueueOptions/coalescingKey``): the old request, kept for the audit trail under an id
-    /// of its own and never sent. Also a request the app's ``ConflictResolver`` replaced with a
+    /// of its own and never sent. Also a request the app's ``QueueConflict/Resolver`` replaced with a
     /// new one (kept the same way) or dropped after a conflict. Never sent again; removed by
     /// retention as a delivered entry is.
     case superseded
     /// The server answered that the request conflicts with its state (409 and 412 unless the
-    /// policy's ``StatusRules`` say otherwise) and no ``ConflictResolver`` settled it: it waits
+    /// policy's ``StatusRules`` say otherwise) and no ``QueueConflict/Resolver`` settled it: it waits
     /// for an operator, who sends it again as it is (``OfflineQueue/retry(_:)``) or purges it.
     /// It holds its group, and the entries that wait for it keep waiting.
     case conflict

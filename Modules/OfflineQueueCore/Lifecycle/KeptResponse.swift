@@ -155,7 +155,7 @@ public enum EntryOutcome: Sendable, Hashable {
     /// Delivered: the status it was answered with, and its response when it kept one.
     case delivered(status: Int?, response: KeptResponse?)
     /// Given up on: why, and the last error.
-    case dead(reason: DeadReason?, error: String?)
+    case dead(reason: EntryLifecycle.DeadReason?, error: String?)
     /// Removed (purged, or by retention) before anyone read how it ended; a delivered entry
     /// removed since reads as purged too.
     case purged

@@ -63,7 +63,7 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
     /// limit measures from.
     package var budgetUptime: Double = 0
     /// Why the entry is dead; `nil` unless it is.
-    public var deadReason: DeadReason? = nil
+    public var deadReason: EntryLifecycle.DeadReason? = nil
     /// The entry's seal when it is sealed at rest (``QueueSealing``): then ``url`` is its
     /// origin alone, ``headers`` is empty and ``body`` holds the sealed bytes; the request is
     /// opened only to be sent.
@@ -108,7 +108,7 @@ public struct QueueEntry: Sendable, Hashable, Identifiable {
         scopes: [String], name: String, group: String?, priority: Int, timeout: Duration?, state: EntryState, attempts: Int,
         createdAt: Date, budgetStartedAt: Date, nextAttemptAt: Date, lastAttemptAt: Date?, finishedAt: Date?,
         waitingForNetwork: Bool, leaseOwner: String?, leaseExpiresAt: Date?, lastStatus: Int?, lastError: String?,
-        responseExcerpt: String?, budgetUptime: Double = 0, deadReason: DeadReason? = nil, nextDue: DueTime? = nil
+        responseExcerpt: String?, budgetUptime: Double = 0, deadReason: EntryLifecycle.DeadReason? = nil, nextDue: DueTime? = nil
     ) {
         self.id = id
         self.idempotencyKey = idempotencyKey

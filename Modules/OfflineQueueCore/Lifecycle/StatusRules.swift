@@ -7,10 +7,10 @@ public enum StatusMeaning: String, Sendable, Hashable, CaseIterable, Codable {
     case delivered
     /// Worth another try, after the backoff (counted against the attempt budget).
     case retry
-    /// The server's final word: the entry goes to the dead letters (``DeadReason/rejected``).
+    /// The server's final word: the entry goes to the dead letters (``EntryLifecycle/DeadReason/rejected``).
     case dead
     /// The request conflicts with the server's state (an edit against an older version, say):
-    /// only the app can settle it. The queue's ``ConflictResolver`` decides, or, without one,
+    /// only the app can settle it. The queue's ``QueueConflict/Resolver`` decides, or, without one,
     /// the entry waits in ``EntryState/conflict`` for an operator.
     case conflict
 }

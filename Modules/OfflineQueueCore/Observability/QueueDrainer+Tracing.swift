@@ -64,7 +64,7 @@ extension QueueDrainer {
     /// and the trace it went out in. `trace_id` and `span_id` are those of the attempt's own span
     /// when a W3C tracer sent it, so the line can be found from the span and the span from the
     /// line; with no tracer, `trace_id` is the stored trace's and there is no `span_id`.
-    func logAttempt(of entry: QueueEntry, transition: Transition, trace: SentTrace?) {
+    func logAttempt(of entry: QueueEntry, transition: EntryLifecycle.Transition, trace: SentTrace?) {
         let logger = configuration.tracing.logger
         guard logger.logLevel <= .debug else { return }
         var metadata: Logger.Metadata = [

@@ -96,7 +96,7 @@ final class QueueMetrics: Sendable {
         var endpoint: String
         /// `statusClasses`' index; -1 for a metric without the label.
         var statusClass: Int8 = -1
-        var reason: DeadReason?
+        var reason: EntryLifecycle.DeadReason?
 
         /// The labels, in the order they are reported.
         var dimensions: [(String, String)] {
@@ -188,7 +188,7 @@ final class QueueMetrics: Sendable {
     }
 
     /// A recorded transition of an entry named `name`, enqueued at `createdAt`.
-    func recorded(_ transition: Transition, name: String, createdAt: Date, now: Date) {
+    func recorded(_ transition: EntryLifecycle.Transition, name: String, createdAt: Date, now: Date) {
         guard isRecording else { return }
         switch transition {
         case .deliver(let status):
@@ -239,7 +239,7 @@ final class QueueMetrics: Sendable {
     /// it to, 0 when not shrunk; `_origin_circuit_open{origin}`: 1 while its circuit is open;
     /// `_origin_failures{origin}`: the answers in a row that said its server is unwell), from
     /// flows read at `now`. An origin no longer held reads 0.
-    func update(_ flows: [OriginFlowStatus], now: Date) {
+    func update(_ flows: [FlowControl.OriginStatus], now: Date) {
         guard isRecording else { return }
         let current = Set(flows.map(\.origin))
         let gone = originsShown.withLock { shown -> Set<String> in

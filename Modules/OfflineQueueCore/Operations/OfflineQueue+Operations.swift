@@ -98,7 +98,7 @@ extension OfflineQueue {
     /// failures in a row (``OriginHealth``), paused by a `Retry-After` until when and by which
     /// status, their concurrency shrunk by overloads, their stored limit, and their entries in
     /// flight. Empty for a queue that holds none.
-    public func originFlows() async throws(QueueError) -> [OriginFlowStatus] { try await operations.originFlows() }
+    public func originFlows() async throws(QueueError) -> [FlowControl.OriginStatus] { try await operations.originFlows() }
 
     /// Lifts `origin`'s `Retry-After` pause and its shrunk concurrency, and closes its circuit
     /// (its pending entries are then due at once; a stored limit stays), and wakes the drainers,

@@ -124,7 +124,7 @@ struct QueueOperations: Sendable {
 
     func pauses() async throws(QueueError) -> PauseStatus { try await store.pauseStatus(now: clock.now()) }
 
-    func originFlows() async throws(QueueError) -> [OriginFlowStatus] { try await store.originFlows(now: clock.now()) }
+    func originFlows() async throws(QueueError) -> [FlowControl.OriginStatus] { try await store.originFlows(now: clock.now()) }
 
     // MARK: Changing
 

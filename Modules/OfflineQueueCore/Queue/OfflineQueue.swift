@@ -91,8 +91,8 @@ public final class OfflineQueue: Sendable {
         var clientConfiguration = client.configuration
         clientConfiguration.retryPolicy = .none
         // The queue's own sends include its probes: a circuit gate the app gave its client
-        // (``OriginCircuitGate``) is for the app's calls, not for them.
-        clientConfiguration.plugins.removeAll { $0 is OriginCircuitGate }
+        // (``OriginHealth/CircuitGate``) is for the app's calls, not for them.
+        clientConfiguration.plugins.removeAll { $0 is OriginHealth.CircuitGate }
         let replays = APIClient(configuration: clientConfiguration, transport: client.transport)
         self.client = replays
         self.callerClient = client
@@ -167,7 +167,7 @@ public final class OfflineQueue: Sendable {
             return .sent(try await callerClient.data(live))
         } catch where isNetworkGone(error) {
             return .queued(try await storing(endpoint, options: options))
-        } catch .underlying(let refused) where refused is CircuitOpen && configuration.flow.health.storesWhileOpen {
+        } catch .underlying(let refused) where refused is OriginHealth.CircuitOpen && configuration.flow.health.storesWhileOpen {
             return .queued(try await storing(endpoint, options: options))
         } catch {
             throw .network(error)

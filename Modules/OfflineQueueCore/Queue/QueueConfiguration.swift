@@ -72,7 +72,7 @@ public struct QueueConfiguration: Sendable {
     /// (``StatusMeaning/conflict``: 409 and 412 unless the policy says otherwise): a new
     /// request in its place, dropped, dead, or left for an operator. `nil` (the default) leaves
     /// every conflict for an operator (``EntryState/conflict``).
-    public var conflictResolver: ConflictResolver?
+    public var conflictResolver: QueueConflict.Resolver?
     /// How the queue treats the servers it delivers to: pauses and slows an origin on its
     /// 429s and 503s for every drainer, holds the limits set here across the fleet, and may
     /// spread a fleet's replays after the network returns (``FlowControl``).

@@ -21,11 +21,11 @@ public enum QueueEvent: Sendable, Hashable {
     /// The network was gone; it waits for the network to come back (no attempt counted).
     case waitingForNetwork(id: EntryID)
     /// It went to dead letters.
-    case deadLettered(id: EntryID, reason: DeadReason, error: String)
+    case deadLettered(id: EntryID, reason: EntryLifecycle.DeadReason, error: String)
     /// The server answered with a conflict (``StatusMeaning/conflict``) and no resolver settled
     /// it: it waits in ``EntryState/conflict`` for an operator.
     case conflicted(id: EntryID, status: Int)
-    /// The queue's ``ConflictResolver`` dropped it after a conflict (``EntryState/superseded``).
+    /// The queue's ``QueueConflict/Resolver`` dropped it after a conflict (``EntryState/superseded``).
     case dropped(id: EntryID, status: Int)
     /// The drainer stopped before the attempt ended; the entry is pending again, nothing counted.
     case released(id: EntryID)

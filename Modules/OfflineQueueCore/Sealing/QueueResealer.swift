@@ -17,11 +17,11 @@ struct QueueResealer: Sendable {
     /// Seals the entries `scope` picks again under `sealer`'s primary key, in batches of
     /// `batchSize`, each one transaction (QueueEncryption's `reseal(_:keyring:batchSize:)`
     /// says what it guarantees).
-    func reseal(_ scope: ResealScope, sealer: any EntrySealer, batchSize: Int) async throws(QueueError) -> ResealSummary {
+    func reseal(_ scope: QueueSealing.ResealScope, sealer: any EntrySealer, batchSize: Int) async throws(QueueError) -> QueueSealing.ResealSummary {
         let sealing = try await SealGate.checked(QueueSealing(mode: .on, sealer: sealer), store: store, forDrain: true)
         let primary = sealer.primaryKey.id
         let selection: ResealSelection = scope == .clear ? .clear : .notUnder(primary)
-        var summary = ResealSummary()
+        var summary = QueueSealing.ResealSummary()
         var after: EntryID?
         while true {
             let batch = try await store.entriesToReseal(selection, after: after, limit: max(1, batchSize), now: clock.now())

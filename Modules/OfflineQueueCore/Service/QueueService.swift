@@ -53,7 +53,7 @@ public struct QueueService: Service {
     /// Beats each time the loop completes an iteration (a drain or an idle wait) and each
     /// time a drain under way finishes or starts an attempt: proof that the service is not
     /// stuck, for a watchdog.
-    public let heartbeat = ServiceHeartbeat()
+    public let heartbeat = QueueService.Heartbeat()
     /// Stopped on graceful shutdown: the loop ends and the drain under way stops claiming.
     private let control = DrainControl()
 
@@ -291,87 +291,89 @@ public struct QueueService: Service {
     }
 }
 
-/// A running count of a ``QueueService``'s progress, to tell a live service from a stuck one.
-///
-/// ```swift
-/// let service = queue.service(logger: logger)
-/// for await _ in service.heartbeat.beats() {
-///     watchdog.ping()   // the loop went round since the last beat
-/// }
-/// ```
-///
-/// Streams from ``beats()`` end when the service's `run()` returns.
-public final class ServiceHeartbeat: Sendable {
-    private struct State {
-        var count: UInt64 = 0
-        var finished = false
-        var watchers: [UUID: AsyncStream<UInt64>.Continuation] = [:]
-    }
-
-    private let state = LockedBox(State())
-    /// Held while a count goes out, so watchers see counts in order; never taken by a watcher's
-    /// termination (see ``EventBroadcast/publish(_:)`` for the deadlock yielding under `state`
-    /// would allow).
-    private let delivery = LockedBox(())
-
-    init() {}
-
-    /// How many beats so far.
-    public var count: UInt64 { state.current.count }
-
-    /// The count after each beat from now on. A slow reader gets the latest count, not a
-    /// backlog: beats while it was busy arrive as one.
-    public func beats() -> AsyncStream<UInt64> {
-        let (stream, continuation) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
-        let id = UUID()
-        let finished = state.withLock { state -> Bool in
-            if !state.finished { state.watchers[id] = continuation }
-            return state.finished
+extension QueueService {
+    /// A running count of a ``QueueService``'s progress, to tell a live service from a stuck one.
+    ///
+    /// ```swift
+    /// let service = queue.service(logger: logger)
+    /// for await _ in service.heartbeat.beats() {
+    ///     watchdog.ping()   // the loop went round since the last beat
+    /// }
+    /// ```
+    ///
+    /// Streams from ``beats()`` end when the service's `run()` returns.
+    public final class Heartbeat: Sendable {
+        private struct State {
+            var count: UInt64 = 0
+            var finished = false
+            var watchers: [UUID: AsyncStream<UInt64>.Continuation] = [:]
         }
-        if finished {
-            continuation.finish()
-        } else {
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
+
+        private let state = LockedBox(State())
+        /// Held while a count goes out, so watchers see counts in order; never taken by a watcher's
+        /// termination (see ``EventBroadcast/publish(_:)`` for the deadlock yielding under `state`
+        /// would allow).
+        private let delivery = LockedBox(())
+
+        init() {}
+
+        /// How many beats so far.
+        public var count: UInt64 { state.current.count }
+
+        /// The count after each beat from now on. A slow reader gets the latest count, not a
+        /// backlog: beats while it was busy arrive as one.
+        public func beats() -> AsyncStream<UInt64> {
+            let (stream, continuation) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
+            let id = UUID()
+            let finished = state.withLock { state -> Bool in
+                if !state.finished { state.watchers[id] = continuation }
+                return state.finished
             }
-        }
-        return stream
-    }
-
-    func beat() {
-        delivery.withLock { _ in
-            let (count, watchers) = state.withLock { state in
-                state.count += 1
-                return (state.count, Array(state.watchers.values))
-            }
-            for watcher in watchers { watcher.yield(count) }
-        }
-    }
-
-    func finish() {
-        let watchers = state.withLock { state -> [AsyncStream<UInt64>.Continuation] in
-            state.finished = true
-            defer { state.watchers.removeAll() }
-            return Array(state.watchers.values)
-        }
-        for watcher in watchers { watcher.finish() }
-    }
-
-    /// Runs `body`, beating for every attempt event `events` carries meanwhile. The reader is
-    /// a child task: it ends with `body`, never outliving it.
-    func beating<Result: Sendable>(
-        during events: AsyncStream<QueueEvent>, _ body: () async throws -> Result
-    ) async throws -> Result {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await event in events {
-                    // Enqueues by the app say nothing about the drain.
-                    if case .enqueued = event { continue }
-                    self.beat()
+            if finished {
+                continuation.finish()
+            } else {
+                continuation.onTermination = { [weak self] _ in
+                    _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
                 }
             }
-            defer { group.cancelAll() }
-            return try await body()
+            return stream
+        }
+
+        func beat() {
+            delivery.withLock { _ in
+                let (count, watchers) = state.withLock { state in
+                    state.count += 1
+                    return (state.count, Array(state.watchers.values))
+                }
+                for watcher in watchers { watcher.yield(count) }
+            }
+        }
+
+        func finish() {
+            let watchers = state.withLock { state -> [AsyncStream<UInt64>.Continuation] in
+                state.finished = true
+                defer { state.watchers.removeAll() }
+                return Array(state.watchers.values)
+            }
+            for watcher in watchers { watcher.finish() }
+        }
+
+        /// Runs `body`, beating for every attempt event `events` carries meanwhile. The reader is
+        /// a child task: it ends with `body`, never outliving it.
+        func beating<Result: Sendable>(
+            during events: AsyncStream<QueueEvent>, _ body: () async throws -> Result
+        ) async throws -> Result {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await event in events {
+                        // Enqueues by the app say nothing about the drain.
+                        if case .enqueued = event { continue }
+                        self.beat()
+                    }
+                }
+                defer { group.cancelAll() }
+                return try await body()
+            }
         }
     }
 }

@@ -100,12 +100,12 @@ package protocol QueueBodyReading: Sendable {
 /// One finished attempt, to record.
 package struct Settlement: Sendable {
     package var id: EntryID
-    package var transition: Transition
+    package var transition: EntryLifecycle.Transition
     /// The response a delivered entry keeps (``QueueEntry/keepResponse``), stored in the
     /// transaction that records the delivery; `nil` for every other.
     package var kept: StoredResponse?
-    /// The request a conflict resolver answered with (``ConflictResolution/send(_:)``), for a
-    /// ``Transition/retry(_:)``: the store records the retry, then writes it in the entry's
+    /// The request a conflict resolver answered with (``QueueConflict/Resolution/send(_:)``), for a
+    /// ``EntryLifecycle/Transition/retry(_:)``: the store records the retry, then writes it in the entry's
     /// place as a coalescing enqueue does (its old request kept as a superseded entry), in the
     /// same transaction. `nil` for every other.
     package var replacement: Replacement?
@@ -124,7 +124,7 @@ package struct Settlement: Sendable {
     /// answers only, 0.5 (no jitter) for every other.
     package var jitter = 0.5
 
-    package init(id: EntryID, transition: Transition, kept: StoredResponse? = nil, replacement: Replacement? = nil, url: String? = nil) {
+    package init(id: EntryID, transition: EntryLifecycle.Transition, kept: StoredResponse? = nil, replacement: Replacement? = nil, url: String? = nil) {
         self.url = url
         self.id = id
         self.transition = transition
@@ -233,9 +233,9 @@ package struct DrainPreparation: Sendable {
     /// Make the entries that wait only for the network due now.
     package var wakesNetworkWaiters = false
     /// The fleet's limits by origin to store, replacing the stored ones; nil leaves them.
-    package var originLimits: [OriginLimit]?
+    package var originLimits: [FlowControl.OriginLimit]?
 
-    package init(takesOwnership: Bool = true, wakesNetworkWaiters: Bool = false, originLimits: [OriginLimit]? = nil) {
+    package init(takesOwnership: Bool = true, wakesNetworkWaiters: Bool = false, originLimits: [FlowControl.OriginLimit]? = nil) {
         self.takesOwnership = takesOwnership
         self.wakesNetworkWaiters = wakesNetworkWaiters
         self.originLimits = originLimits
@@ -260,7 +260,7 @@ extension QueueDrainStorage {
     }
 
     /// Stores the fleet's limits by origin, and nothing else.
-    package func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
+    package func storeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) async throws(QueueError) {
         _ = try await prepareDrain(DrainPreparation(takesOwnership: false, originLimits: limits), now: now)
     }
 

@@ -163,9 +163,9 @@ package enum PauseChange: Sendable, Hashable {
 /// What holds a queue's entries back (``QueueOperatorStorage/holds(now:)``).
 package struct QueueHolds: Sendable, Hashable {
     package var pauses: PauseStatus
-    package var origins: [OriginFlowStatus]
+    package var origins: [FlowControl.OriginStatus]
 
-    package init(pauses: PauseStatus = PauseStatus(), origins: [OriginFlowStatus] = []) {
+    package init(pauses: PauseStatus = PauseStatus(), origins: [FlowControl.OriginStatus] = []) {
         self.pauses = pauses
         self.origins = origins
     }
@@ -189,7 +189,7 @@ extension QueueOperatorStorage {
         try await holds(now: now).pauses
     }
 
-    package func originFlows(now: QueueTime) async throws(QueueError) -> [OriginFlowStatus] {
+    package func originFlows(now: QueueTime) async throws(QueueError) -> [FlowControl.OriginStatus] {
         try await holds(now: now).origins
     }
 }

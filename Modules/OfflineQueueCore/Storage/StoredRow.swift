@@ -45,9 +45,9 @@ package struct UnknownStoredValue: Error, CustomStringConvertible {
         return state
     }
 
-    package static func deadReason(_ text: String?, id: EntryID) throws(UnknownStoredValue) -> DeadReason? {
+    package static func deadReason(_ text: String?, id: EntryID) throws(UnknownStoredValue) -> EntryLifecycle.DeadReason? {
         guard let text else { return nil }
-        guard let reason = DeadReason(rawValue: text) else { throw UnknownStoredValue(id: id, column: "dead reason", value: text) }
+        guard let reason = EntryLifecycle.DeadReason(rawValue: text) else { throw UnknownStoredValue(id: id, column: "dead reason", value: text) }
         return reason
     }
 }

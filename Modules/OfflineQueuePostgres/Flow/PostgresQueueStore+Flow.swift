@@ -68,17 +68,17 @@ extension PostgresQueueStore {
     /// Stores `limits` as the queue's: each origin's and pattern's row, then the rows patterns
     /// gave origins (``OriginLimitTable``: their pattern's limit now, or none), in one
     /// transaction; nothing when the rows already hold them.
-    func storeOriginLimits(_ limits: [OriginLimit], now: QueueTime) async throws(QueueError) {
+    func storeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) async throws(QueueError) {
         let fleet = try await fleetTime(now)
         let table = OriginLimitTable(limits)
         let stored = try await reading { connection in
-            var stored: [String: OriginLimit?] = [:]
+            var stored: [String: FlowControl.OriginLimit?] = [:]
             for try await (origin, rate, burst, cap, openAfter) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                 SELECT origin, rate, burst, cap, open_after FROM §.origin_flow
                 """)), logger: self.logger).decode((String, Double?, Int32?, Int32?, Int32?).self) {
                 stored[origin] = rate == nil && cap == nil && openAfter == nil
                     ? .some(nil)
-                    : try? OriginLimit(
+                    : try? FlowControl.OriginLimit(
                         origin, requestsPerSecond: rate, burst: Int(burst ?? 1), concurrency: cap.map(Int.init), openAfter: openAfter.map(Int.init)
                     )
             }
@@ -89,7 +89,7 @@ extension PostgresQueueStore {
         // An origin named twice takes its last limit, as OriginLimitTable keeps them (a second
         // upsert would keep the first one's tokens: found by the model check, a bucket of 1
         // where every other store started the last limit's 3).
-        var last: [String: OriginLimit] = [:]
+        var last: [String: FlowControl.OriginLimit] = [:]
         for limit in limits { last[limit.origin] = limit }
         let distinct = last.values.sorted { $0.origin < $1.origin }
         try await transaction { connection in
@@ -125,7 +125,7 @@ extension PostgresQueueStore {
         }
     }
 
-    func originFlows(now: QueueTime) async throws(QueueError) -> [OriginFlowStatus] {
+    func originFlows(now: QueueTime) async throws(QueueError) -> [FlowControl.OriginStatus] {
         let fleet = try await fleetTime(now)
         return try await reading { connection in
             let rows = try await self.flowRows(on: connection)

@@ -69,7 +69,7 @@ extension PostgresSchema {
         """
     }
 
-    /// Schema 10: limits by origin pattern (``OriginLimit/isPattern``), by the rules of
+    /// Schema 10: limits by origin pattern (``FlowControl/OriginLimit/isPattern``), by the rules of
     /// ``OriginLimitTable``: `origin_matches` is its `matches(pattern:origin:)`, `pattern_for`
     /// the most specific pattern row that matches an origin (a row of NULLs when none).
     static func originPatternsMigration(_ schema: String) -> String {

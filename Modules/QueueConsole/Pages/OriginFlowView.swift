@@ -25,7 +25,7 @@ struct OriginFlowView: Encodable, Sendable {
     /// the form shows.
     var canResume: Bool
 
-    init(_ flow: OriginFlowStatus) {
+    init(_ flow: FlowControl.OriginStatus) {
         origin = flow.origin
         pausedUntil = flow.pausedUntil.map(wallTime) ?? ""
         pauseStatus = flow.pauseStatus.map(String.init) ?? ""

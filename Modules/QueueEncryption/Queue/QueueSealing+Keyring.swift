@@ -24,7 +24,7 @@ extension OfflineQueue {
     /// Seals the entries `scope` picks again under `keyring`'s primary key, in batches of
     /// `batchSize`, each one transaction: an interrupted run (a `kill -9`) leaves every entry
     /// under its old seal or its new one, and a second run finishes the job. Entries in flight
-    /// are left for a later run (`ResealSummary.skipped`). Bodies kept apart are written
+    /// are left for a later run (`QueueSealing.ResealSummary.skipped`). Bodies kept apart are written
     /// anew before their batch commits and the old ones removed after it; an interruption
     /// leaves unreferenced bodies, which the orphan sweep removes.
     ///
@@ -32,7 +32,7 @@ extension OfflineQueue {
     ///   need or holds other bytes under a recorded id (before anything changes);
     ///   `QueueError.Kind.sealBroken` for an entry that does not open (the batches before it
     ///   stay committed; it is left as it is).
-    public func reseal(_ scope: ResealScope, keyring: Keyring, batchSize: Int = 64) async throws(QueueError) -> ResealSummary {
+    public func reseal(_ scope: QueueSealing.ResealScope, keyring: Keyring, batchSize: Int = 64) async throws(QueueError) -> QueueSealing.ResealSummary {
         try await reseal(scope, sealer: KeyringSealer(keyring: keyring), batchSize: batchSize)
     }
 }

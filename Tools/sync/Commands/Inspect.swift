@@ -243,12 +243,12 @@ struct Stats: AsyncParsableCommand {
 struct StatsReport: Report {
     var counts: QueueCounts
     var pauses: PauseStatus
-    var flows: [OriginFlowStatus]
+    var flows: [FlowControl.OriginStatus]
     var stuck: [EntryID]
     /// The oldest pending entry's age in seconds, to the millisecond.
     var age: Double?
 
-    init(counts: QueueCounts, pauses: PauseStatus, flows: [OriginFlowStatus], stuck: [EntryID]) {
+    init(counts: QueueCounts, pauses: PauseStatus, flows: [FlowControl.OriginStatus], stuck: [EntryID]) {
         self.counts = counts
         self.pauses = pauses
         self.flows = flows
@@ -283,7 +283,7 @@ struct StatsReport: Report {
             }
         }
 
-        init(_ flow: OriginFlowStatus) {
+        init(_ flow: FlowControl.OriginStatus) {
             origin = flow.origin
             pausedUntil = Timestamp(flow.pausedUntil)
             pauseStatus = flow.pauseStatus

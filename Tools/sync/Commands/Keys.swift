@@ -157,7 +157,7 @@ struct ResealOptions: ParsableArguments {
     /// when entries are left for a later run: entries skipped, or entries the scope still
     /// holds afterwards (in flight when they were read, or stored meanwhile by a process with
     /// another keyring). `command` names it in messages.
-    func reseal(_ scope: ResealScope, options: QueueOptions, command: String) async throws {
+    func reseal(_ scope: QueueSealing.ResealScope, options: QueueOptions, command: String) async throws {
         let keyring = try options.keys.loadRequired(by: "sync keys \(command)")
         let primary = keyring.primary.id.rawValue
         try await Runner.run(options, QueueAccess(sealing: .on(keyring))) { queue in

@@ -55,8 +55,8 @@ struct FlowOptions: ParsableArguments {
 
     /// The file's limits, then the options' (so that an option replaces the file's limit for
     /// its origin).
-    func limits() throws -> [OriginLimit] {
-        var limits: [OriginLimit] = []
+    func limits() throws -> [FlowControl.OriginLimit] {
+        var limits: [FlowControl.OriginLimit] = []
         if let originLimitFile {
             let text: String
             do {
@@ -68,14 +68,14 @@ struct FlowOptions: ParsableArguments {
                 let content = line.prefix { $0 != "#" }.trimmingCharacters(in: .whitespaces)
                 guard !content.isEmpty else { continue }
                 do {
-                    limits.append(try OriginLimit(parsing: content))
+                    limits.append(try FlowControl.OriginLimit(parsing: content))
                 } catch {
                     throw ValidationError("--origin-limit-file: \(originLimitFile), line \(number + 1): \(error)")
                 }
             }
         }
         do {
-            for text in originLimits { limits.append(try OriginLimit(parsing: text)) }
+            for text in originLimits { limits.append(try FlowControl.OriginLimit(parsing: text)) }
         } catch {
             throw ValidationError("--origin-limit: \(error)")
         }

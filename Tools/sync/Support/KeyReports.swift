@@ -78,7 +78,7 @@ struct KeyAddedReport: Report {
 /// under each key id and the check values the queue recorded; with a keyring, how each key
 /// stands with it.
 struct KeysStatusReport: Report {
-    var status: SealStatus
+    var status: QueueSealing.Status
     var keyring: Keyring?
 
     /// How the keyring given stands with the queue's keys.
@@ -148,11 +148,11 @@ struct KeysStatusReport: Report {
 /// batches, the entries still to reseal afterwards (`remaining`), and the key they are sealed
 /// under. Entries left make it exit 75.
 struct ResealReport: Report {
-    var summary: ResealSummary
+    var summary: QueueSealing.ResealSummary
     var remaining: Int
     var keyID: String
     /// The entries it reseals: in clear (`encrypt`) or under other keys (`rotate`).
-    var scope: ResealScope
+    var scope: QueueSealing.ResealScope
     /// `rotate` or `encrypt`, for messages.
     var command: String
 
