@@ -10,9 +10,9 @@ func docSnippet_OfflineQueue_2() async throws {
     let client = APIClient(baseURL: URL(string: "https://api.example.com")!, transport: URLSessionTransport())
     var configuration = QueueConfiguration(path: "/var/lib/myapp/queue.db")
     configuration.flow.limits = [
-        try OriginLimit("https://api.example.com", requestsPerSecond: 10, burst: 2),
-        try OriginLimit(parsing: "https://uploads.example.com=concurrency=2"),
-        try OriginLimit("https://*.tenants.example.com", requestsPerSecond: 5),  // 5/s for each tenant's host
+        try FlowControl.OriginLimit("https://api.example.com", requestsPerSecond: 10, burst: 2),
+        try FlowControl.OriginLimit(parsing: "https://uploads.example.com=concurrency=2"),
+        try FlowControl.OriginLimit("https://*.tenants.example.com", requestsPerSecond: 5),  // 5/s for each tenant's host
     ]
     configuration.flow.maxPause = .seconds(600)
     configuration.flow.reconnectSpread = .seconds(60)

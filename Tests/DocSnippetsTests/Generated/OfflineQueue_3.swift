@@ -11,7 +11,7 @@ func docSnippet_OfflineQueue_3() async throws {
     var configuration = QueueConfiguration(path: "/var/lib/myapp/queue.db")
     configuration.flow.health = OriginHealth(openAfter: 10, probeInterval: .seconds(2), maxProbeInterval: .seconds(30))
     configuration.flow.health.storesWhileOpen = true       // send(_:) stores a call to an unwell origin at once
-    configuration.flow.limits = [try OriginLimit(parsing: "https://flaky.example.com=open-after=20")]
+    configuration.flow.limits = [try FlowControl.OriginLimit(parsing: "https://flaky.example.com=open-after=20")]
     let queue = try OfflineQueue(configuration: configuration, client: client)
 
     // An app's own calls fail fast while the queue knows their origin is down.
@@ -21,7 +21,7 @@ func docSnippet_OfflineQueue_3() async throws {
     do {
         _ = try await app.send(Request<Void>.get("/orders"))
     } catch {
-        if case .underlying(let cause) = error, let unwell = cause as? CircuitOpen {
+        if case .underlying(let cause) = error, let unwell = cause as? OriginHealth.CircuitOpen {
             print("\(unwell.origin) is down since \(unwell.circuit.openedAt); next probe at \(unwell.circuit.nextProbeAt)")
         }
     }
