@@ -238,7 +238,7 @@ struct ClaimCostTests {
     ) async throws -> (rows: Int, scanned: Int, byRelation: [String: Int], buffers: Int, read: Int, claimed: Int, plan: String) {
         let postgres = try #require(queue.store as? PostgresQueueStore)
         let schema = try #require(store.schema)
-        try await postgres.acquireOwnership()
+        try await postgres.takeOwnership()
         let fleet = try await postgres.fleetTime(QueueClock.system.now())
         var query = postgres.commitQuery([], fleet: fleet, reclaim: false, claimLimit: claimLimit, lease: .seconds(60), since: nil)
         query.sql = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) " + query.sql

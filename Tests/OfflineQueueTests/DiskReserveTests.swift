@@ -72,7 +72,7 @@ struct DiskReserveTests {
         let store = try #require(queue.store as? SQLiteQueueStore)
         let url = server.url("/events").absoluteString
         for _ in 0..<32 { _ = try await queue.enqueue(method: "POST", url: url, body: .data(Data(repeating: 7, count: bodySize))) }
-        try await store.acquireOwnership()
+        try await store.takeOwnership()
         let now = queue.configuration.clock.now()
         let claimed = try await store.settleAndClaim([], now: now, claimLimit: 32, lease: .seconds(300), attemptedSince: nil).claimed
         try #require(claimed.count == 32)

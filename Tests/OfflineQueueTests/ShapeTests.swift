@@ -43,8 +43,11 @@ struct ShapeTests {
         for (_, text) in try Self.sources("Modules/OfflineQueueCore/Storage") {
             var inside = false
             for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-                // The roles of `QueueStorage` (and the body reading the drain's refines).
-                if line.hasPrefix("package protocol Queue"), !line.hasSuffix("{}") { inside = true; continue }
+                // `QueueStorage` and the roles it refines (with the body reading the drain's refines);
+                // not `QueueStoreParts`, the finer parts this package's own stores are written in.
+                let roles = ["QueueStorage", "QueueDrainStorage", "QueueBodyReading", "QueueEnqueueStorage", "QueueOperatorStorage",
+                             "QueueOutcomeStorage", "QueueSealStorage", "QueueUpkeepStorage"]
+                if roles.contains(where: { line.hasPrefix("package protocol \($0):") }) { inside = true; continue }
                 if inside && line.hasPrefix("}") { inside = false; continue }
                 guard inside else { continue }
                 let trimmed = line.trimmingCharacters(in: .whitespaces)

@@ -3,10 +3,10 @@ import HTTPCore
 import OfflineQueueCore
 
 /// One queue's view of a ``MemoryQueueStore``: the storage contract (``QueueStorage``) kept in
-/// memory, as one drainer. Its hold on its claims lives from ``acquireOwnership()`` until it
+/// memory, as one drainer. Its hold on its claims lives from ``takeOwnership()`` until it
 /// shuts down or goes away: then another drainer's next claim takes its entries back, as
 /// when a process holding a file's entries dies.
-final class MemoryQueueSession: QueueStorage {
+final class MemoryQueueSession: QueueStoreParts {
     let store: MemoryQueueStore
     let owner: String
     private let wake = LockedBox<(@Sendable () -> Void)?>(nil)
@@ -33,7 +33,7 @@ final class MemoryQueueSession: QueueStorage {
         store.watchers.withLock { $0[owner] = nil }
     }
 
-    func acquireOwnership() async throws(QueueError) {
+    func takeOwnership() async throws(QueueError) {
         let owner = self.owner
         store.state.withLock { _ = $0.liveOwners.insert(owner) }
         if let wake = wake.current { store.watchers.withLock { $0[owner] = wake } }
@@ -78,25 +78,10 @@ final class MemoryQueueSession: QueueStorage {
 
     // MARK: - The drain
 
-    /// What a drain asks before its first claim: the limits, the hold and the reserve, the
-    /// network's waiters (``QueueDrainStorage/prepareDrain(_:now:)``).
-    func prepareDrain(_ preparation: DrainPreparation, now: QueueTime) async throws(QueueError) -> Int {
-        if let limits = preparation.originLimits { try await storeOriginLimits(limits, now: now) }
-        if preparation.takesOwnership {
-            try await acquireOwnership()
-            try await holdReserve()
-        }
-        return preparation.wakesNetworkWaiters ? try await wakeNetworkWaiters(now: now) : 0
-    }
-
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult {
-        if !chores.renewing.isEmpty { try await renewLeases(chores.renewing, now: now, lease: lease) }
-        if !chores.claims {
-            guard !settlements.isEmpty else { return ClaimResult() }
-            return ClaimResult(lost: chores.onFullDisk ? try await settleOnFullDisk(settlements, now: now) : try await settle(settlements, now: now))
-        }
+        if let done = try await commitWithoutClaim(settlements, now: now, lease: lease, chores: chores) { return done }
         let owner = self.owner
         defer { if settlements.contains(where: \.ends) { store.settled.notify() } }
         return store.state.withLock { state in
@@ -113,7 +98,7 @@ final class MemoryQueueSession: QueueStorage {
         }
     }
 
-    func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+    func recordSettlements(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
         let owner = self.owner
         defer { if settlements.contains(where: \.ends) { store.settled.notify() } }
         return store.state.withLock { state in
@@ -122,8 +107,8 @@ final class MemoryQueueSession: QueueStorage {
         }
     }
 
-    func storeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) async throws(QueueError) {
-        if store.state.withLock({ $0.storeOriginLimits(limits, now: now) }) { store.ring() }
+    func writeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) async throws(QueueError) {
+        if store.state.withLock({ $0.writeOriginLimits(limits, now: now) }) { store.ring() }
     }
 
     // MARK: - Outcomes
@@ -141,19 +126,19 @@ final class MemoryQueueSession: QueueStorage {
     }
 
     /// Memory keeps no disk reserve.
-    func holdReserve() async throws(QueueError) {}
+    func holdDiskReserve() async throws(QueueError) {}
 
-    func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
-        try await settle(settlements, now: now)
+    func recordOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+        try await recordSettlements(settlements, now: now)
     }
 
-    func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int {
-        store.state.withLock { $0.wakeNetworkWaiters(now: now) }
+    func wakeWaiters(now: QueueTime) async throws(QueueError) -> Int {
+        store.state.withLock { $0.wakeWaiters(now: now) }
     }
 
-    func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError) {
+    func extendLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError) {
         let owner = self.owner
-        store.state.withLock { $0.renewLeases(ids, owner: owner, now: now, lease: lease) }
+        store.state.withLock { $0.extendLeases(ids, owner: owner, now: now, lease: lease) }
     }
 
     func replayBody(_ body: StoredBody) throws(QueueError) -> RequestBody {
@@ -194,16 +179,16 @@ final class MemoryQueueSession: QueueStorage {
         return store.state.withLock { $0.counts(now: now, owner: owner) }
     }
 
-    func pauseStatus() async throws(QueueError) -> PauseStatus {
-        store.state.withLock { $0.pauseStatus() }
+    func readPauses() async throws(QueueError) -> PauseStatus {
+        store.state.withLock { $0.readPauses() }
     }
 
-    func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {
-        store.state.withLock { $0.dependencies(of: id) }
+    func readDependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {
+        store.state.withLock { $0.readDependencies(of: id) }
     }
 
-    func blockedLinks() async throws(QueueError) -> [DependencyRule.Link] {
-        store.state.withLock { $0.blockedLinks() }
+    func readBlockedLinks() async throws(QueueError) -> [DependencyRule.Link] {
+        store.state.withLock { $0.readBlockedLinks() }
     }
 
     func change(_ operation: BulkOperation, matching selection: EntrySelection, now: QueueTime, dryRun: Bool) async throws(QueueError) -> BulkChange {
@@ -215,7 +200,7 @@ final class MemoryQueueSession: QueueStorage {
         return change
     }
 
-    func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool {
+    func addPause(group: String?, now: QueueTime) async throws(QueueError) -> Bool {
         store.state.withLock { state in
             guard state.pauses[group] == nil else { return false }
             state.pauses[group] = now.wall
@@ -223,48 +208,48 @@ final class MemoryQueueSession: QueueStorage {
         }
     }
 
-    func resume(group: String?) async throws(QueueError) -> Bool {
+    func removePause(group: String?) async throws(QueueError) -> Bool {
         let lifted = store.state.withLock { $0.pauses.removeValue(forKey: group) != nil }
         if lifted { store.ring() }
         return lifted
     }
 
-    func resume(origin: String, now: QueueTime) async throws(QueueError) -> Bool {
-        let lifted = store.state.withLock { $0.resume(origin: origin, now: now) }
+    func resumeOriginFlow(origin: String, now: QueueTime) async throws(QueueError) -> Bool {
+        let lifted = store.state.withLock { $0.resumeOriginFlow(origin: origin, now: now) }
         if lifted { store.ring() }
         return lifted
     }
 
-    func originFlows(now: QueueTime) async throws(QueueError) -> [FlowControl.OriginStatus] {
-        store.state.withLock { $0.originFlows(now: now) }
+    func readOriginFlows(now: QueueTime) async throws(QueueError) -> [FlowControl.OriginStatus] {
+        store.state.withLock { $0.readOriginFlows(now: now) }
     }
 
     // MARK: - Upkeep
 
-    func deleteDelivered(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
-        let summary = store.state.withLock { $0.deleteDelivered(finishedBefore: cutoff) }
+    func deleteDeliveredEntries(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
+        let summary = store.state.withLock { $0.deleteDeliveredEntries(finishedBefore: cutoff) }
         if summary.deletedEntries > 0 { store.settled.notify() }
         return summary
     }
 
     /// Memory gives back what it frees at once: nothing to release.
-    func releaseFreePages() async throws(QueueError) -> Int { 0 }
+    func releasePages() async throws(QueueError) -> Int { 0 }
 
     // MARK: - Sealing
 
-    func sealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
-        store.state.withLock { $0.sealCatalog(countingEntries: countingEntries) }
+    func readSealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
+        store.state.withLock { $0.readSealCatalog(countingEntries: countingEntries) }
     }
 
-    func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
-        store.state.withLock { $0.recordKeyCheck(keyID: keyID, checkValue: checkValue) }
+    func writeKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
+        store.state.withLock { $0.writeKeyCheck(keyID: keyID, checkValue: checkValue) }
     }
 
     func reseal(_ updates: [ResealUpdate]) async throws(QueueError) -> Set<EntryID> {
         store.state.withLock { $0.reseal(updates) }
     }
 
-    func sweepOrphanBodies() async throws(QueueError) {
+    func sweepBodies() async throws(QueueError) {
         let cutoff = Date().addingTimeInterval(-Self.orphanGrace)
         store.state.withLock { $0.sweepOrphanBodies(storedBefore: cutoff) }
     }

@@ -36,7 +36,7 @@ extension MemoryQueueState {
     }
 
     /// The links whose child and parent are both blocked.
-    func blockedLinks() -> [DependencyRule.Link] {
+    func readBlockedLinks() -> [DependencyRule.Link] {
         links.flatMap { child, link in
             guard rows[child]?.entry.state == .blocked else { return [DependencyRule.Link]() }
             return link.parents.filter { rows[$0]?.entry.state == .blocked && !deliveredParents.contains($0) }
@@ -57,7 +57,7 @@ extension MemoryQueueState {
     }
 
     /// The entries `id` waits for and those that wait for it, in id order.
-    func dependencies(of id: EntryID) -> EntryDependencies {
+    func readDependencies(of id: EntryID) -> EntryDependencies {
         EntryDependencies(
             parents: links[id]?.parents ?? [], children: (children[id] ?? []).sorted(), whenParentDies: links[id]?.policy
         )

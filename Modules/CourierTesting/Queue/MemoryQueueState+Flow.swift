@@ -90,7 +90,7 @@ extension MemoryQueueState {
     }
 
     /// Returns whether the stored limits changed.
-    mutating func storeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) -> Bool {
+    mutating func writeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) -> Bool {
         let table = OriginLimitTable(limits)
         guard !table.agrees(with: flows.mapValues(\.limit)) else { return false }
         for origin in Set(flows.keys).union(limits.map(\.origin)) {
@@ -101,14 +101,14 @@ extension MemoryQueueState {
         return true
     }
 
-    func originFlows(now: QueueTime) -> [FlowControl.OriginStatus] {
+    func readOriginFlows(now: QueueTime) -> [FlowControl.OriginStatus] {
         let inflight = inflightByOrigin()
         return flows.values.filter { !$0.isIdle(at: now.uptime) }.sorted { $0.origin < $1.origin }.map { row in
             row.status(at: now.uptime, inflight: inflight[row.origin[...], default: 0]) { now.wallTime(atUptime: $0) }
         }
     }
 
-    mutating func resume(origin: String, now: QueueTime) -> Bool {
+    mutating func resumeOriginFlow(origin: String, now: QueueTime) -> Bool {
         guard var row = flows[origin], row.isPaused(at: now.uptime) || row.window != nil || row.isOpen else { return false }
         let wasOpen = row.isOpen
         row.resume()

@@ -109,7 +109,7 @@ extension MemoryQueueState {
         return counts
     }
 
-    func pauseStatus() -> PauseStatus {
+    func readPauses() -> PauseStatus {
         guard !pauses.isEmpty else { return PauseStatus() }
         let list = pauses.map { QueuePause(group: $0.key, pausedAt: $0.value) }
             .sorted { ($0.group != nil ? 1 : 0, $0.group ?? "") < ($1.group != nil ? 1 : 0, $1.group ?? "") }

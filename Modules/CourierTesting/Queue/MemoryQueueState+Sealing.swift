@@ -4,14 +4,14 @@ import OfflineQueueCore
 /// The sealing role of the storage contract (``QueueSealStorage``) on the in-memory rows: the
 /// queue's id, its key checks, and re-sealing entries in place.
 extension MemoryQueueState {
-    func sealCatalog(countingEntries: Bool) -> SealCatalog {
+    func readSealCatalog(countingEntries: Bool) -> SealCatalog {
         var catalog = SealCatalog(queueID: queueID, keyChecks: keyChecks)
         guard countingEntries else { return catalog }
         for row in rows.values { catalog.entries[row.entry.seal?.keyID, default: 0] += 1 }
         return catalog
     }
 
-    mutating func recordKeyCheck(keyID: String, checkValue: String) -> String {
+    mutating func writeKeyCheck(keyID: String, checkValue: String) -> String {
         if let recorded = keyChecks[keyID] { return recorded }
         keyChecks[keyID] = checkValue
         return checkValue

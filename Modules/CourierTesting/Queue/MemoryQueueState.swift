@@ -283,7 +283,7 @@ struct MemoryQueueState {
         rows[id]?.leaseUntil = nil
     }
 
-    mutating func renewLeases(_ ids: [EntryID], owner: String, now: QueueTime, lease: Duration) {
+    mutating func extendLeases(_ ids: [EntryID], owner: String, now: QueueTime, lease: Duration) {
         for id in ids {
             guard let row = rows[id], row.entry.state == .inflight, row.entry.leaseOwner == owner else { continue }
             rows[id]?.leaseUntil = now.uptime + lease.seconds
@@ -291,7 +291,7 @@ struct MemoryQueueState {
         }
     }
 
-    mutating func wakeNetworkWaiters(now: QueueTime) -> Int {
+    mutating func wakeWaiters(now: QueueTime) -> Int {
         var woken = 0
         for (id, row) in rows where row.entry.state == .pending && row.entry.waitingForNetwork {
             rows[id]?.entry.waitingForNetwork = false
@@ -382,7 +382,7 @@ struct MemoryQueueState {
 
     // MARK: - Upkeep
 
-    mutating func deleteDelivered(finishedBefore cutoff: Date) -> RetentionSummary {
+    mutating func deleteDeliveredEntries(finishedBefore cutoff: Date) -> RetentionSummary {
         // A parent whose response a child not yet sent, and linked to it, takes values from
         // stays (one an operator released, its links dropped, keeps none: as the other stores
         // find them, by the links).

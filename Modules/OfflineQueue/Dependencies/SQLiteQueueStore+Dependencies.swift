@@ -124,7 +124,7 @@ extension SQLiteQueueStore {
         return schemaVersion >= Schema.firstDependencyVersion ? "('pending', 'inflight', 'blocked')" : "('pending', 'inflight')"
     }
 
-    func blockedLinks() async throws(QueueError) -> [DependencyRule.Link] {
+    func readBlockedLinks() async throws(QueueError) -> [DependencyRule.Link] {
         guard schemaVersion >= Schema.firstDependencyVersion else { return [] }
         return try await read { db in
             try Row.fetchAll(db, sql: """
@@ -148,7 +148,7 @@ extension SQLiteQueueStore {
             """, arguments: ["wall": now.wall.timeIntervalSince1970, "uptime": now.uptime, "boot": now.boot, "ids": list(ids)])
     }
 
-    func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {
+    func readDependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {
         guard schemaVersion >= Schema.firstDependencyVersion else { return EntryDependencies() }
         return try await read { db in
             let parents = try Row.fetchAll(db, sql: "SELECT parent, when_parent_dies FROM entry_edge WHERE child = ? ORDER BY parent", arguments: [id])

@@ -8,28 +8,13 @@ import HTTPCore
 /// Every time rule here compares boot-clock readings (`*_uptime` columns, see ``QueueTime``);
 /// wall-clock columns are written for people and for carrying rows over a reboot.
 extension SQLiteQueueStore {
-    /// What a drain asks before its first claim: the limits, the hold and the reserve, the
-    /// network's waiters (``QueueDrainStorage/prepareDrain(_:now:)``).
-    func prepareDrain(_ preparation: DrainPreparation, now: QueueTime) async throws(QueueError) -> Int {
-        if let limits = preparation.originLimits { try await storeOriginLimits(limits, now: now) }
-        if preparation.takesOwnership {
-            try await acquireOwnership()
-            try await holdReserve()
-        }
-        return preparation.wakesNetworkWaiters ? try await wakeNetworkWaiters(now: now) : 0
-    }
-
     /// Records `settlements` and claims up to `claimLimit` entries, in one transaction: the
     /// drain loop's single commit per turn.
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int,
         lease: Duration, attemptedSince: Double?, chores: ClaimChores = ClaimChores()
     ) async throws(QueueError) -> ClaimResult {
-        if !chores.renewing.isEmpty { try await renewLeases(chores.renewing, now: now, lease: lease) }
-        if !chores.claims {
-            guard !settlements.isEmpty else { return ClaimResult() }
-            return ClaimResult(lost: chores.onFullDisk ? try await settleOnFullDisk(settlements, now: now) : try await settle(settlements, now: now))
-        }
+        if let done = try await commitWithoutClaim(settlements, now: now, lease: lease, chores: chores) { return done }
         let owner = self.owner
         guard !settlements.isEmpty || claimLimit > 0 || chores.carryOver || chores.reclaimOrphans else { return ClaimResult() }
         let path = self.path
@@ -265,7 +250,7 @@ extension SQLiteQueueStore {
     /// `owner` no longer holds (it lapsed and another drainer claimed the entry) changes
     /// nothing; the ids of those are returned.
     @discardableResult
-    func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+    func recordSettlements(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
         try await settleRecordingFlow(settlements, now: now)
     }
 
@@ -378,7 +363,7 @@ extension SQLiteQueueStore {
         return lost
     }
 
-    func holdReserve() async throws(QueueError) {
+    func holdDiskReserve() async throws(QueueError) {
         if readOnly { throw Self.readOnlyRefusal(path) }
         let reserve = self.reserve
         // On the writer's queue: off the cooperative threads, and after the commits before it.
@@ -394,7 +379,7 @@ extension SQLiteQueueStore {
     /// copied back whole, the next transaction writes it from its start again, over blocks it
     /// already holds, so the space needed at once is one settlement's, whatever their number
     /// (``DiskReserve/size(inlineBodyLimit:)``).
-    func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+    func recordOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
         if readOnly { throw Self.readOnlyRefusal(path) }
         let owner = self.owner
         let reserve = self.reserve
@@ -427,7 +412,7 @@ extension SQLiteQueueStore {
 
     /// Entries waiting only for the network become due now. Returns how many.
     @discardableResult
-    func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int {
+    func wakeWaiters(now: QueueTime) async throws(QueueError) -> Int {
         try await write { db in
             try db.execute(sql: """
                 UPDATE entry INDEXED BY entry_network_wait SET next_attempt_at = ?, due_uptime = ?, waiting_network = 0
@@ -439,7 +424,7 @@ extension SQLiteQueueStore {
 
     /// Extends ``owner``'s leases on `ids` to `lease` from `now`; entries whose lease `owner`
     /// lost are left alone.
-    func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError) {
+    func extendLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError) {
         guard !ids.isEmpty else { return }
         let owner = self.owner
         let list = Self.list(ids)

@@ -138,7 +138,7 @@ extension SQLiteQueueStore {
             """).execute(arguments: ["uptime": now.uptime, "wall": now.wall.timeIntervalSince1970, "boot": now.boot, "origin": origin])
     }
 
-    func storeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) async throws(QueueError) {
+    func writeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) async throws(QueueError) {
         let table = OriginLimitTable(limits)
         let stored = try await read { db in
             Dictionary(try Self.flowRows(db, now: now).map { ($0.origin, $0.limit) }, uniquingKeysWith: { first, _ in first })
@@ -157,7 +157,7 @@ extension SQLiteQueueStore {
         ringWake()
     }
 
-    func originFlows(now: QueueTime) async throws(QueueError) -> [FlowControl.OriginStatus] {
+    func readOriginFlows(now: QueueTime) async throws(QueueError) -> [FlowControl.OriginStatus] {
         guard schemaVersion >= Schema.firstFlowVersion else { return [] }
         return try await read { db in
             let inflight = try Self.inflightByOrigin(db)
@@ -182,7 +182,7 @@ extension SQLiteQueueStore {
         }
     }
 
-    func resume(origin: String, now: QueueTime) async throws(QueueError) -> Bool {
+    func resumeOriginFlow(origin: String, now: QueueTime) async throws(QueueError) -> Bool {
         guard schemaVersion >= Schema.firstFlowVersion else { return false }
         let lifted = try await write { db in
             guard var row = try Self.flowRows(db, now: now).first(where: { $0.origin == origin }),

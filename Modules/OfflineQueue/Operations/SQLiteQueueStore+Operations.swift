@@ -20,7 +20,7 @@ extension SQLiteQueueStore {
     }
 
     /// Pauses `group`, or the whole queue for `nil`. Returns whether it was not paused yet.
-    func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool {
+    func addPause(group: String?, now: QueueTime) async throws(QueueError) -> Bool {
         try await write { db in
             try db.execute(sql: "INSERT INTO pause (group_key, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                            arguments: [group, now.wall.timeIntervalSince1970])
@@ -30,7 +30,7 @@ extension SQLiteQueueStore {
 
     /// Lifts the pause of `group`, or of the whole queue for `nil` (group pauses stay).
     /// Returns whether there was one.
-    func resume(group: String?) async throws(QueueError) -> Bool {
+    func removePause(group: String?) async throws(QueueError) -> Bool {
         let lifted = try await write { db in
             if let group {
                 try db.execute(sql: "DELETE FROM pause WHERE group_key = ?", arguments: [group])
@@ -44,7 +44,7 @@ extension SQLiteQueueStore {
     }
 
     /// The pauses in force and the pending entries they hold back.
-    func pauseStatus() async throws(QueueError) -> PauseStatus {
+    func readPauses() async throws(QueueError) -> PauseStatus {
         guard schemaVersion >= Schema.firstPauseVersion else { return PauseStatus() }
         let notLeased = schemaVersion >= Schema.firstLeaseVersion ? "AND NOT EXISTS (SELECT 1 FROM lease WHERE lease.entry_id = e.id)" : ""
         return try await read { db in

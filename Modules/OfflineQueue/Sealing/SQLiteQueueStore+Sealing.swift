@@ -5,7 +5,7 @@ import HTTPCore
 /// The sealing role (``QueueSealStorage``) on SQLite: `queue_meta.queue_uuid`, the `queue_key`
 /// table, and the entries' `seal_key` and `seal` columns (schema 9).
 extension SQLiteQueueStore {
-    func sealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
+    func readSealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
         let version = schemaVersion
         return try await read { db in
             guard version >= Schema.firstSealVersion else {
@@ -28,7 +28,7 @@ extension SQLiteQueueStore {
         }
     }
 
-    func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
+    func writeKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
         try await write { db in
             try db.execute(sql: "INSERT INTO queue_key (key_id, check_value) VALUES (?, ?) ON CONFLICT DO NOTHING", arguments: [keyID, checkValue])
             return try String.fetchOne(db, sql: "SELECT check_value FROM queue_key WHERE key_id = ?", arguments: [keyID]) ?? checkValue

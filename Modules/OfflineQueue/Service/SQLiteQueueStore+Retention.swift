@@ -17,7 +17,7 @@ extension SQLiteQueueStore {
     /// transaction, and each batch's body files once its rows are gone (a crash in between
     /// leaves orphan files for ``BodyStore/sweepOrphans(keeping:grace:)``, never a row without
     /// its body). Dead and open entries are never touched.
-    func deleteDelivered(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
+    func deleteDeliveredEntries(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
         var summary = RetentionSummary()
         let batch = Self.retentionBatch
         let keepsParents = keepsParentsSQL
@@ -62,7 +62,7 @@ extension SQLiteQueueStore {
     /// many went. Does nothing on a file whose `auto_vacuum` is not INCREMENTAL.
     ///
     /// In WAL mode the file itself shrinks at the next checkpoint.
-    func releaseFreePages() async throws(QueueError) -> Int {
+    func releasePages() async throws(QueueError) -> Int {
         var released = 0
         while true {
             let freed = try await write { db -> Int in

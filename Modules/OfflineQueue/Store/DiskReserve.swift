@@ -11,7 +11,7 @@ import Darwin
 /// A sent request whose outcome cannot be written is sent again by the next drain. So the
 /// drain never starts without this file, and when one of its commits fails with a full disk
 /// it stops claiming, deletes the file and records what it sent in the space that gives back
-/// (``SQLiteQueueStore/settleOnFullDisk(_:now:)``). As databases do with their own reserve, the
+/// (``SQLiteQueueStore/recordOnFullDisk(_:now:)``). As databases do with their own reserve, the
 /// blocks are really taken (`posix_fallocate`), not a sparse promise.
 ///
 /// Nothing depends on the file for correctness: it holds no data, a crash leaves it whole,

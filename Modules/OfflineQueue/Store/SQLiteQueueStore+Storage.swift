@@ -11,7 +11,7 @@ extension SQLiteQueueStore {
 
     /// Takes the owner's lock, and starts watching the wake file (``WakeFile``) when a wake
     /// is registered: only drainers watch.
-    func acquireOwnership() async throws(QueueError) {
+    func takeOwnership() async throws(QueueError) {
         try ownerLock.acquire()
         if let wake = remoteWake.current { wakeFile.watch(wake) }
     }
@@ -67,7 +67,7 @@ extension SQLiteQueueStore {
         }
     }
 
-    func sweepOrphanBodies() async throws(QueueError) {
+    func sweepBodies() async throws(QueueError) {
         bodies.sweepOrphans(keeping: try await referencedBodyFiles())
     }
 }

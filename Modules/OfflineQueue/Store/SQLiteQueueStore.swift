@@ -10,7 +10,7 @@ import Darwin
 /// The SQLite store (``QueueStorage``), the default: every read and write of the queue's rows
 /// in one file, each write in one `BEGIN IMMEDIATE` transaction so several processes can share
 /// the file; large bodies in files beside it.
-final class SQLiteQueueStore: QueueStorage {
+final class SQLiteQueueStore: QueueStoreParts {
     let path: String
     let bodies: BodyStore
     /// This drainer's hold on its claims, which dies with the process.

@@ -80,7 +80,7 @@ extension PostgresQueueStore {
         try await connection.query(PostgresQuery(unsafeSQL: sql("SELECT §.resolve_blocked($1, $2)")).with(ids, fleet), logger: logger)
     }
 
-    func blockedLinks() async throws(QueueError) -> [DependencyRule.Link] {
+    func readBlockedLinks() async throws(QueueError) -> [DependencyRule.Link] {
         try await reading { connection in
             var links: [DependencyRule.Link] = []
             for try await (child, parent) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
@@ -93,7 +93,7 @@ extension PostgresQueueStore {
         }
     }
 
-    func dependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {
+    func readDependencies(of id: EntryID) async throws(QueueError) -> EntryDependencies {
         try await reading { connection in
             var dependencies = EntryDependencies()
             for try await (parent, policy) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""

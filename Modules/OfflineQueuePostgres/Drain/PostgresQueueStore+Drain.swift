@@ -19,25 +19,10 @@ extension PostgresQueueStore {
         "EXISTS (SELECT 1 FROM §.pause AS z WHERE z.group_key IS NULL OR z.group_key = \(alias).group_key)"
     }
 
-    /// What a drain asks before its first claim: the limits, the hold and the reserve, the
-    /// network's waiters (``QueueDrainStorage/prepareDrain(_:now:)``).
-    func prepareDrain(_ preparation: DrainPreparation, now: QueueTime) async throws(QueueError) -> Int {
-        if let limits = preparation.originLimits { try await storeOriginLimits(limits, now: now) }
-        if preparation.takesOwnership {
-            try await acquireOwnership()
-            try await holdReserve()
-        }
-        return preparation.wakesNetworkWaiters ? try await wakeNetworkWaiters(now: now) : 0
-    }
-
     func settleAndClaim(
         _ settlements: [Settlement], now: QueueTime, claimLimit: Int, lease: Duration, attemptedSince: Double?, chores: ClaimChores
     ) async throws(QueueError) -> ClaimResult {
-        if !chores.renewing.isEmpty { try await renewLeases(chores.renewing, now: now, lease: lease) }
-        if !chores.claims {
-            guard !settlements.isEmpty else { return ClaimResult() }
-            return ClaimResult(lost: chores.onFullDisk ? try await settleOnFullDisk(settlements, now: now) : try await settle(settlements, now: now))
-        }
+        if let done = try await commitWithoutClaim(settlements, now: now, lease: lease, chores: chores) { return done }
         guard !settlements.isEmpty || claimLimit > 0 || chores.reclaimOrphans else { return ClaimResult() }
         let fleet = try await fleetTime(now)
         let since = attemptedSince.map { fleet - (now.uptime - $0) }
@@ -47,20 +32,20 @@ extension PostgresQueueStore {
         )
     }
 
-    func settle(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+    func recordSettlements(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
         guard !settlements.isEmpty else { return [] }
         let fleet = try await fleetTime(now)
         return try await commit(settlements, fleet: fleet, now: now, reclaim: false, claimLimit: 0, lease: .zero, since: nil).lost
     }
 
     /// The server's disk is not this host's to keep a reserve on: none is held.
-    func holdReserve() async throws(QueueError) {}
+    func holdDiskReserve() async throws(QueueError) {}
 
     /// One transaction per settlement, so what a server whose disk filled can still write is
     /// kept, in order.
-    func settleOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
+    func recordOnFullDisk(_ settlements: [Settlement], now: QueueTime) async throws(QueueError) -> Set<EntryID> {
         var lost: Set<EntryID> = []
-        for settlement in settlements { lost.formUnion(try await settle([settlement], now: now)) }
+        for settlement in settlements { lost.formUnion(try await recordSettlements([settlement], now: now)) }
         return lost
     }
 
@@ -194,7 +179,7 @@ extension PostgresQueueStore {
         }
     }
 
-    func wakeNetworkWaiters(now: QueueTime) async throws(QueueError) -> Int {
+    func wakeWaiters(now: QueueTime) async throws(QueueError) -> Int {
         let fleet = try await fleetTime(now)
         return try await transaction { connection in
             try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
@@ -204,7 +189,7 @@ extension PostgresQueueStore {
         }
     }
 
-    func renewLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError) {
+    func extendLeases(_ ids: [EntryID], now: QueueTime, lease: Duration) async throws(QueueError) {
         guard !ids.isEmpty else { return }
         let fleet = try await fleetTime(now)
         let mine = heldNumbers

@@ -68,7 +68,7 @@ extension PostgresQueueStore {
     /// Stores `limits` as the queue's: each origin's and pattern's row, then the rows patterns
     /// gave origins (``OriginLimitTable``: their pattern's limit now, or none), in one
     /// transaction; nothing when the rows already hold them.
-    func storeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) async throws(QueueError) {
+    func writeOriginLimits(_ limits: [FlowControl.OriginLimit], now: QueueTime) async throws(QueueError) {
         let fleet = try await fleetTime(now)
         let table = OriginLimitTable(limits)
         let stored = try await reading { connection in
@@ -125,7 +125,7 @@ extension PostgresQueueStore {
         }
     }
 
-    func originFlows(now: QueueTime) async throws(QueueError) -> [FlowControl.OriginStatus] {
+    func readOriginFlows(now: QueueTime) async throws(QueueError) -> [FlowControl.OriginStatus] {
         let fleet = try await fleetTime(now)
         return try await reading { connection in
             let rows = try await self.flowRows(on: connection)
@@ -140,7 +140,7 @@ extension PostgresQueueStore {
     }
 
     /// A resume wakes every drainer, as an enqueue does.
-    func resume(origin: String, now: QueueTime) async throws(QueueError) -> Bool {
+    func resumeOriginFlow(origin: String, now: QueueTime) async throws(QueueError) -> Bool {
         let fleet = try await fleetTime(now)
         return try await transaction { connection in
             // What OriginFlow.resume lifts: the pause, the shrunk window, the open circuit.

@@ -10,7 +10,7 @@ extension PostgresQueueStore {
         let reference = RandomUUID.lowercased()
         do {
             // Each chunk commits by itself: a body is never held whole, and one left behind by a
-            // crash before its entry commits is swept later (``sweepOrphanBodies()``).
+            // crash before its entry commits is swept later (``sweepBodies()``).
             let length = try await client.withConnection { connection in
                 try await self.failingOnClose(connection) { try await self.writeBody(stream, reference: reference, on: connection) }
             }
@@ -81,7 +81,7 @@ extension PostgresQueueStore {
         }
     }
 
-    func sweepOrphanBodies() async throws(QueueError) {
+    func sweepBodies() async throws(QueueError) {
         guard !readOnly else { return }
         let cutoff = Date().timeIntervalSince1970 - 600
         _ = try await reading { connection in

@@ -307,7 +307,7 @@ extension PostgresQueueStore {
     /// A delivered entry whose response a child not yet sent takes values from
     /// (``ResponseReference``) stays until that child is sent. Each batch takes the oldest
     /// finished rows through `entry_finished` (migration v12), so it reads the rows it deletes.
-    func deleteDelivered(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
+    func deleteDeliveredEntries(finishedBefore cutoff: Date) async throws(QueueError) -> RetentionSummary {
         var summary = RetentionSummary()
         let batch = 500
         while true {

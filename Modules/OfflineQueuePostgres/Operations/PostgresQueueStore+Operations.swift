@@ -6,7 +6,7 @@ import PostgresNIO
 /// An operator's side: pauses every drainer of the fleet honours, and bulk changes of a
 /// selection, each in one transaction.
 extension PostgresQueueStore {
-    func pause(group: String?, now: QueueTime) async throws(QueueError) -> Bool {
+    func addPause(group: String?, now: QueueTime) async throws(QueueError) -> Bool {
         try await transaction { connection in
             !(try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                 INSERT INTO §.pause (group_key, paused_at) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING paused_at
@@ -15,7 +15,7 @@ extension PostgresQueueStore {
     }
 
     /// A resume wakes every drainer, as an enqueue does.
-    func resume(group: String?) async throws(QueueError) -> Bool {
+    func removePause(group: String?) async throws(QueueError) -> Bool {
         try await transaction { connection in
             let lifted = try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                 DELETE FROM §.pause WHERE group_key IS NOT DISTINCT FROM $1 RETURNING paused_at
@@ -25,7 +25,7 @@ extension PostgresQueueStore {
         }
     }
 
-    func pauseStatus() async throws(QueueError) -> PauseStatus {
+    func readPauses() async throws(QueueError) -> PauseStatus {
         try await reading { connection in
             var pauses: [QueuePause] = []
             for try await (group, at) in try await connection.query(PostgresQuery(unsafeSQL: self.sql("""

@@ -1,5 +1,5 @@
 /// Migration v12: the delivered and superseded rows by when they finished, the order retention
-/// deletes in (`PostgresQueueStore.deleteDelivered(finishedBefore:)`), so each batch reads only
+/// deletes in (`PostgresQueueStore.deleteDeliveredEntries(finishedBefore:)`), so each batch reads only
 /// the rows it deletes. By `entry_state (state, id)` the last batch of a pass walked every
 /// delivered row newer than the cutoff.
 extension PostgresSchema {

@@ -6,7 +6,7 @@ import PostgresNIO
 /// The sealing role (``QueueSealStorage``) on PostgreSQL: `queue_meta.queue_uuid`, the
 /// `queue_key` table, and the entries' `seal_key` and `seal` columns (migration `v3-sealing`).
 extension PostgresQueueStore {
-    func sealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
+    func readSealCatalog(countingEntries: Bool) async throws(QueueError) -> SealCatalog {
         let location = self.location
         return try await reading { connection in
             let bytes = try await connection.query(
@@ -29,7 +29,7 @@ extension PostgresQueueStore {
         }
     }
 
-    func recordKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
+    func writeKeyCheck(keyID: String, checkValue: String) async throws(QueueError) -> String {
         try await transaction { connection in
             try await connection.query(PostgresQuery(unsafeSQL: self.sql("""
                 INSERT INTO §.queue_key (key_id, check_value) VALUES ($1, $2) ON CONFLICT DO NOTHING

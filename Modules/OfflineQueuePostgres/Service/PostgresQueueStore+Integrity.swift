@@ -6,7 +6,7 @@ import PostgresNIO
 /// The upkeep an operator asks for: space given back, and the schema and rows checked.
 extension PostgresQueueStore {
     /// PostgreSQL's autovacuum gives space back by itself.
-    func releaseFreePages() async throws(QueueError) -> Int { 0 }
+    func releasePages() async throws(QueueError) -> Int { 0 }
 
     /// The schema's migrations as this code knows them, and no entry in flight without a drainer.
     func integrityCheck() async throws(QueueError) -> [String] {

@@ -21,7 +21,7 @@ import PostgresNIO
 ///   drainer's own connection listens, so a commit anywhere wakes every idle drainer.
 /// - **Time** is the fleet's: the server's clock, read once per boot and carried forward by
 ///   this host's boot clock (``FleetClock``).
-final class PostgresQueueStore: QueueStorage {
+final class PostgresQueueStore: QueueStoreParts {
     let place: PostgresLocation
     let client: PostgresClient
     let logger: Logger
@@ -164,7 +164,7 @@ final class PostgresQueueStore: QueueStorage {
 
     // MARK: - Owner liveness
 
-    func acquireOwnership() async throws(QueueError) {
+    func takeOwnership() async throws(QueueError) {
         if let current = session.current, !current.connection.isClosed { return }
         if readOnly { throw QueueError.readOnly(path: location) }
         let connection = try await Self.connect(place, logger: logger)
