@@ -18,8 +18,14 @@ struct SyncJSONSampleTests {
 
     /// Values that vary between runs by more than a placeholder can say, by key or by path
     /// (`SAMPLE.key`): compared by JSON type only. An origin's entry held by its open circuit
-    /// counts in `due_held_by_flow` only once its own backoff, which is random, has passed.
-    static let typeOnly: Set<String> = ["oldest_pending_age_seconds", "stats-flow.due", "stats-flow.due_held_by_flow"]
+    /// counts in `due_held_by_flow` only once its own backoff, which is random, has passed; and
+    /// the broken origin's failures are one, or two when its circuit's probe came due before the
+    /// drain ended (a loaded machine's drain takes longer: 3 failed instead of 2 once beside the
+    /// whole suite).
+    static let typeOnly: Set<String> = [
+        "oldest_pending_age_seconds", "stats-flow.due", "stats-flow.due_held_by_flow", "drain-flow.failed",
+        "stats-flow.origins[1].failures", "stats-flow.origins[1].circuit.failures",
+    ]
 
     /// Arrays ordered by random key ids (sorted, so in another order each run): compared as sets.
     static let unordered: Set<String> = ["held", "missing", "other_bytes"]
